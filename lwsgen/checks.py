@@ -1,0 +1,202 @@
+"""Stage 2b: rules beyond the schema, on a schema-valid profile with defaults filled in."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from lwsgen import runtimes
+from lwsgen.naming import SUFFIXES, name_budget
+from lwsgen.problems import Problem
+from lwsgen.source import Source
+
+# Docker reference grammar (distribution/reference), anchored.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+IMAGE_RE = re.compile(
+    rf"^(?:(?P<domain>{_DOMAIN})/)?(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
+)
+
+# Environment variables lwsgen or LeaderWorkerSet set on the containers themselves.
+RESERVED_ENV = ("LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX", "HF_TOKEN", "GROUP_KEY", "POD_NAME", "POD_NAMESPACE")
+
+Rule = Callable[[dict[str, Any], Source], list[Problem]]
+
+
+def world_size(profile: dict[str, Any]) -> int:
+    return profile["parallelism"]["tensor"] * profile["parallelism"]["pipeline"]
+
+
+def highest_group_index(profile: dict[str, Any]) -> int:
+    groups = profile["autoscaling"]["maxReplicas"] if profile["autoscaling"]["enabled"] else profile["replicas"]
+    return max(groups - 1, 0)
+
+
+def _layouts(world: int, gpus: int) -> list[str]:
+    """Nearby layouts that divide evenly: same GPUs per node with a rounded world size, or fewer GPUs per node."""
+    below, above = (world // gpus) * gpus, (world // gpus + 1) * gpus
+    out = []
+    for total in (below, above):
+        if total:
+            nodes = total // gpus
+            out.append(f"tensor {gpus} x pipeline {nodes} ({nodes} node{'s' if nodes > 1 else ''} of {gpus} GPUs)")
+    for per_node in range(gpus - 1, 0, -1):
+        if world % per_node == 0:
+            out.append(f"node.gpus {per_node} with the same parallelism ({world // per_node} nodes)")
+            break
+    return out
+
+
+def check_divisible(profile: dict[str, Any], src: Source) -> list[Problem]:
+    world, gpus = world_size(profile), profile["node"]["gpus"]
+    if world <= gpus or world % gpus == 0:
+        return []
+    par = profile["parallelism"]
+    message = (f"world size {world} (tensor {par['tensor']} x pipeline {par['pipeline']}) is not a multiple of "
+               f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: " + "; ".join(_layouts(world, gpus)))
+    field = ("parallelism", "tensor") if ("parallelism", "tensor") in src.values_at else ("node", "gpus")
+    return [src.problem(field, message, "not-divisible")]
+
+
+def check_name_budget(profile: dict[str, Any], src: Source) -> list[Problem]:
+    name = profile["name"]
+    top = highest_group_index(profile)
+    budget = name_budget(top)
+    if len(name) <= budget:
+        return []
+    longest = max(SUFFIXES.values(), key=len)
+    return [src.problem(("name",), (
+        f"{len(name)} characters is too long; at most {budget} fit with group indexes up to {top}: "
+        f"LeaderWorkerSet labels worker pods with the StatefulSet revision '<name>-{top}-<10-char hash>' (63 at most), "
+        f"and derived names such as '<name>{longest}' must stay DNS labels"), "name-too-long")]
+
+
+def check_replicas(profile: dict[str, Any], src: Source) -> list[Problem]:
+    scaling = profile["autoscaling"]
+    if scaling["minReplicas"] > scaling["maxReplicas"]:
+        return [src.problem(("autoscaling", "minReplicas"),
+                            f"minReplicas {scaling['minReplicas']} is greater than maxReplicas {scaling['maxReplicas']}", "min-above-max")]
+    return []
+
+
+def image_problem(image: str) -> str | None:
+    """Why an image reference is unusable, or None."""
+    if re.search(r"\s", image):
+        return "image reference contains whitespace"
+    match = IMAGE_RE.match(image)
+    if not match:
+        return "not a valid image reference (registry/repository:tag or @sha256:digest)"
+    if match["digest"]:
+        return None
+    if not match["tag"]:
+        return "has neither tag nor digest, so every pull may get a different image; pin a tag or digest"
+    if match["tag"] == "latest":
+        return "':latest' is not pinned; use a version tag or a digest"
+    return None
+
+
+def check_images(profile: dict[str, Any], src: Source) -> list[Problem]:
+    problems = []
+    for path in (("image",), ("launch", "kubectlImage"), ("ncclTest", "image")):
+        value = profile
+        for part in path:
+            value = value[part]
+        if not value:
+            continue
+        why = image_problem(value)
+        unpinned = why and ("latest" in why or "neither tag" in why)
+        if why and not (unpinned and profile["allowLatestImage"]):
+            problems.append(src.problem(path, f"{value!r}: {why}", "bad-image"))
+    return problems
+
+
+def check_service(profile: dict[str, Any], src: Source) -> list[Problem]:
+    service = profile["service"]
+    if service["loadBalancerSourceRanges"] and service["type"] != "LoadBalancer":
+        return [src.problem(("service", "loadBalancerSourceRanges"),
+                            f"only applies to service.type LoadBalancer, not {service['type']}", "not-applicable")]
+    return []
+
+
+def check_env(profile: dict[str, Any], src: Source) -> list[Problem]:
+    return [src.problem(("env", name), f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}", "reserved-env", key=True)
+            for name in profile["env"] if name in RESERVED_ENV or name.startswith("LWSGEN_")]
+
+
+def check_node_selector(profile: dict[str, Any], src: Source) -> list[Problem]:
+    node = profile["node"]
+    key = "node.kubernetes.io/instance-type"
+    if "instanceType" in node and node["nodeSelector"].get(key, node["instanceType"]) != node["instanceType"]:
+        return [src.problem(("node", "nodeSelector", key), f"conflicts with node.instanceType {node['instanceType']!r}", "conflict", key=True)]
+    return []
+
+
+def check_rollout(profile: dict[str, Any], src: Source) -> list[Problem]:
+    lws = profile["lws"]
+    problems = []
+    for field in ("maxUnavailable", "maxSurge"):
+        value = lws[field]
+        if isinstance(value, str) and int(value[:-1]) > 100:
+            problems.append(src.problem(("lws", field), f"{value} is more than 100%", "out-of-range"))
+    if lws["maxUnavailable"] in (0, "0%") and lws["maxSurge"] in (0, "0%"):
+        problems.append(src.problem(("lws", "maxUnavailable"), "maxUnavailable and maxSurge cannot both be 0: a rolling update could never proceed", "rollout-stuck"))
+    return problems
+
+
+def check_runtime(profile: dict[str, Any], src: Source) -> list[Problem]:
+    plugin = runtimes.get(profile["runtime"])
+    if plugin is None:
+        return [src.problem(("runtime",), f"{profile['runtime']!r} is not available in this version of lwsgen; available: {', '.join(runtimes.known())}", "unknown-runtime")]
+    problems = [src.problem(path, message, code) for path, message, code in plugin.check(profile)]
+    caps = plugin.CAPABILITIES
+    if profile["lws"]["startupPolicy"] == "LeaderReady" and caps.leader_ready_needs_workers:
+        problems.append(src.problem(("lws", "startupPolicy"), (
+            f"LeaderReady would deadlock with {profile['runtime']}: its leader is only ready after the workers start, "
+            "and LeaderReady creates the workers only once the leader is ready; use LeaderCreated"), "startup-deadlock"))
+    if profile["parallelism"]["pipeline"] > 1 and not caps.pipeline_parallel:
+        problems.append(src.problem(("parallelism", "pipeline"), f"{profile['runtime']} does not support pipeline parallelism; use 1", "not-supported"))
+    return problems
+
+
+# Fields of the contract whose objects a later version of lwsgen emits: refused rather than dropped.
+NOT_YET = (
+    (("extends",), lambda v: bool(v), "profile inheritance (extends) is not supported by this version of lwsgen; inline the base profile"),
+    (("scheduling", "scheduler"), lambda v: v != "default", "only the default scheduler is supported by this version of lwsgen (volcano and kueue are not); use default"),
+    (("scheduling", "queue"), lambda v: bool(v), "queues need scheduler volcano or kueue, which this version of lwsgen does not support; remove it"),
+    (("scheduling", "networkTopology"), lambda v: bool(v), "Volcano network topology is not supported by this version of lwsgen; use scheduling.exclusiveTopology"),
+    (("ncclTest", "enabled"), lambda v: v is True, "the NCCL preflight test is not emitted by this version of lwsgen; set it to false"),
+)
+
+
+def check_not_yet(profile: dict[str, Any], src: Source) -> list[Problem]:
+    problems = []
+    for path, is_set, message in NOT_YET:
+        value: Any = profile
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if is_set(value):
+            problems.append(src.problem(path, message, "not-supported"))
+    return problems
+
+
+RULES: tuple[Rule, ...] = (
+    check_runtime, check_divisible, check_name_budget, check_replicas, check_images, check_service,
+    check_env, check_node_selector, check_rollout, check_not_yet,
+)
+
+
+def check_rules(profile: dict[str, Any], src: Source) -> list[Problem]:
+    return [problem for rule in RULES for problem in rule(profile, src)]
+
+
+def warnings(profile: dict[str, Any], src: Source) -> list[Problem]:
+    """What is valid but not emitted yet, said out loud instead of silently dropped."""
+    out = []
+    if profile["monitoring"]["enabled"]:
+        out.append(src.problem(("monitoring", "enabled"), "PodMonitor and PrometheusRule are not emitted by this version of lwsgen; nothing is scraped", "not-emitted"))
+    if profile["autoscaling"]["enabled"]:
+        out.append(src.problem(("autoscaling", "enabled"), (
+            "no HorizontalPodAutoscaler or ScaledObject is emitted by this version of lwsgen; spec.replicas is left out "
+            "for the autoscaler you add, so LeaderWorkerSet starts 1 group"), "not-emitted"))
+    return out

@@ -1,0 +1,141 @@
+"""Command line: main(argv) -> exit status. The only place that turns stage failures into output.
+
+Stages are imported inside the commands so that `lwsgen --help` starts instantly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from lwsgen import __version__
+
+FORMATS = ("text", "json", "github")  # keep in step with problems.FORMATTERS (tested)
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lwsgen", description=(
+        "Render one model profile into the validated Kubernetes manifests that serve it across "
+        "several GPU nodes with LeaderWorkerSet."))
+    parser.add_argument("--version", action="version", version=f"lwsgen {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    render = commands.add_parser("render", help="render profiles into OUT/<name>/", description=(
+        "Render each profile (or every *.yaml/*.yml profile under a directory) into OUT/<name>/. "
+        "Nothing is written unless every profile is valid."))
+    render.add_argument("paths", nargs="+", metavar="PROFILE_OR_DIR")
+    render.add_argument("-o", "--out", default="out", metavar="OUT", help="output root (default: out)")
+    mode = render.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="write nothing; report missing, stale or extra files; exit 1 on drift")
+    mode.add_argument("--stdout", action="store_true", help="write nothing; print one multi-document YAML stream")
+    render.add_argument("--format", choices=FORMATS, default="text", help="how problems are printed (default: text)")
+
+    commands.add_parser("schema", help="print the profile JSON Schema", description="Print the profile JSON Schema.")
+    return parser
+
+
+def _profile_paths(paths: list[str]) -> list[tuple[Path, str]]:
+    found = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found += [(p, str(p)) for p in sorted(path.rglob("*")) if p.suffix in (".yaml", ".yml") and p.is_file()]
+        else:
+            found.append((path, raw))
+    return found
+
+
+def _duplicate_names(results) -> list:
+    from lwsgen.problems import Problem
+
+    seen: dict[str, str] = {}
+    problems = []
+    for result in results:
+        name = result.deployment.name
+        if name in seen:
+            problems.append(Problem(result.profile, 0, 0, "name", f"{name!r} is also the name of {seen[name]}; both would write the same directory", "duplicate-name"))
+        seen.setdefault(name, result.profile)
+    return problems
+
+
+def _render(args: argparse.Namespace) -> int:
+    from lwsgen import write
+    from lwsgen.pipeline import render_profile
+    from lwsgen.problems import FORMATTERS, Problem, ProblemsError
+
+    profiles = _profile_paths(args.paths)
+    if not profiles:
+        sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
+        return EXIT_INVALID
+    results, problems, warnings = [], [], []
+    for path, display in profiles:
+        try:
+            result = render_profile(path, args.out, display)
+        except ProblemsError as err:
+            problems += err.problems
+            continue
+        results.append(result)
+        warnings += result.warnings
+    problems += _duplicate_names(results)
+    for warning in sorted(warnings):
+        sys.stderr.write(warning.text().replace(f"{warning.path}: ", f"{warning.path}: warning: ", 1))
+        sys.stderr.write("\n")
+    if problems:
+        sys.stderr.write(FORMATTERS[args.format](problems) if args.format == "text" else "")
+        if args.format != "text":
+            sys.stdout.write(FORMATTERS[args.format](problems))
+        return EXIT_INVALID
+    out_root = Path(args.out)
+    if args.stdout:
+        sys.stdout.write(write.stream(results))
+        return EXIT_OK
+    if args.check:
+        lines = [line for result in results for line in write.drift(out_root, result)]
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        if not lines:
+            sys.stdout.write(f"{len(results)} output director{'y is' if len(results) == 1 else 'ies are'} up to date\n")
+        return EXIT_INVALID if lines else EXIT_OK
+    for result in results:
+        report = write.write_one(out_root, result)
+        d = result.deployment
+        sys.stdout.write(f"{report.directory}/: {len(result.files)} files, {len(report.changed)} changed"
+                         f"{f', {len(report.removed)} removed' if report.removed else ''} "
+                         f"(group of {d.group_size} pods x {d.gpus_per_pod} GPUs, world size {d.world_size})\n")
+    return EXIT_OK
+
+
+def _schema(_args: argparse.Namespace) -> int:
+    from lwsgen import resources
+    from lwsgen.schema import PROFILE_SCHEMA
+
+    sys.stdout.write(resources.package_dir("schemas").joinpath(PROFILE_SCHEMA).read_text(encoding="utf-8"))
+    return EXIT_OK
+
+
+COMMANDS = {"render": _render, "schema": _schema}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as err:  # a bug in lwsgen, not bad input: one line, traceback on request
+        if os.environ.get("LWSGEN_DEBUG"):
+            raise
+        sys.stderr.write(f"lwsgen: internal error: {type(err).__name__}: {err} (set LWSGEN_DEBUG=1 for a traceback)\n")
+        return EXIT_INTERNAL
+
+
+def main_entry() -> None:
+    sys.exit(main(sys.argv[1:]))

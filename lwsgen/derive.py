@@ -1,0 +1,223 @@
+"""Stage 3, derive: a checked profile -> a frozen Deployment (sizes, names, labels, pod templates)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+from lwsgen import naming, runtimes
+from lwsgen.model import Deployment, PodTemplate
+from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Context, Role, RuntimeParts
+
+SHM_VOLUME, MODEL_VOLUME, LAUNCH_VOLUME, TOOLS_VOLUME = "dshm", "model", "launch-scripts", "tools"
+PROBE_PERIOD = 10
+SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
+
+
+def _context(profile: dict[str, Any], world: int, group: int, gpus_per_pod: int) -> Context:
+    model = profile["model"]
+    return Context(
+        profile=profile,
+        name=profile["name"],
+        world_size=world,
+        group_size=group,
+        gpus_per_pod=gpus_per_pod,
+        tensor=profile["parallelism"]["tensor"],
+        pipeline=profile["parallelism"]["pipeline"],
+        served_name=model.get("servedName", profile["name"]),
+        model_path=model["path"],
+        extra_args=tuple(model["extraArgs"]),
+        rendezvous_timeout=profile["launch"]["rendezvousTimeoutSeconds"],
+        monitoring=profile["monitoring"]["enabled"],
+    )
+
+
+def _env_value(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _common_env(profile: dict[str, Any]) -> list[dict[str, Any]]:
+    env = []
+    secret = profile["model"].get("tokenSecret")
+    if secret:
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret["name"], "key": secret["key"]}}})
+    env.extend({"name": name, "value": _env_value(value)} for name, value in profile["env"].items())
+    return env
+
+
+def _resources(profile: dict[str, Any], gpus_per_pod: int) -> dict[str, Any]:
+    node = profile["node"]
+    amounts = {node["gpuResource"]: str(gpus_per_pod)}
+    if node["efa"]:
+        amounts["vpc.amazonaws.com/efa"] = str(node["efa"])
+    amounts.update({name: str(count) for name, count in node["rdmaResource"].items()})
+    for field, resource in (("cpu", "cpu"), ("memory", "memory"), ("ephemeralStorage", "ephemeral-storage")):
+        if field in node:
+            amounts[resource] = str(node[field])
+    amounts = dict(sorted(amounts.items()))
+    return {"requests": amounts, "limits": dict(amounts)}
+
+
+def _probes(profile: dict[str, Any], parts: RuntimeParts) -> dict[str, Any]:
+    probes = parts.probes
+    budget = math.ceil(profile["model"]["loadTimeoutSeconds"] / PROBE_PERIOD)
+    return {
+        "startupProbe": {"httpGet": {"path": probes.startup_path, "port": probes.port},
+                         "periodSeconds": PROBE_PERIOD, "timeoutSeconds": 5, "failureThreshold": budget},
+        "readinessProbe": {"httpGet": {"path": probes.readiness_path, "port": probes.port},
+                           "periodSeconds": PROBE_PERIOD, "timeoutSeconds": 5, "failureThreshold": 3},
+    }
+
+
+def _volumes(profile: dict[str, Any], names: dict[str, str], role: Role, parts: RuntimeParts):
+    shm: dict[str, Any] = {"medium": "Memory"}
+    if "shmSize" in profile["node"]:
+        shm["sizeLimit"] = str(profile["node"]["shmSize"])
+    volumes = [{"name": SHM_VOLUME, "emptyDir": shm}]
+    mounts = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
+    storage = profile.get("storage")
+    if storage:
+        volumes.append({"name": MODEL_VOLUME, "persistentVolumeClaim": {"claimName": storage["claimName"], "readOnly": storage["readOnly"]}})
+        mounts.append({"name": MODEL_VOLUME, "mountPath": storage["mountPath"], "readOnly": storage["readOnly"]})
+    if parts.scripts:
+        volumes.append({"name": LAUNCH_VOLUME, "configMap": {"name": names["launch"], "defaultMode": 0o555}})
+        mounts.append({"name": LAUNCH_VOLUME, "mountPath": SCRIPTS_MOUNT, "readOnly": True})
+    if role.tool_installers:
+        volumes.append({"name": TOOLS_VOLUME, "emptyDir": {}})
+        mounts.append({"name": TOOLS_VOLUME, "mountPath": TOOLS_MOUNT, "readOnly": True})
+    return volumes, mounts
+
+
+def _container(name: str, image: str, role: Role, env: list, resources: dict, mounts: list, probes: dict | None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": list(role.command),
+        "args": list(role.args) or None,
+        "env": list(role.env) + env or None,
+        "ports": [{"name": p.name, "containerPort": p.number, "protocol": "TCP"} for p in role.ports] or None,
+        "resources": resources,
+        "volumeMounts": mounts,
+        **(probes or {"startupProbe": None, "readinessProbe": None}),
+    }
+
+
+def _tool_installers(role: Role) -> list[dict[str, Any]] | None:
+    installers = [{
+        "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": list(command),
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
+        "volumeMounts": [{"name": TOOLS_VOLUME, "mountPath": TOOLS_MOUNT}],
+    } for name, image, command in role.tool_installers]
+    return installers or None
+
+
+def _pod_template(profile: dict[str, Any], names: dict[str, str], side: str, role: Role, parts: RuntimeParts,
+                  gpus_per_pod: int, scripts_hash: str) -> PodTemplate:
+    node = profile["node"]
+    volumes, mounts = _volumes(profile, names, role, parts)
+    probes = _probes(profile, parts) if side == "leader" else None
+    container = _container(side, profile["image"], role, _common_env(profile), _resources(profile, gpus_per_pod), mounts, probes)
+    selector = {}
+    if "instanceType" in node:
+        selector["node.kubernetes.io/instance-type"] = node["instanceType"]
+    selector.update(node["nodeSelector"])
+    affinity = None
+    if "gpuProduct" in node:
+        term = {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": [node["gpuProduct"]]}]}
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    scheduling = profile["scheduling"]
+    return PodTemplate(
+        labels=naming.labels(profile["name"], profile["runtime"], side, profile["labels"]),
+        annotations={SCRIPTS_HASH_ANNOTATION: scripts_hash} if parts.scripts else {},
+        service_account=names["launcher"] if role.api_access else None,
+        automount_token=role.api_access,
+        init_containers=_tool_installers(role),
+        containers=[container],
+        volumes=volumes,
+        node_selector=selector or None,
+        affinity=affinity,
+        tolerations=node["tolerations"],
+        priority_class=scheduling["priorityClassName"] or None,
+        image_pull_secrets=[{"name": s} for s in profile["imagePullSecrets"]] or None,
+    )
+
+
+def _meta(profile: dict[str, Any], name: str, component: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": profile["namespace"],
+        "labels": naming.labels(profile["name"], profile["runtime"], component, profile["labels"]),
+        "annotations": {**profile["annotations"], **(annotations or {})} or None,
+    }
+
+
+def _scripts_hash(scripts: dict[str, str]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(scripts):
+        digest.update(name.encode() + b"\0" + scripts[name].encode() + b"\0")
+    return digest.hexdigest()
+
+
+def derive(profile: dict[str, Any], source: str) -> Deployment:
+    """Profile (schema-valid, defaults filled, rules passed) -> Deployment."""
+    name = profile["name"]
+    gpus = profile["node"]["gpus"]
+    world = profile["parallelism"]["tensor"] * profile["parallelism"]["pipeline"]
+    group = max(world // gpus, 1)
+    gpus_per_pod = min(gpus, world)
+    plugin = runtimes.get(profile["runtime"])
+    parts: RuntimeParts = plugin.parts(_context(profile, world, group, gpus_per_pod))
+    names = naming.object_names(name)
+    scripts_hash = _scripts_hash(parts.scripts)
+    api_access = parts.leader.api_access or parts.worker.api_access
+
+    lws_annotations = {}
+    if profile["scheduling"]["exclusiveTopology"]:
+        lws_annotations["leaderworkerset.sigs.k8s.io/exclusive-topology"] = profile["scheduling"]["exclusiveTopology"]
+    meta = {
+        "leaderworkerset": _meta(profile, name, "inference-server", lws_annotations),
+        "service": _meta(profile, names["service"], "leader-service", profile["service"]["annotations"]),
+        "configmap": _meta(profile, names["launch"], "launch-scripts"),
+        "serviceaccount": _meta(profile, names["launcher"], "launcher"),
+        "role": _meta(profile, names["launcher"], "launcher"),
+        "rolebinding": _meta(profile, names["launcher"], "launcher"),
+    }
+    objects = ["leaderworkerset", "service"]
+    if parts.scripts:
+        objects.append("configmap")
+    if api_access:
+        objects += ["serviceaccount", "role", "rolebinding"]
+
+    service = profile["service"]
+    ports = {p.name: p.number for p in parts.leader.ports}
+    return Deployment(
+        source=source,
+        name=name,
+        namespace=profile["namespace"],
+        runtime=profile["runtime"],
+        world_size=world,
+        group_size=group,
+        gpus_per_pod=gpus_per_pod,
+        names=names,
+        meta=meta,
+        replicas=None if profile["autoscaling"]["enabled"] else profile["replicas"],
+        startup_policy=profile["lws"]["startupPolicy"],
+        restart_policy=profile["lws"]["restartPolicy"],
+        rollout={"maxUnavailable": profile["lws"]["maxUnavailable"], "maxSurge": profile["lws"]["maxSurge"]},
+        leader=_pod_template(profile, names, "leader", parts.leader, parts, gpus_per_pod, scripts_hash),
+        worker=_pod_template(profile, names, "worker", parts.worker, parts, gpus_per_pod, scripts_hash),
+        leader_selector=naming.leader_selector(name),
+        service={
+            "type": service["type"],
+            "ports": [{"name": p, "port": ports[p], "targetPort": p, "protocol": "TCP"} for p in parts.service_ports],
+            "loadBalancerSourceRanges": service["loadBalancerSourceRanges"] or None,
+        },
+        scripts=dict(sorted(parts.scripts.items())),
+        role_rules=list(parts.role_rules),
+        objects=tuple(objects),
+    )

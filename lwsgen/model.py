@@ -1,0 +1,52 @@
+"""The derived deployment: every number, name and object part, decided before any template runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """One pod template of the LeaderWorkerSet; None means the field is not written."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    service_account: str | None
+    automount_token: bool
+    init_containers: list[dict[str, Any]] | None
+    containers: list[dict[str, Any]]
+    volumes: list[dict[str, Any]]
+    node_selector: dict[str, str] | None
+    affinity: dict[str, Any] | None
+    tolerations: list[dict[str, Any]]
+    priority_class: str | None
+    image_pull_secrets: list[dict[str, str]] | None
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything the templates place, for one profile."""
+
+    source: str
+    name: str
+    namespace: str
+    runtime: str
+    world_size: int
+    group_size: int
+    gpus_per_pod: int
+    names: dict[str, str]
+    meta: dict[str, dict[str, Any]]  # object key -> metadata mapping
+    replicas: int | None
+    startup_policy: str
+    restart_policy: str
+    rollout: dict[str, Any]
+    leader: PodTemplate
+    worker: PodTemplate
+    leader_selector: dict[str, str]
+    service: dict[str, Any]
+    scripts: dict[str, str]
+    role_rules: list[dict[str, list[str]]]
+    # Object keys to render, in file order; each is a template and an output file.
+    objects: tuple[str, ...]
+    warnings: tuple = ()

@@ -1,0 +1,62 @@
+"""Stage 5, parse back: rendered text -> objects, one kind per file, plus the kustomization."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from lwsgen.model import Deployment
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+KUSTOMIZATION = "kustomization.yaml"
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    """One file of OUT/<name>/ and the objects it holds."""
+
+    name: str
+    objects: tuple[dict[str, Any], ...]
+
+
+def prune(value: Any) -> Any:
+    """Null means 'not written': templates place every field and Python sets the absent ones to None."""
+    if isinstance(value, dict):
+        return {k: prune(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [prune(v) for v in value]
+    return value
+
+
+def parse(text: str) -> tuple[dict[str, Any], ...]:
+    return tuple(prune(doc) for doc in yaml.load_all(text, Loader=_Loader) if doc is not None)
+
+
+def kustomization(resources: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": sorted(resources)}
+
+
+def build(deployment: Deployment, rendered: dict[str, str]) -> list[OutputFile]:
+    files = [OutputFile(f"{key}.yaml", parse(text)) for key, text in rendered.items()]
+    files.append(OutputFile(KUSTOMIZATION, (kustomization([f.name for f in files]),)))
+    return sorted(files, key=lambda f: f.name)
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+    """libyaml dumper: block style, key order kept, multi-line strings as literal blocks."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump(objects: tuple[dict[str, Any], ...]) -> str:
+    """Objects -> YAML text; the same objects always give the same bytes."""
+    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                         allow_unicode=True, width=100000, explicit_start=len(objects) > 1)

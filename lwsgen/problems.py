@@ -1,0 +1,64 @@
+"""One problem type for every stage, and pure formatters for it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """Something wrong with an input, at a position (1-based line and column; 0 = unknown)."""
+
+    file: str
+    line: int
+    col: int
+    path: str
+    message: str
+    code: str = "invalid"
+
+    def text(self) -> str:
+        where = f"{self.file}:{self.line}:{self.col}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ProblemsError(Exception):
+    """Raised by a stage that found problems; the CLI formats them and exits 1."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__(f"{len(problems)} problem(s)")
+        self.problems = sorted(problems)
+
+
+def format_text(problems: list[Problem]) -> str:
+    return "".join(p.text() + "\n" for p in sorted(problems))
+
+
+def format_json(problems: list[Problem]) -> str:
+    rows = [{k: v for k, v in asdict(p).items()} for p in sorted(problems)]
+    return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(problems: list[Problem]) -> str:
+    lines = []
+    for p in sorted(problems):
+        props = f"file={_escape_property(p.file)},line={p.line},col={p.col}"
+        message = f"{p.path}: {p.message}" if p.path else p.message
+        lines.append(f"::error {props}::{_escape_data(message)}\n")
+    return "".join(lines)
+
+
+FORMATTERS: dict[str, Callable[[list[Problem]], str]] = {
+    "text": format_text,
+    "json": format_json,
+    "github": format_github,
+}

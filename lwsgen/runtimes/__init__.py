@@ -1,0 +1,17 @@
+"""The runtime registry: every runtime is a module with NAME, CAPABILITIES, check() and parts()."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from lwsgen.runtimes import triton_trtllm, vllm
+
+REGISTRY: dict[str, ModuleType] = {module.NAME: module for module in (triton_trtllm, vllm)}
+
+
+def known() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def get(name: str) -> ModuleType | None:
+    return REGISTRY.get(name)

@@ -1,0 +1,93 @@
+"""What a runtime plugin receives and returns: plain data, no Kubernetes objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCRIPTS_MOUNT = "/lwsgen/scripts"
+TOOLS_MOUNT = "/lwsgen/bin"
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str
+    number: int
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Facts about a runtime that checks, docs and later stages rely on."""
+
+    serving_port: int
+    pipeline_parallel: bool
+    metrics: tuple[str, ...]
+    autoscaling_metrics: tuple[str, ...]
+    # The leader only turns ready after every worker joined (LeaderReady would deadlock).
+    leader_ready_needs_workers: bool
+    needs_api_access: bool
+
+
+@dataclass(frozen=True)
+class Context:
+    """The derived numbers and names a runtime builds its commands from."""
+
+    profile: dict[str, Any]
+    name: str
+    world_size: int
+    group_size: int
+    gpus_per_pod: int
+    tensor: int
+    pipeline: int
+    served_name: str
+    model_path: str
+    extra_args: tuple[str, ...]
+    rendezvous_timeout: int
+    monitoring: bool
+
+
+@dataclass(frozen=True)
+class Role:
+    """One side of a group (leader or worker): how its container starts."""
+
+    command: tuple[str, ...]
+    args: tuple[str, ...] = ()
+    env: tuple[dict[str, Any], ...] = ()
+    ports: tuple[Port, ...] = ()
+    # Tools copied in by init containers (image, shell command), mounted at TOOLS_MOUNT.
+    tool_installers: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    api_access: bool = False
+
+
+@dataclass(frozen=True)
+class Probes:
+    port: str
+    startup_path: str
+    readiness_path: str
+
+
+@dataclass(frozen=True)
+class RuntimeParts:
+    leader: Role
+    worker: Role
+    probes: Probes
+    service_ports: tuple[str, ...]
+    scripts: dict[str, str] = field(default_factory=dict)
+    # RBAC rules (apiGroups, resources, verbs) for the leader's ServiceAccount, when api_access.
+    role_rules: tuple[dict[str, list[str]], ...] = ()
+
+
+def plain_env(name: str, value: Any) -> dict[str, Any]:
+    return {"name": name, "value": str(value)}
+
+
+def field_env(name: str, field_path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+
+
+def script_command(script: str) -> tuple[str, ...]:
+    return ("/bin/bash", f"{SCRIPTS_MOUNT}/{script}")
+
+
+def rendezvous_env(ctx: Context) -> tuple[dict[str, Any], ...]:
+    return (plain_env("LWSGEN_RENDEZVOUS_TIMEOUT", ctx.rendezvous_timeout),)

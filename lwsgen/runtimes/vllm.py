@@ -1,0 +1,71 @@
+"""vLLM on a Ray cluster that spans the group.
+
+The leader starts the Ray head (`ray start --head`, port 6379), waits (bounded by
+`launch.rendezvousTimeoutSeconds`) until `LWS_GROUP_SIZE` Ray nodes are alive, then serves the
+OpenAI-compatible API on port 8080 with `--tensor-parallel-size` and `--pipeline-parallel-size`
+taken from `parallelism` and `--distributed-executor-backend ray`. Workers retry until the
+leader's address resolves and its Ray head answers (the leader's DNS name is unresolvable for a
+while after the group is created), then `ray start --address=$(LWS_LEADER_ADDRESS):6379 --block`.
+The leader only turns ready once the workers joined, so `lws.startupPolicy: LeaderReady` would
+deadlock and is refused. `model.path` is a hub id or a weights directory.
+"""
+
+from __future__ import annotations
+
+from lwsgen import resources
+from lwsgen.runtimes.base import (
+    Capabilities,
+    Context,
+    Port,
+    Probes,
+    Role,
+    RuntimeParts,
+    plain_env,
+    rendezvous_env,
+    script_command,
+)
+
+NAME = "vllm"
+SERVING_PORT = 8080
+RAY_PORT = 6379
+
+CAPABILITIES = Capabilities(
+    serving_port=SERVING_PORT,
+    pipeline_parallel=True,
+    metrics=("vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc"),
+    autoscaling_metrics=("gpu-utilization", "queue-length", "kv-cache-usage"),
+    leader_ready_needs_workers=True,
+    needs_api_access=False,
+)
+
+SCRIPTS = ("ray-leader.sh", "ray-worker.sh")
+
+
+def check(profile: dict) -> list[tuple[tuple, str, str]]:
+    return []
+
+
+def serve_command(ctx: Context) -> tuple[str, ...]:
+    return (
+        "python3", "-m", "vllm.entrypoints.openai.api_server",
+        "--host", "0.0.0.0",
+        "--port", str(SERVING_PORT),
+        "--model", ctx.model_path,
+        "--served-model-name", ctx.served_name,
+        "--tensor-parallel-size", str(ctx.tensor),
+        "--pipeline-parallel-size", str(ctx.pipeline),
+        "--distributed-executor-backend", "ray",
+        *ctx.extra_args,
+    )
+
+
+def parts(ctx: Context) -> RuntimeParts:
+    ray_env = (plain_env("LWSGEN_RAY_PORT", RAY_PORT), *rendezvous_env(ctx))
+    return RuntimeParts(
+        leader=Role(command=script_command("ray-leader.sh"), args=serve_command(ctx), env=ray_env,
+                    ports=(Port("http", SERVING_PORT), Port("ray-gcs", RAY_PORT))),
+        worker=Role(command=script_command("ray-worker.sh"), env=ray_env),
+        probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
+        service_ports=("http",),
+        scripts={name: resources.script(name) for name in SCRIPTS},
+    )

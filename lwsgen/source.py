@@ -1,0 +1,149 @@
+"""Stage 1, load: bytes -> UTF-8 -> YAML (libyaml) -> data plus the position of every node."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lwsgen.problems import Problem, ProblemsError
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+PathKey = tuple  # a path into the data: ("node", "gpus") or ("env", 0)
+
+
+@dataclass
+class Source:
+    """A loaded YAML document and where each of its nodes stands in the file."""
+
+    file: str
+    data: Any
+    # path -> (line, col) of the value; keys_at: path -> (line, col) of the mapping key
+    values_at: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    keys_at: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+
+    def position(self, path: PathKey, *, key: bool = False) -> tuple[int, int]:
+        """Position of path, or of its nearest ancestor that exists in the file."""
+        table = self.keys_at if key else self.values_at
+        path = tuple(path)
+        while path:
+            if path in table:
+                return table[path]
+            if not key and path in self.keys_at:
+                return self.keys_at[path]
+            path = path[:-1]
+        return self.values_at.get((), (1, 1))
+
+    def problem(self, path: PathKey, message: str, code: str, *, key: bool = False) -> Problem:
+        line, col = self.position(path, key=key)
+        return Problem(self.file, line, col, dotted(path), message, code)
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][-A-Za-z0-9_]*$")
+
+
+def dotted(path: PathKey) -> str:
+    """A field path as users write it: node.tolerations[0].key, labels["app.kubernetes.io/name"]."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.match(str(part)):
+            out += ("." if out else "") + str(part)
+        else:
+            out += '["' + str(part).replace("\\", "\\\\").replace('"', '\\"') + '"]'
+    return out
+
+
+def _decode(raw: bytes, file: str) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        before = raw[: err.start]
+        line = before.count(b"\n") + 1
+        col = err.start - (before.rfind(b"\n") + 1) + 1
+        raise ProblemsError([Problem(file, line, col, "", f"not valid UTF-8 (byte 0x{raw[err.start]:02x}); save the file as UTF-8", "bad-encoding")])
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _syntax_problem(err: yaml.YAMLError, file: str) -> Problem:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    what = getattr(err, "problem", None) or str(err)
+    if what == "but found another document":
+        return Problem(file, line, col, "", "a second YAML document starts here; a profile is one document", "multiple-documents")
+    context = getattr(err, "context", None)
+    start = getattr(err, "context_mark", None)
+    if context and start is not None and start is not mark:
+        context += f" that starts at {start.line + 1}:{start.column + 1}"
+    message = f"YAML syntax error: {what}" + (f" ({context})" if context else "")
+    return Problem(file, line, col, "", message, "yaml-syntax")
+
+
+def _walk(node: yaml.Node, data: Any, path: PathKey, src: Source, problems: list[Problem]) -> None:
+    src.values_at[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = key_node.value
+            child = path + (key,)
+            if key_node.tag != "tag:yaml.org,2002:str":
+                problems.append(Problem(src.file, key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                                        dotted(child), "field names must be strings; quote this key", "bad-key"))
+                continue
+            if key in seen:
+                first = seen[key].start_mark.line + 1
+                problems.append(Problem(src.file, key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                                        dotted(child), f"duplicate key (first set on line {first}); keep one", "duplicate-key"))
+            seen[key] = key_node
+            src.keys_at[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if key in data:
+                _walk(value_node, data[key], child, src, problems)
+    elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
+        for index, (item_node, item) in enumerate(zip(node.value, data)):
+            _walk(item_node, item, path + (index,), src, problems)
+
+
+def load_text(text: str, file: str) -> Source:
+    """Parse one YAML document, keeping positions; raise ProblemsError on any defect."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as err:
+        raise ProblemsError([_syntax_problem(err, file)]) from None
+    finally:
+        loader.dispose()
+    src = Source(file, data)
+    problems: list[Problem] = []
+    if node is not None:
+        _walk(node, data, (), src, problems)
+    if problems:
+        raise ProblemsError(problems)
+    return src
+
+
+def load_file(path: Path, display: str | None = None) -> Source:
+    file = display or str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ProblemsError([Problem(file, 0, 0, "", f"cannot read: {err.strerror}", "unreadable")]) from None
+    return load_text(_decode(raw, file), file)
+
+
+def load_mapping(path: Path, display: str | None = None) -> Source:
+    """Load a document that must be a mapping (a profile)."""
+    src = load_file(path, display)
+    if not isinstance(src.data, dict):
+        kind = "empty" if src.data is None else type(src.data).__name__
+        kinds = {"list": "a list", "str": "a string", "int": "a number", "float": "a number", "bool": "a boolean"}
+        what = "empty" if kind == "empty" else kinds.get(kind, kind)
+        raise ProblemsError([Problem(src.file, *src.position(()), "", f"the document is {what}; a profile is a mapping of fields (name, runtime, image, model, node, ...)", "not-a-mapping")])
+    return src

@@ -1,0 +1,140 @@
+"""Stage 6, validate: every emitted object against a strict schema, then cross-object rules.
+
+Core kinds use the strict Kubernetes schemas that kubernetes-validate bundles (as JSON files, read
+without importing that package); custom kinds use the project's schemas in schemas/. Each schema
+is compiled once per process with jsonschema-rs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator
+
+from lwsgen import resources
+from lwsgen.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+
+K8S_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
+# (apiVersion, kind) -> project schema file, for kinds Kubernetes does not define.
+PROJECT_SCHEMAS = {
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "leaderworkerset.schema.json",
+    ("kustomize.config.k8s.io/v1beta1", "Kustomization"): "kustomization.schema.json",
+}
+
+
+class UnknownKind(Exception):
+    pass
+
+
+@lru_cache(maxsize=1)
+def _k8s_schema_root() -> Path:
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("kubernetes-validate is not installed")
+    return Path(list(spec.submodule_search_locations)[0]) / "kubernetes-json-schema"
+
+
+@lru_cache(maxsize=None)
+def available_versions() -> tuple[str, ...]:
+    found = []
+    for entry in _k8s_schema_root().iterdir():
+        match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+-local-strict", entry.name)
+        if match:
+            found.append((int(match[1]), int(match[2])))
+    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
+
+
+def _schema_dir(version: str) -> Path:
+    return _k8s_schema_root() / f"v{version}.0-local-strict"
+
+
+@lru_cache(maxsize=None)
+def _registry(version: str):
+    import jsonschema_rs
+
+    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))
+    return jsonschema_rs.Registry([(K8S_DEFINITIONS, definitions)])
+
+
+def _k8s_file(api_version: str, kind: str) -> str:
+    # kubernetes-validate names files <kind>-<group without domain>-<version>.json, e.g. role-rbac-v1.json
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    return f"{kind.lower()}-{group_version}.json"
+
+
+@lru_cache(maxsize=None)
+def validator(version: str, api_version: str, kind: str):
+    """A compiled strict validator for one apiVersion/kind at one Kubernetes version."""
+    import jsonschema_rs
+
+    project = PROJECT_SCHEMAS.get((api_version, kind))
+    if project:
+        schema = resources.schema(project)
+    else:
+        path = _schema_dir(version) / _k8s_file(api_version, kind)
+        if not path.is_file():
+            raise UnknownKind(f"no schema for {api_version} {kind}")
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    return jsonschema_rs.validator_for(schema, registry=_registry(version))
+
+
+def schema_errors(obj: dict[str, Any], version: str) -> Iterator[tuple[tuple, str]]:
+    """(path, message) for every way obj breaks its strict schema."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        yield (), "apiVersion and kind must be strings"
+        return
+    try:
+        compiled = validator(version, api_version, kind)
+    except UnknownKind as err:
+        yield ("kind",), str(err)
+        return
+    for err in compiled.iter_errors(obj):
+        yield tuple(err.instance_path), err.message
+
+
+def _containers(template: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = template.get("spec", {})
+    return list(spec.get("initContainers", [])) + list(spec.get("containers", []))
+
+
+def _lws_rules(lws: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    for side in ("leaderTemplate", "workerTemplate"):
+        for index, container in enumerate(lwt.get(side, {}).get("spec", {}).get("containers", [])):
+            res = container.get("resources", {})
+            if res.get("requests") != res.get("limits"):
+                yield ("spec", "leaderWorkerTemplate", side, "spec", "containers", index, "resources"), "requests must equal limits"
+
+
+def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    selector = service["spec"].get("selector", {})
+    lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
+    if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(selector) != 2:
+        yield ("spec", "selector"), f"must select exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}=\"0\""
+        return
+    if service["metadata"]["name"] == lws["metadata"]["name"]:
+        yield ("metadata", "name"), "must differ from the LeaderWorkerSet name (LWS owns a headless Service of that name)"
+    leader = lws["spec"]["leaderWorkerTemplate"].get("leaderTemplate") or lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    named = {p.get("name") for c in _containers(leader) for p in c.get("ports", [])}
+    for index, port in enumerate(service["spec"].get("ports", [])):
+        if port.get("targetPort") not in named:
+            yield ("spec", "ports", index, "targetPort"), f"{port.get('targetPort')!r} is not a named port of the leader container"
+
+
+def cross_object_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, tuple, str]]:
+    """(file, document index, path, message) for rules that span objects."""
+    lws_by_name = {o["metadata"]["name"]: o for docs in objects_by_file.values() for o in docs if o.get("kind") == "LeaderWorkerSet"}
+    for file, docs in objects_by_file.items():
+        for index, obj in enumerate(docs):
+            if obj.get("kind") == "LeaderWorkerSet":
+                rules = _lws_rules(obj)
+            elif obj.get("kind") == "Service":
+                rules = _service_rules(obj, lws_by_name)
+            else:
+                continue
+            for path, message in rules:
+                yield file, index, path, message

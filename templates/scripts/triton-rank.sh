@@ -1,0 +1,28 @@
+#!/bin/bash
+# lwsgen: one tritonserver rank, started by mpirun for every GPU of the group.
+# Rank 0 runs on the leader and serves HTTP, gRPC and metrics; the other ranks only compute.
+# Arguments: the model repository, then extra tritonserver arguments.
+set -euo pipefail
+
+repository=${1:?model repository}
+shift
+rank=${OMPI_COMM_WORLD_RANK:?this script is started by mpirun}
+common=(
+  --disable-auto-complete-config
+  --allow-cpu-metrics=false
+  --allow-gpu-metrics=false
+  --model-load-thread-count=2
+  "--model-repository=${repository}"
+  "--id=rank${rank}"
+)
+if [ "$rank" -eq 0 ]; then
+  exec tritonserver "${common[@]}" \
+    "--http-port=${LWSGEN_HTTP_PORT:?}" "--grpc-port=${LWSGEN_GRPC_PORT:?}" \
+    "--metrics-port=${LWSGEN_METRICS_PORT:?}" --allow-metrics=true --metrics-interval-ms=1000 \
+    "$@"
+fi
+exec tritonserver "${common[@]}" \
+  --allow-http=false --allow-grpc=false --allow-metrics=false \
+  --model-control-mode=explicit --load-model=tensorrt_llm \
+  --log-info=false --log-warning=false \
+  "$@"

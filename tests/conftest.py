@@ -1,0 +1,92 @@
+"""Shared fixtures: example profiles, a profile writer, the upstream material in ../shared."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("LWSGEN_SHARED", REPO.parent / "shared"))
+PROFILES = REPO / "profiles"
+
+MINIMAL = {
+    "name": "demo",
+    "runtime": "vllm",
+    "image": "vllm/vllm-openai:v0.8.5",
+    "model": {"path": "meta-llama/Llama-3.1-8B-Instruct"},
+    "parallelism": {"tensor": 8, "pipeline": 2},
+    "node": {"gpus": 8},
+    "monitoring": {"enabled": False},
+}
+
+
+def tool(name: str) -> str:
+    """An external tool the tests run for real: from the venv (make test installs it there) or PATH."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} is not installed; run the tests through `make test`, which installs it")
+    return found
+
+
+def merged(base: dict, **changes) -> dict:
+    """A deep copy of base with dotted-path changes: merged(p, **{"node.gpus": 4})."""
+    out = copy.deepcopy(base)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is ...:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return out
+
+
+@pytest.fixture
+def minimal() -> dict:
+    return copy.deepcopy(MINIMAL)
+
+
+@pytest.fixture
+def write_profile(tmp_path):
+    """Write a profile (dict or text) to tmp_path/<name> and return its path."""
+
+    def write(profile, name: str = "profile.yaml") -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = profile if isinstance(profile, (str, bytes)) else yaml.safe_dump(profile, sort_keys=False)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def render(write_profile):
+    """Render a profile dict through the whole pipeline (nothing written) and return the Rendered."""
+    from lwsgen.pipeline import render_profile
+
+    def run(profile: dict, name: str = "profile.yaml"):
+        return render_profile(write_profile(profile, name))
+
+    return run
+
+
+def objects_of(rendered) -> dict[str, dict]:
+    """file name -> the single object in it."""
+    return {name: yaml.safe_load(text) for name, text in rendered.files.items()}
+
+
+def lws_of(rendered) -> dict:
+    return objects_of(rendered)["leaderworkerset.yaml"]

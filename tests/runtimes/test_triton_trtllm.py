@@ -1,0 +1,163 @@
+"""triton-trtllm: MPI over kubectl exec from a stock NGC image; scripts run against fake tools."""
+
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import lws_of, merged, objects_of
+from lwsgen.runtimes import triton_trtllm
+from runtimes.scripts import bin_dir, env_of, fake, run
+
+TRITON = {
+    "name": "llama",
+    "namespace": "inference",
+    "runtime": "triton-trtllm",
+    "image": "nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
+    "model": {"path": "/var/run/models/repo", "extraArgs": ["--log-verbose=1", "--exit-timeout-secs=30"]},
+    "parallelism": {"tensor": 8, "pipeline": 2},
+    "node": {"gpus": 8},
+    "storage": {"claimName": "efs-claim"},
+    "monitoring": {"enabled": False},
+}
+
+
+@pytest.fixture
+def rendered(render):
+    return render(TRITON)
+
+
+def _templates(rendered):
+    lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
+    return lwt["leaderTemplate"], lwt["workerTemplate"]
+
+
+def test_leader_runs_the_launcher_with_world_size_and_gpus_per_pod(rendered):
+    leader, _ = _templates(rendered)
+    container = leader["spec"]["containers"][0]
+    assert container["command"] == ["/bin/bash", "/lwsgen/scripts/triton-leader.sh"]
+    assert container["args"] == ["--log-verbose=1", "--exit-timeout-secs=30"]
+    env = env_of(container)
+    assert env["LWSGEN_WORLD_SIZE"] == "16" and env["LWSGEN_GPUS_PER_POD"] == "8"
+    assert env["LWSGEN_MODEL_REPOSITORY"] == "/var/run/models/repo"
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http": 8000, "grpc": 8001, "metrics": 8002}
+    group_key = next(e for e in container["env"] if e["name"] == "GROUP_KEY")
+    assert group_key["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['leaderworkerset.sigs.k8s.io/group-key']"
+
+
+def test_stock_image_gets_kubectl_from_an_init_container_and_scripts_from_a_configmap(rendered):
+    leader, worker = _templates(rendered)
+    [init] = leader["spec"]["initContainers"]
+    assert init["image"] == "registry.k8s.io/kubectl:v1.31.4"
+    assert init["volumeMounts"] == [{"name": "tools", "mountPath": "/lwsgen/bin"}]
+    assert all(c["image"] == TRITON["image"] for c in leader["spec"]["containers"] + worker["spec"]["containers"])
+    configmap = objects_of(rendered)["configmap.yaml"]
+    assert sorted(configmap["data"]) == ["kubectl-rsh", "triton-leader.sh", "triton-rank.sh", "triton-worker.sh"]
+    for template in (leader, worker):
+        mounts = {m["mountPath"]: m["name"] for m in template["spec"]["containers"][0]["volumeMounts"]}
+        assert mounts["/lwsgen/scripts"] == "launch-scripts"
+        volume = next(v for v in template["spec"]["volumes"] if v["name"] == "launch-scripts")
+        assert volume["configMap"] == {"name": "llama-launch", "defaultMode": 0o555}
+
+
+def test_only_the_leader_gets_the_api_and_rbac_is_least_privilege(rendered):
+    leader, worker = _templates(rendered)
+    assert leader["spec"]["serviceAccountName"] == "llama-launcher"
+    assert leader["spec"]["automountServiceAccountToken"] is True
+    assert "serviceAccountName" not in worker["spec"] and worker["spec"]["automountServiceAccountToken"] is False
+    objs = objects_of(rendered)
+    role = objs["role.yaml"]
+    assert role["metadata"]["namespace"] == "inference"
+    rules = {tuple(r["resources"]): sorted(r["verbs"]) for r in role["rules"]}
+    assert rules == {("pods",): ["get", "list"], ("pods/exec",): ["create", "get"]}
+    assert not any("*" in r["verbs"] or "*" in r["resources"] or "*" in r["apiGroups"] for r in role["rules"])
+    binding = objs["rolebinding.yaml"]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "llama-launcher"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "llama-launcher", "namespace": "inference"}]
+    assert objs["serviceaccount.yaml"]["metadata"]["name"] == "llama-launcher"
+
+
+def test_every_script_passes_bash_n(rendered, tmp_path):
+    for name, text in objects_of(rendered)["configmap.yaml"]["data"].items():
+        path = tmp_path / name
+        path.write_text(text)
+        subprocess.run(["bash", "-n", str(path)], check=True)
+
+
+LEADER_ENV = {
+    "GROUP_KEY": "abc123", "POD_NAME": "llama-0", "POD_NAMESPACE": "inference", "LWS_GROUP_SIZE": "3",
+    "LWSGEN_WORLD_SIZE": "24", "LWSGEN_GPUS_PER_POD": "8", "LWSGEN_MODEL_REPOSITORY": "/models/repo",
+    "LWSGEN_RENDEZVOUS_TIMEOUT": "30", "LWSGEN_WORKER_CONTAINER": "worker",
+}
+
+
+def test_leader_waits_for_every_pod_of_its_group_then_runs_mpirun_leader_first(tmp_path):
+    bins = bin_dir(tmp_path)
+    # kubectl reports one, then two, then all three pods of the group running.
+    fake(bins, "kubectl", 'n=$(grep -c kubectl "$CALLS"); pods=(llama-0 llama-0-2 llama-0-1); echo -n "${pods[@]:0:$n}"')
+    fake(bins, "mpirun")
+    proc, calls = run("triton-leader.sh", tmp_path, {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun")}, ("--log-verbose=1",))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    kubectl_calls = [c for c in calls if "/kubectl " in c]
+    assert len(kubectl_calls) == 3
+    assert "--selector leaderworkerset.sigs.k8s.io/group-key=abc123" in kubectl_calls[0]
+    assert "--field-selector status.phase=Running" in kubectl_calls[0]
+    assert "waiting: 1 of 3 pods of group abc123 are running" in proc.stdout
+    [mpirun] = [c for c in calls if "/mpirun " in c]
+    assert "-np 24 --host llama-0:8,llama-0-1:8,llama-0-2:8" in mpirun
+    assert "--mca plm_rsh_agent /lwsgen/scripts/kubectl-rsh" in mpirun
+    assert mpirun.endswith("/bin/bash /lwsgen/scripts/triton-rank.sh /models/repo --log-verbose=1")
+
+
+def test_leader_gives_up_after_its_deadline_with_a_clear_log(tmp_path):
+    bins = bin_dir(tmp_path)
+    fake(bins, "kubectl", 'echo "error: forbidden" >&2; exit 1')
+    fake(bins, "mpirun")
+    env = {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun"), "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"}
+    proc, calls = run("triton-leader.sh", tmp_path, env)
+    assert proc.returncode == 1
+    assert "listing the pods of this group failed: error: forbidden" in proc.stdout
+    assert "gave up after 1s: 0 of 3 pods of group abc123 are running (none)" in proc.stdout
+    assert not any("/mpirun " in c for c in calls)
+
+
+@pytest.mark.parametrize("rank, expected, absent", [
+    ("0", ["--http-port=8000", "--grpc-port=8001", "--metrics-port=8002", "--allow-metrics=true", "--id=rank0"], ["--allow-http=false"]),
+    ("5", ["--allow-http=false", "--allow-grpc=false", "--allow-metrics=false", "--id=rank5"], ["--http-port=8000"]),
+])
+def test_rank_zero_serves_and_other_ranks_only_compute(tmp_path, rank, expected, absent):
+    fake(bin_dir(tmp_path), "tritonserver")
+    env = {"OMPI_COMM_WORLD_RANK": rank, "LWSGEN_HTTP_PORT": "8000", "LWSGEN_GRPC_PORT": "8001", "LWSGEN_METRICS_PORT": "8002"}
+    proc, [call] = run("triton-rank.sh", tmp_path, env, ("/models/repo", "--log-verbose=1", "two words"))
+    assert proc.returncode == 0, proc.stderr
+    args = call.split(" ", 1)[1]
+    assert "--model-repository=/models/repo" in args and args.endswith("--log-verbose=1 two words")
+    assert all(flag in args for flag in expected) and not any(flag in args for flag in absent)
+
+
+def test_rsh_agent_runs_the_daemon_command_in_the_worker_container(tmp_path):
+    fake(bin_dir(tmp_path), "kubectl")
+    proc, [call] = run("kubectl-rsh", tmp_path, {"POD_NAMESPACE": "inference", "LWSGEN_WORKER_CONTAINER": "worker"},
+                       ("llama-0-1", "orted", "-mca", "ess", "env"))
+    assert proc.returncode == 0, proc.stderr
+    assert call.endswith("kubectl exec llama-0-1 --namespace inference --container worker -- /bin/sh -c orted -mca ess env")
+
+
+def test_worker_waits_to_be_driven_and_stops_cleanly_on_sigterm(tmp_path):
+    import signal
+    import time
+
+    script = tmp_path / "triton-worker.sh"
+    from lwsgen import resources
+
+    script.write_text(resources.script("triton-worker.sh"))
+    proc = subprocess.Popen(["/bin/bash", str(script)], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=5)
+    assert proc.returncode == 0 and "stopping" in out
+
+
+def test_relative_model_path_is_refused():
+    assert triton_trtllm.check({"model": {"path": "repo"}})[0][2] == "bad-model-path"

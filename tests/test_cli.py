@@ -1,0 +1,75 @@
+"""The command line through main(argv), and once for real through `python -m lwsgen`."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, merged
+from lwsgen import __version__
+from lwsgen.cli import FORMATS, main
+from lwsgen.problems import FORMATTERS
+
+
+def test_version_and_help_exit_zero(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"lwsgen {__version__}"
+    for argv in (["--help"], ["render", "--help"], ["schema", "--help"]):
+        assert main(argv) == 0
+        assert "usage: lwsgen" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [[], ["render"], ["bogus"], ["render", "p.yaml", "--check", "--stdout"], ["render", "p.yaml", "--format", "xml"]])
+def test_usage_errors_exit_two(argv, capsys):
+    assert main(argv) == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_format_choices_are_the_registered_formatters():
+    assert set(FORMATS) == set(FORMATTERS)
+
+
+def test_schema_prints_the_profile_schema(capsys):
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads((REPO / "schemas" / "profile.schema.json").read_text())
+
+
+def test_problems_as_json_and_github_annotations(write_profile, minimal, capsys):
+    path = write_profile(merged(minimal, **{"node.gpus": 0}))
+    assert main(["render", str(path), "--format", "json"]) == 1
+    [row] = json.loads(capsys.readouterr().out)
+    assert row == {"file": str(path), "line": 10, "col": 9, "path": "node.gpus",
+                   "message": "0 is out of range; must be at least 1", "code": "out-of-range"}
+    assert main(["render", str(path), "--format", "github"]) == 1
+    assert capsys.readouterr().out == f"::error file={path},line=10,col=9::node.gpus: 0 is out of range; must be at least 1\n"
+
+
+def test_a_directory_without_profiles_is_an_error(tmp_path, capsys):
+    assert main(["render", str(tmp_path)]) == 1
+    assert "no profiles found" in capsys.readouterr().err
+
+
+def test_python_dash_m_renders_with_exit_codes(write_profile, minimal, tmp_path):
+    out = tmp_path / "out"
+    ok = subprocess.run([sys.executable, "-m", "lwsgen", "render", str(write_profile(minimal)), "-o", str(out)],
+                        capture_output=True, text=True, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert (out / "demo" / "leaderworkerset.yaml").is_file()
+    bad = subprocess.run([sys.executable, "-m", "lwsgen", "render", str(write_profile("name: [", "bad.yaml"))],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and "YAML syntax error" in bad.stderr
+
+
+def test_help_imports_no_stage():
+    code = ("import sys\nfrom lwsgen.cli import main\nmain(['--help'])\n"
+            "print(sorted(m for m in ('yaml', 'jinja2', 'jsonschema_rs', 'lwsgen.pipeline') if m in sys.modules), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stderr.strip() == "[]"
+
+
+def test_an_internal_error_is_one_line_without_traceback(write_profile, minimal, monkeypatch, capsys):
+    monkeypatch.setattr("lwsgen.pipeline.derive", lambda *a: 1 / 0)
+    assert main(["render", str(write_profile(minimal))]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("lwsgen: internal error: ZeroDivisionError") and "Traceback" not in err

@@ -1,0 +1,26 @@
+"""Problems sort by position and format exactly, with GitHub's escaping."""
+
+from lwsgen.problems import Problem, format_github, format_json, format_text
+
+P = [
+    Problem("b.yaml", 3, 1, "node.gpus", "too few", "out-of-range"),
+    Problem("a.yaml", 10, 2, "", "bad: 50%, really\nyes", "x"),
+    Problem("a.yaml", 2, 7, "name", "too long", "name-too-long"),
+]
+
+
+def test_text_is_sorted_by_file_line_and_column():
+    assert format_text(P) == ("a.yaml:2:7: name: too long\n"
+                              "a.yaml:10:2: bad: 50%, really\nyes\n"
+                              "b.yaml:3:1: node.gpus: too few\n")
+
+
+def test_github_escapes_data_and_properties():
+    weird = Problem("dir,with:odd%.yaml", 1, 2, "p", "50% done\r\nnext", "c")
+    assert format_github([weird]) == "::error file=dir%2Cwith%3Aodd%25.yaml,line=1,col=2::p: 50%25 done%0D%0Anext\n"
+
+
+def test_json_rows_have_every_field():
+    assert format_json(P[2:]) == (
+        '[\n  {\n    "file": "a.yaml",\n    "line": 2,\n    "col": 7,\n    "path": "name",\n'
+        '    "message": "too long",\n    "code": "name-too-long"\n  }\n]\n')

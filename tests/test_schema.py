@@ -1,0 +1,90 @@
+"""The profile schema is the contract: complete, strict, described, defaulted, and what the README says."""
+
+import re
+
+import jsonschema_rs
+import pytest
+import yaml
+
+from conftest import REPO, SHARED
+from lwsgen import docs
+from lwsgen.schema import profile_schema, with_defaults
+
+
+def _contract_paths():
+    """Every field path of the YAML example in ../shared/spec/profile.md."""
+    text = (SHARED / "spec" / "profile.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    paths = []
+
+    def walk(node, prefix):
+        for key, value in node.items():
+            paths.append(prefix + key)
+            if isinstance(value, dict) and value and key not in ("env", "labels", "annotations", "nodeSelector",
+                                                                  "rdmaResource", "prometheusLabels", "tokenSecret"):
+                walk(value, prefix + key + ".")
+
+    walk(yaml.safe_load(block), "")
+    return paths
+
+
+def _schema_node(path):
+    node = profile_schema()
+    for part in path.split("."):
+        node = docs._resolve(node["properties"][part])
+    return node
+
+
+@pytest.mark.parametrize("path", _contract_paths())
+def test_every_contract_field_is_in_the_schema_with_a_description(path):
+    assert _schema_node(path)["description"]
+
+
+def _objects(node, where="$"):
+    if isinstance(node, dict):
+        if node.get("type") == "object" or "properties" in node:
+            yield where, node
+        for key, value in node.items():
+            yield from _objects(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _objects(value, f"{where}[{index}]")
+
+
+def test_the_schema_is_valid_json_schema():
+    assert jsonschema_rs.meta.is_valid(profile_schema())
+
+
+def test_every_object_is_closed_and_every_property_described():
+    for where, node in _objects(profile_schema()):
+        assert "additionalProperties" in node, f"{where} has no additionalProperties"
+        for name, prop in node.get("properties", {}).items():
+            assert "description" in prop, f"{where}.{name} has no description"
+
+
+def test_defaults_are_filled_in():
+    filled = with_defaults({"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}})
+    assert filled["namespace"] == "default"
+    assert filled["parallelism"] == {"tensor": 1, "pipeline": 1}
+    assert filled["node"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert filled["node"]["gpuResource"] == "nvidia.com/gpu"
+    assert filled["service"]["type"] == "LoadBalancer"
+    assert filled["monitoring"] == {"enabled": True, "prometheusLabels": {"release": "prometheus"}, "interval": "15s"}
+    assert filled["lws"] == {"version": "0.10", "restartPolicy": "RecreateGroupOnPodRestart", "startupPolicy": "LeaderCreated",
+                             "maxUnavailable": 1, "maxSurge": 0}
+    assert filled["autoscaling"]["scaleDownStabilizationSeconds"] == 600
+    assert "storage" not in filled  # optional without a default stays absent
+
+
+def test_defaults_never_alias_the_schema():
+    first = with_defaults({"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}})
+    first["node"]["tolerations"].append({"key": "mutated"})
+    second = with_defaults({"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}})
+    assert len(second["node"]["tolerations"]) == 1
+
+
+def test_readme_field_reference_is_generated_from_the_schema():
+    readme = (REPO / "README.md").read_text()
+    assert docs.replace_block(readme) == readme, "README.md is stale: run `make docs`"
+    for path, *_ in docs.rows(profile_schema()):
+        assert f"| `{path}`" in readme

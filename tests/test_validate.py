@@ -1,0 +1,98 @@
+"""Stage 6: strict schemas for every emitted object, cross-object rules, problems located in the output."""
+
+import pytest
+
+from conftest import lws_of, merged, objects_of
+from lwsgen import validate
+from lwsgen.pipeline import render_profile
+from lwsgen.problems import ProblemsError
+
+
+def _errors(obj, version="1.33"):
+    return list(validate.schema_errors(obj, version))
+
+
+def test_rendered_objects_are_valid(render, minimal):
+    for name, obj in objects_of(render(minimal)).items():
+        assert _errors(obj) == [], name
+
+
+def test_unknown_field_in_a_pod_template_is_rejected(render, minimal):
+    lws = lws_of(render(minimal))
+    lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["gpus"] = 8
+    [(path, message)] = _errors(lws)
+    assert path == ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec", "containers", 0)
+    assert "'gpus' was unexpected" in message
+
+
+def test_unknown_top_level_lws_field_and_wrong_kind_shape_are_rejected(render, minimal):
+    lws = lws_of(render(minimal))
+    lws["spec"]["leaderWorkerTemplate"]["sizee"] = 2
+    lws["spec"]["replicas"] = "two"
+    paths = {path for path, _ in _errors(lws)}
+    assert ("spec", "leaderWorkerTemplate") in paths and ("spec", "replicas") in paths
+
+
+def test_core_kinds_are_strict(render, minimal):
+    service = objects_of(render(minimal))["service.yaml"]
+    service["spec"]["selectr"] = {}
+    assert any("selectr" in message for _, message in _errors(service))
+
+
+def test_kubernetes_version_selects_the_schemas(render, minimal):
+    assert "1.33" in validate.available_versions() and "1.31" in validate.available_versions()
+    assert validate.validator("1.31", "v1", "Service") is not validate.validator("1.33", "v1", "Service")
+    assert validate.validator("1.33", "v1", "Service") is validate.validator("1.33", "v1", "Service")
+
+
+def test_unknown_kind_is_a_problem_not_a_crash():
+    assert _errors({"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "x"}}) == [
+        (("kind",), "no schema for example.com/v1 Gizmo")]
+
+
+def _cross(files):
+    return [(f, p, m) for f, _, p, m in validate.cross_object_errors(files)]
+
+
+def test_service_must_select_leaders_of_an_lws_in_the_set(render, minimal):
+    objs = objects_of(render(minimal))
+    service, lws = objs["service.yaml"], objs["leaderworkerset.yaml"]
+    assert _cross({"s": (service,), "l": (lws,)}) == []
+    service["spec"]["selector"] = {"leaderworkerset.sigs.k8s.io/name": "demo", "role": "leader"}
+    assert _cross({"s": (service,), "l": (lws,)})[0][:2] == ("s", ("spec", "selector"))
+    service["spec"]["selector"] = {"leaderworkerset.sigs.k8s.io/name": "other", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    assert _cross({"s": (service,), "l": (lws,)})[0][:2] == ("s", ("spec", "selector"))
+
+
+def test_service_ports_must_exist_on_the_leader(render, minimal):
+    objs = objects_of(render(minimal))
+    objs["service.yaml"]["spec"]["ports"][0]["targetPort"] = "grpc"
+    [(file, path, message)] = _cross({"s": (objs["service.yaml"],), "l": (objs["leaderworkerset.yaml"],)})
+    assert path == ("spec", "ports", 0, "targetPort") and "'grpc' is not a named port" in message
+
+
+def test_requests_must_equal_limits(render, minimal):
+    lws = lws_of(render(minimal))
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "2"
+    [(_, path, message)] = _cross({"l": (lws,)})
+    assert path[-1] == "resources" and message == "requests must equal limits"
+
+
+def test_invalid_output_is_reported_at_its_line_in_the_output_file(write_profile, minimal, monkeypatch):
+    """A value the profile schema allows but Kubernetes refuses is caught before anything is written."""
+    from lwsgen import derive
+
+    real = derive._container
+
+    def broken(*args, **kwargs):
+        container = real(*args, **kwargs)
+        container["imagePullPolicy"] = {"not": "a string"}
+        return container
+
+    monkeypatch.setattr(derive, "_container", broken)
+    with pytest.raises(ProblemsError) as err:
+        render_profile(write_profile(minimal), "out", "p.yaml")
+    first = err.value.problems[0]
+    assert first.file == "out/demo/leaderworkerset.yaml" and first.line > 1
+    assert first.path == "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].imagePullPolicy"
+    assert first.message.endswith("(rendered from p.yaml)")
