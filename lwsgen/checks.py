@@ -85,6 +85,10 @@ def image_problem(image: str) -> str | None:
     if re.search(r"\s", image):
         return "image reference contains whitespace"
     match = IMAGE_RE.match(image)
+    domain = match and match["domain"]
+    if domain and not ("." in domain or ":" in domain or domain == "localhost" or domain.startswith("[")):
+        # Without '.', ':' or localhost the first part is a repository path component (docker.io/<it>/...).
+        match = match if re.fullmatch(_COMPONENT, domain) else None
     if not match:
         return "not a valid image reference (registry/repository:tag or @sha256:digest)"
     if match["digest"]:
@@ -122,6 +126,14 @@ def check_service(profile: dict[str, Any], src: Source) -> list[Problem]:
 def check_env(profile: dict[str, Any], src: Source) -> list[Problem]:
     return [src.problem(("env", name), f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}", "reserved-env", key=True)
             for name in profile["env"] if name in RESERVED_ENV or name.startswith("LWSGEN_")]
+
+
+OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/")
+
+
+def check_labels(profile: dict[str, Any], src: Source) -> list[Problem]:
+    return [src.problem(("labels", key), f"{key} is set by lwsgen or LeaderWorkerSet; use your own label key", "reserved-label", key=True)
+            for key in profile["labels"] if key.startswith(OWN_LABEL_PREFIXES)]
 
 
 def check_node_selector(profile: dict[str, Any], src: Source) -> list[Problem]:
@@ -182,7 +194,7 @@ def check_not_yet(profile: dict[str, Any], src: Source) -> list[Problem]:
 
 RULES: tuple[Rule, ...] = (
     check_runtime, check_divisible, check_name_budget, check_replicas, check_images, check_service,
-    check_env, check_node_selector, check_rollout, check_not_yet,
+    check_env, check_labels, check_node_selector, check_rollout, check_not_yet,
 )
 
 

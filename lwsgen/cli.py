@@ -64,7 +64,7 @@ def _duplicate_names(results) -> list:
 def _render(args: argparse.Namespace) -> int:
     from lwsgen import write
     from lwsgen.pipeline import render_profile
-    from lwsgen.problems import FORMATTERS, Problem, ProblemsError
+    from lwsgen.problems import FORMATTERS, ProblemsError
 
     profiles = _profile_paths(args.paths)
     if not profiles:
@@ -84,9 +84,9 @@ def _render(args: argparse.Namespace) -> int:
         sys.stderr.write(warning.text().replace(f"{warning.path}: ", f"{warning.path}: warning: ", 1))
         sys.stderr.write("\n")
     if problems:
-        sys.stderr.write(FORMATTERS[args.format](problems) if args.format == "text" else "")
-        if args.format != "text":
-            sys.stdout.write(FORMATTERS[args.format](problems))
+        # text is for people (stderr); json and GitHub annotations are for machines (stdout)
+        stream = sys.stderr if args.format == "text" else sys.stdout
+        stream.write(FORMATTERS[args.format](problems))
         return EXIT_INVALID
     out_root = Path(args.out)
     if args.stdout:

@@ -49,4 +49,3 @@ class Deployment:
     role_rules: list[dict[str, list[str]]]
     # Object keys to render, in file order; each is a template and an output file.
     objects: tuple[str, ...]
-    warnings: tuple = ()

@@ -10,7 +10,7 @@ from typing import Any
 
 from lwsgen import resources
 from lwsgen.problems import Problem
-from lwsgen.source import Source, dotted
+from lwsgen.source import Source
 
 PROFILE_SCHEMA = "profile.schema.json"
 
@@ -53,24 +53,16 @@ def _allowed_fields(schema_path: list) -> list[str]:
     return sorted(parent.get("properties", {}))
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return "null" if value is None else type(value).__name__
-
-
-_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
                "object": "a mapping", "array": "a list", "null": "null"}
+
+
+def _json_type(value: Any) -> str:
+    """The JSON Schema type name of a loaded YAML value."""
+    for python, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object")):
+        if isinstance(value, python):
+            return name
+    return "null"
 
 
 def _pattern_help(pattern: str, schema_path: list) -> str:
@@ -97,7 +89,7 @@ def _describe(err, src: Source) -> Problem:
         return src.problem(path, f"{instance!r} is not allowed; use one of: {options}", "not-allowed")
     if name == "type":
         wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kind.types)
-        return src.problem(path, f"must be {wanted}, not {_json_type(instance)}", "wrong-type")
+        return src.problem(path, f"must be {wanted}, not {_TYPE_WORDS[_json_type(instance)]}", "wrong-type")
     if name == "pattern":
         return src.problem(path, f"{instance!r} is not {_pattern_help(kind.pattern, schema_path)}", "bad-format")
     if name == "propertyNames":
@@ -159,6 +151,3 @@ def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
     _fill(profile_schema(), filled)
     return filled
 
-
-def field_path(path: tuple) -> str:
-    return dotted(path)
