@@ -167,7 +167,13 @@ def check_runtime(profile: dict[str, Any], src: Source) -> list[Problem]:
             f"LeaderReady would deadlock with {profile['runtime']}: its leader is only ready after the workers start, "
             "and LeaderReady creates the workers only once the leader is ready; use LeaderCreated"), "startup-deadlock"))
     if profile["parallelism"]["pipeline"] > 1 and not caps.pipeline_parallel:
-        problems.append(src.problem(("parallelism", "pipeline"), f"{profile['runtime']} does not support pipeline parallelism; use 1", "not-supported"))
+        problems.append(src.problem(("parallelism", "pipeline"), (
+            f"{profile['runtime']} has no separate pipeline degree; set parallelism.tensor to the number of GPUs "
+            f"({world_size(profile)}) and pipeline to 1"), "not-supported"))
+    scaling = profile["autoscaling"]
+    if scaling["enabled"] and scaling["metric"] not in caps.autoscaling_metrics:
+        problems.append(src.problem(("autoscaling", "metric"), (
+            f"{profile['runtime']} cannot produce {scaling['metric']}; it supports: {', '.join(caps.autoscaling_metrics)}"), "not-supported"))
     return problems
 
 

@@ -17,7 +17,7 @@ def test_wheel_carries_templates_and_schemas_and_renders_outside_the_repo(tmp_pa
     [wheel] = wheels.glob("lwsgen-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "lwsgen/templates/leaderworkerset.yaml.j2" in names
-    assert "lwsgen/templates/scripts/triton-leader.sh" in names
+    assert "lwsgen/templates/scripts/mpi-leader.sh" in names
     assert "lwsgen/schemas/profile.schema.json" in names
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lwsgen.runtimes import triton_trtllm, vllm
+from lwsgen.runtimes import aphrodite, llamacpp, sglang, triton_trtllm, trtllm_serve, vllm
 
-REGISTRY: dict[str, ModuleType] = {module.NAME: module for module in (triton_trtllm, vllm)}
+REGISTRY: dict[str, ModuleType] = {
+    module.NAME: module for module in (triton_trtllm, vllm, aphrodite, sglang, llamacpp, trtllm_serve)
+}
 
 
 def known() -> list[str]:

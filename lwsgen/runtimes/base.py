@@ -21,6 +21,7 @@ class Capabilities:
 
     serving_port: int
     pipeline_parallel: bool
+    # Prometheus metrics the leader exposes (runtime metrics live on the leader only).
     metrics: tuple[str, ...]
     autoscaling_metrics: tuple[str, ...]
     # The leader only turns ready after every worker joined (LeaderReady would deadlock).
@@ -54,7 +55,7 @@ class Role:
     args: tuple[str, ...] = ()
     env: tuple[dict[str, Any], ...] = ()
     ports: tuple[Port, ...] = ()
-    # Tools copied in by init containers (image, shell command), mounted at TOOLS_MOUNT.
+    # Tools copied in by init containers: (name, image, command), mounted at TOOLS_MOUNT.
     tool_installers: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     api_access: bool = False
 
@@ -87,7 +88,3 @@ def field_env(name: str, field_path: str) -> dict[str, Any]:
 
 def script_command(script: str) -> tuple[str, ...]:
     return ("/bin/bash", f"{SCRIPTS_MOUNT}/{script}")
-
-
-def rendezvous_env(ctx: Context) -> tuple[dict[str, Any], ...]:
-    return (plain_env("LWSGEN_RENDEZVOUS_TIMEOUT", ctx.rendezvous_timeout),)

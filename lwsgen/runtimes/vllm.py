@@ -6,28 +6,18 @@ OpenAI-compatible API on port 8080 with `--tensor-parallel-size` and `--pipeline
 taken from `parallelism` and `--distributed-executor-backend ray`. Workers retry until the
 leader's address resolves and its Ray head answers (the leader's DNS name is unresolvable for a
 while after the group is created), then `ray start --address=$(LWS_LEADER_ADDRESS):6379 --block`.
-The leader only turns ready once the workers joined, so `lws.startupPolicy: LeaderReady` would
-deadlock and is refused. `model.path` is a hub id or a weights directory.
+Metrics are on the serving port (`vllm:num_requests_waiting`, `vllm:num_requests_running`,
+`vllm:kv_cache_usage_perc`; `vllm:gpu_cache_usage_perc` was removed upstream).
+`model.path` is a hub id or a weights directory.
 """
 
 from __future__ import annotations
 
-from lwsgen import resources
-from lwsgen.runtimes.base import (
-    Capabilities,
-    Context,
-    Port,
-    Probes,
-    Role,
-    RuntimeParts,
-    plain_env,
-    rendezvous_env,
-    script_command,
-)
+from lwsgen.runtimes import launchers
+from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts
 
 NAME = "vllm"
 SERVING_PORT = 8080
-RAY_PORT = 6379
 
 CAPABILITIES = Capabilities(
     serving_port=SERVING_PORT,
@@ -37,8 +27,6 @@ CAPABILITIES = Capabilities(
     leader_ready_needs_workers=True,
     needs_api_access=False,
 )
-
-SCRIPTS = ("ray-leader.sh", "ray-worker.sh")
 
 
 def check(profile: dict) -> list[tuple[tuple, str, str]]:
@@ -60,12 +48,5 @@ def serve_command(ctx: Context) -> tuple[str, ...]:
 
 
 def parts(ctx: Context) -> RuntimeParts:
-    ray_env = (plain_env("LWSGEN_RAY_PORT", RAY_PORT), *rendezvous_env(ctx))
-    return RuntimeParts(
-        leader=Role(command=script_command("ray-leader.sh"), args=serve_command(ctx), env=ray_env,
-                    ports=(Port("http", SERVING_PORT), Port("ray-gcs", RAY_PORT))),
-        worker=Role(command=script_command("ray-worker.sh"), env=ray_env),
-        probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
-        service_ports=("http",),
-        scripts={name: resources.script(name) for name in SCRIPTS},
-    )
+    return launchers.ray_group(ctx, serve_command(ctx), SERVING_PORT,
+                               Probes(port="http", startup_path="/health", readiness_path="/health"))

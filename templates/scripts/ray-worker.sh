@@ -1,21 +1,20 @@
 #!/bin/bash
-# lwsgen: worker of a Ray-based group (vLLM, Aphrodite).
-# The leader's DNS name can stay unresolvable for a while after the group is created, so retry
-# (bounded) until it resolves and its Ray head answers, then join and block.
+# lwsgen: worker of a Ray group (vllm, aphrodite). Retries (bounded) until the leader's address
+# resolves and its Ray head answers, then joins and blocks.
 set -euo pipefail
+LWSGEN_ROLE=worker
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-log() { printf 'lwsgen worker: %s\n' "$*"; }
-
-: "${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet}" "${LWSGEN_RAY_PORT:?}" "${LWSGEN_RENDEZVOUS_TIMEOUT:?}"
+: "${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet}" "${LWSGEN_RAY_PORT:?}"
 address="${LWS_LEADER_ADDRESS}:${LWSGEN_RAY_PORT}"
-deadline=$((SECONDS + LWSGEN_RENDEZVOUS_TIMEOUT))
-until getent hosts "$LWS_LEADER_ADDRESS" >/dev/null && ray health-check --address "$address" >/dev/null 2>&1; do
-  if (( SECONDS >= deadline )); then
-    log "gave up after ${LWSGEN_RENDEZVOUS_TIMEOUT}s: the Ray head at ${address} never answered"
-    exit 1
+ray_head_answers() {
+  if ! resolves "$LWS_LEADER_ADDRESS"; then
+    status="the leader address ${LWS_LEADER_ADDRESS} does not resolve yet"
+    return 1
   fi
-  log "waiting for the Ray head at ${address}"
-  sleep "${LWSGEN_POLL_SECONDS:-5}"
-done
+  status="the Ray head at ${address} does not answer yet"
+  ray health-check --address "$address" >/dev/null 2>&1
+}
+wait_until ray_head_answers
 log "joining the Ray head at ${address}"
 exec ray start --address="$address" --block

@@ -25,6 +25,7 @@ def run(script: str, tmp_path: Path, env: dict[str, str], args: tuple[str, ...] 
     bin_dir = tmp_path / "bin"
     script_path = tmp_path / script
     script_path.write_text(resources.script(script))
+    (tmp_path / "lib.sh").write_text(resources.script("lib.sh"))
     calls = tmp_path / "calls"
     calls.touch()
     full_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls), "LWSGEN_POLL_SECONDS": "0", **env}

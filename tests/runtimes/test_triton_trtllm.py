@@ -35,11 +35,12 @@ def _templates(rendered):
 def test_leader_runs_the_launcher_with_world_size_and_gpus_per_pod(rendered):
     leader, _ = _templates(rendered)
     container = leader["spec"]["containers"][0]
-    assert container["command"] == ["/bin/bash", "/lwsgen/scripts/triton-leader.sh"]
-    assert container["args"] == ["--log-verbose=1", "--exit-timeout-secs=30"]
+    assert container["command"] == ["/bin/bash", "/lwsgen/scripts/mpi-leader.sh"]
+    assert container["args"] == ["/bin/bash", "/lwsgen/scripts/triton-rank.sh", "/var/run/models/repo",
+                                 "--log-verbose=1", "--exit-timeout-secs=30"]
     env = env_of(container)
     assert env["LWSGEN_WORLD_SIZE"] == "16" and env["LWSGEN_GPUS_PER_POD"] == "8"
-    assert env["LWSGEN_MODEL_REPOSITORY"] == "/var/run/models/repo"
+    assert env["LWSGEN_MPIRUN"] == "/opt/hpcx/ompi/bin/mpirun"
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http": 8000, "grpc": 8001, "metrics": 8002}
     group_key = next(e for e in container["env"] if e["name"] == "GROUP_KEY")
     assert group_key["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['leaderworkerset.sigs.k8s.io/group-key']"
@@ -52,7 +53,7 @@ def test_stock_image_gets_kubectl_from_an_init_container_and_scripts_from_a_conf
     assert init["volumeMounts"] == [{"name": "tools", "mountPath": "/lwsgen/bin"}]
     assert all(c["image"] == TRITON["image"] for c in leader["spec"]["containers"] + worker["spec"]["containers"])
     configmap = objects_of(rendered)["configmap.yaml"]
-    assert sorted(configmap["data"]) == ["kubectl-rsh", "triton-leader.sh", "triton-rank.sh", "triton-worker.sh"]
+    assert sorted(configmap["data"]) == ["kubectl-rsh", "lib.sh", "mpi-leader.sh", "mpi-worker.sh", "triton-rank.sh"]
     for template in (leader, worker):
         mounts = {m["mountPath"]: m["name"] for m in template["spec"]["containers"][0]["volumeMounts"]}
         assert mounts["/lwsgen/scripts"] == "launch-scripts"
@@ -86,9 +87,10 @@ def test_every_script_passes_bash_n(rendered, tmp_path):
 
 LEADER_ENV = {
     "GROUP_KEY": "abc123", "POD_NAME": "llama-0", "POD_NAMESPACE": "inference", "LWS_GROUP_SIZE": "3",
-    "LWSGEN_WORLD_SIZE": "24", "LWSGEN_GPUS_PER_POD": "8", "LWSGEN_MODEL_REPOSITORY": "/models/repo",
+    "LWSGEN_WORLD_SIZE": "24", "LWSGEN_GPUS_PER_POD": "8",
     "LWSGEN_RENDEZVOUS_TIMEOUT": "30", "LWSGEN_WORKER_CONTAINER": "worker",
 }
+RANK = ("/bin/bash", "/lwsgen/scripts/triton-rank.sh", "/models/repo", "--log-verbose=1")
 
 
 def test_leader_waits_for_every_pod_of_its_group_then_runs_mpirun_leader_first(tmp_path):
@@ -96,7 +98,7 @@ def test_leader_waits_for_every_pod_of_its_group_then_runs_mpirun_leader_first(t
     # kubectl reports one, then two, then all three pods of the group running.
     fake(bins, "kubectl", 'n=$(grep -c kubectl "$CALLS"); pods=(llama-0 llama-0-2 llama-0-1); echo -n "${pods[@]:0:$n}"')
     fake(bins, "mpirun")
-    proc, calls = run("triton-leader.sh", tmp_path, {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun")}, ("--log-verbose=1",))
+    proc, calls = run("mpi-leader.sh", tmp_path, {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun")}, RANK)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     kubectl_calls = [c for c in calls if "/kubectl " in c]
     assert len(kubectl_calls) == 3
@@ -114,7 +116,7 @@ def test_leader_gives_up_after_its_deadline_with_a_clear_log(tmp_path):
     fake(bins, "kubectl", 'echo "error: forbidden" >&2; exit 1')
     fake(bins, "mpirun")
     env = {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun"), "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"}
-    proc, calls = run("triton-leader.sh", tmp_path, env)
+    proc, calls = run("mpi-leader.sh", tmp_path, env, RANK)
     assert proc.returncode == 1
     assert "listing the pods of this group failed: error: forbidden" in proc.stdout
     assert "gave up after 1s: 0 of 3 pods of group abc123 are running (none)" in proc.stdout
@@ -147,10 +149,11 @@ def test_worker_waits_to_be_driven_and_stops_cleanly_on_sigterm(tmp_path):
     import signal
     import time
 
-    script = tmp_path / "triton-worker.sh"
     from lwsgen import resources
 
-    script.write_text(resources.script("triton-worker.sh"))
+    script = tmp_path / "mpi-worker.sh"
+    script.write_text(resources.script("mpi-worker.sh"))
+    (tmp_path / "lib.sh").write_text(resources.script("lib.sh"))
     proc = subprocess.Popen(["/bin/bash", str(script)], stdout=subprocess.PIPE, text=True)
     time.sleep(0.3)
     assert proc.poll() is None

@@ -1,0 +1,49 @@
+"""Aphrodite Engine (a vLLM fork) on a Ray cluster that spans the group.
+
+Started like vllm (Ray head on the leader, bounded wait for `LWS_GROUP_SIZE` nodes, workers retry
+until the head answers), with Aphrodite's own server:
+`python3 -m aphrodite.endpoints.openai.api_server` on its default port 2242 with
+`--tensor-parallel-size`, `--pipeline-parallel-size` and `--distributed-executor-backend ray`.
+Metrics are on the serving port with the `aphrodite:` prefix (`aphrodite:num_requests_waiting`,
+`aphrodite:num_requests_running`, `aphrodite:gpu_cache_usage_perc`). Health is `/health`.
+"""
+
+from __future__ import annotations
+
+from lwsgen.runtimes import launchers
+from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts
+
+NAME = "aphrodite"
+SERVING_PORT = 2242
+
+CAPABILITIES = Capabilities(
+    serving_port=SERVING_PORT,
+    pipeline_parallel=True,
+    metrics=("aphrodite:num_requests_waiting", "aphrodite:num_requests_running", "aphrodite:gpu_cache_usage_perc"),
+    autoscaling_metrics=("gpu-utilization", "queue-length", "kv-cache-usage"),
+    leader_ready_needs_workers=True,
+    needs_api_access=False,
+)
+
+
+def check(profile: dict) -> list[tuple[tuple, str, str]]:
+    return []
+
+
+def serve_command(ctx: Context) -> tuple[str, ...]:
+    return (
+        "python3", "-m", "aphrodite.endpoints.openai.api_server",
+        "--host", "0.0.0.0",
+        "--port", str(SERVING_PORT),
+        "--model", ctx.model_path,
+        "--served-model-name", ctx.served_name,
+        "--tensor-parallel-size", str(ctx.tensor),
+        "--pipeline-parallel-size", str(ctx.pipeline),
+        "--distributed-executor-backend", "ray",
+        *ctx.extra_args,
+    )
+
+
+def parts(ctx: Context) -> RuntimeParts:
+    return launchers.ray_group(ctx, serve_command(ctx), SERVING_PORT,
+                               Probes(port="http", startup_path="/health", readiness_path="/health"))

@@ -1,0 +1,102 @@
+"""How groups start, written once and shared by the runtimes: MPI over kubectl exec, a Ray
+cluster, an engine that dials the leader itself, and llama.cpp RPC."""
+
+from __future__ import annotations
+
+from lwsgen import resources
+from lwsgen.runtimes.base import (
+    TOOLS_MOUNT,
+    Context,
+    Port,
+    Probes,
+    Role,
+    RuntimeParts,
+    field_env,
+    plain_env,
+    script_command,
+)
+
+WORKER_CONTAINER = "worker"  # derive names the containers "leader" and "worker"
+RAY_PORT = 6379
+RPC_PORT = 50052
+
+
+def scripts(*names: str) -> dict[str, str]:
+    """The named launch scripts and the library they all source."""
+    return {name: resources.script(name) for name in ("lib.sh", *names)}
+
+
+def _timeout(ctx: Context) -> dict:
+    return plain_env("LWSGEN_RENDEZVOUS_TIMEOUT", ctx.rendezvous_timeout)
+
+
+def mpi_over_kubectl(ctx: Context, rank_command: tuple[str, ...], ports: tuple[Port, ...], mpirun: str,
+                     probes: Probes, service_ports: tuple[str, ...], extra_scripts: tuple[str, ...] = (),
+                     leader_env: tuple[dict, ...] = ()) -> RuntimeParts:
+    """The leader waits for every pod of its group and runs `mpirun -np <world>` over them; MPI
+    reaches the workers with `kubectl exec`, copied in from `launch.kubectlImage`."""
+    env = (
+        field_env("GROUP_KEY", "metadata.labels['leaderworkerset.sigs.k8s.io/group-key']"),
+        field_env("POD_NAME", "metadata.name"),
+        field_env("POD_NAMESPACE", "metadata.namespace"),
+        plain_env("LWSGEN_WORLD_SIZE", ctx.world_size),
+        plain_env("LWSGEN_GPUS_PER_POD", ctx.gpus_per_pod),
+        plain_env("LWSGEN_MPIRUN", mpirun),
+        plain_env("LWSGEN_WORKER_CONTAINER", WORKER_CONTAINER),
+        _timeout(ctx),
+        *leader_env,
+    )
+    install_kubectl = ("install-kubectl", ctx.profile["launch"]["kubectlImage"],
+                       ("/bin/sh", "-c", f'cp "$(command -v kubectl)" {TOOLS_MOUNT}/kubectl && chmod 0555 {TOOLS_MOUNT}/kubectl'))
+    return RuntimeParts(
+        leader=Role(command=script_command("mpi-leader.sh"), args=rank_command, env=env, ports=ports,
+                    tool_installers=(install_kubectl,), api_access=True),
+        worker=Role(command=script_command("mpi-worker.sh")),
+        probes=probes,
+        service_ports=service_ports,
+        scripts=scripts("mpi-leader.sh", "mpi-worker.sh", "kubectl-rsh", *extra_scripts),
+        role_rules=(
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+            # create: SPDY exec, and WebSocket exec on Kubernetes >= 1.35; get: WebSocket exec before 1.35.
+            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
+        ),
+    )
+
+
+def ray_group(ctx: Context, serve_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:
+    """The leader starts the Ray head and waits for LWS_GROUP_SIZE nodes; workers join it."""
+    env = (plain_env("LWSGEN_RAY_PORT", RAY_PORT), _timeout(ctx))
+    return RuntimeParts(
+        leader=Role(command=script_command("ray-leader.sh"), args=serve_command, env=env,
+                    ports=(Port("http", serving_port), Port("ray-gcs", RAY_PORT))),
+        worker=Role(command=script_command("ray-worker.sh"), env=env),
+        probes=probes,
+        service_ports=("http",),
+        scripts=scripts("ray-leader.sh", "ray-worker.sh"),
+    )
+
+
+def dial_leader(ctx: Context, leader_command: tuple[str, ...], worker_command: tuple[str, ...],
+                leader_ports: tuple[Port, ...], probes: Probes) -> RuntimeParts:
+    """Every pod runs the engine, which dials $(LWS_LEADER_ADDRESS) itself once it resolves."""
+    env = (_timeout(ctx),)
+    return RuntimeParts(
+        leader=Role(command=script_command("await-leader.sh"), args=leader_command, env=env, ports=leader_ports),
+        worker=Role(command=script_command("await-leader.sh"), args=worker_command, env=env),
+        probes=probes,
+        service_ports=("http",),
+        scripts=scripts("await-leader.sh"),
+    )
+
+
+def llamacpp_rpc(ctx: Context, server_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:
+    """Workers run rpc-server; the leader resolves them all and runs llama-server --rpc <them>."""
+    env = (plain_env("LWSGEN_RPC_PORT", RPC_PORT), _timeout(ctx))
+    return RuntimeParts(
+        leader=Role(command=script_command("llamacpp-leader.sh"), args=server_command, env=env,
+                    ports=(Port("http", serving_port),)),
+        worker=Role(command=script_command("llamacpp-worker.sh"), env=env, ports=(Port("rpc", RPC_PORT),)),
+        probes=probes,
+        service_ports=("http",),
+        scripts=scripts("llamacpp-leader.sh", "llamacpp-worker.sh"),
+    )

@@ -1,0 +1,56 @@
+"""llama.cpp over RPC: workers offer their GPUs with `rpc-server`, the leader serves with them.
+
+Workers run `rpc-server --host 0.0.0.0 --port 50052` (`ggml-rpc-server` in newer builds), which
+offers every GPU of the pod. The leader resolves (bounded, with retries) every worker of its own
+group, `<name>-<group>-<i>.<subdomain>.<namespace>` for i in 1..size-1, derived from
+`LWS_LEADER_ADDRESS` and `LWS_GROUP_SIZE`, waits until each rpc-server accepts connections, and
+execs `llama-server --model <model.path> --host 0.0.0.0 --port 8080 --n-gpu-layers 999
+--rpc <worker>:50052,...` (plus `--metrics` when monitoring is on). llama.cpp spreads the layers
+over the leader's own GPUs and every worker's, in proportion to their memory.
+
+Parallelism: llama.cpp has no separate tensor and pipeline degrees across RPC; it splits the
+layers over every GPU of the group. `parallelism.tensor` is that number of GPUs (the world size),
+`parallelism.pipeline` must stay 1, and the group size stays world size / `node.gpus`.
+The image must contain `llama-server` and `rpc-server`, i.e. llama.cpp built with
+`-DGGML_RPC=ON` (the project's published CUDA images are not). `model.path` is a GGUF file.
+"""
+
+from __future__ import annotations
+
+from lwsgen.runtimes import launchers
+from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts
+
+NAME = "llamacpp"
+SERVING_PORT = 8080
+
+CAPABILITIES = Capabilities(
+    serving_port=SERVING_PORT,
+    pipeline_parallel=False,
+    metrics=("llamacpp:requests_processing", "llamacpp:requests_deferred"),
+    autoscaling_metrics=("gpu-utilization", "queue-length"),
+    leader_ready_needs_workers=True,
+    needs_api_access=False,
+)
+
+
+def check(profile: dict) -> list[tuple[tuple, str, str]]:
+    return []
+
+
+def server_command(ctx: Context) -> tuple[str, ...]:
+    metrics = ("--metrics",) if ctx.monitoring else ()
+    return (
+        "llama-server",
+        "--model", ctx.model_path,
+        "--alias", ctx.served_name,
+        "--host", "0.0.0.0",
+        "--port", str(SERVING_PORT),
+        "--n-gpu-layers", "999",
+        *metrics,
+        *ctx.extra_args,
+    )
+
+
+def parts(ctx: Context) -> RuntimeParts:
+    return launchers.llamacpp_rpc(ctx, server_command(ctx), SERVING_PORT,
+                                  Probes(port="http", startup_path="/health", readiness_path="/health"))

@@ -1,0 +1,59 @@
+"""SGLang, every pod running the same `sglang.launch_server` as one node of the group.
+
+Every pod runs `python3 -m sglang.launch_server --model-path <model.path> --tp <tensor>`
+(`--pp-size <pipeline>` when pipeline > 1; with pipeline 1, `--tp` is the world size, so tensor
+parallelism spans the nodes) with `--dist-init-addr $(LWS_LEADER_ADDRESS):20000
+--nnodes $(LWS_GROUP_SIZE) --node-rank $(LWS_WORKER_INDEX)`; the leader adds
+`--host 0.0.0.0 --port 30000` and, when monitoring is on, `--enable-metrics`. Each pod first waits
+(bounded) until the leader's address resolves, since SGLang dials it once and a crash would
+recreate the whole group. Health is `/health` on the serving port, metrics on the same port
+(`sglang:num_queue_reqs`, `sglang:num_running_reqs`, `sglang:token_usage`).
+"""
+
+from __future__ import annotations
+
+from lwsgen.runtimes import launchers
+from lwsgen.runtimes.base import Capabilities, Context, Port, Probes, RuntimeParts
+
+NAME = "sglang"
+SERVING_PORT = 30000
+DIST_INIT_PORT = 20000
+
+CAPABILITIES = Capabilities(
+    serving_port=SERVING_PORT,
+    pipeline_parallel=True,
+    metrics=("sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:token_usage"),
+    autoscaling_metrics=("gpu-utilization", "queue-length", "kv-cache-usage"),
+    leader_ready_needs_workers=True,
+    needs_api_access=False,
+)
+
+
+def check(profile: dict) -> list[tuple[tuple, str, str]]:
+    return []
+
+
+def node_command(ctx: Context) -> tuple[str, ...]:
+    """What every pod of the group runs."""
+    pipeline = ("--pp-size", str(ctx.pipeline)) if ctx.pipeline > 1 else ()
+    return (
+        "python3", "-m", "sglang.launch_server",
+        "--model-path", ctx.model_path,
+        "--served-model-name", ctx.served_name,
+        "--tp", str(ctx.tensor),
+        *pipeline,
+        "--dist-init-addr", f"$(LWS_LEADER_ADDRESS):{DIST_INIT_PORT}",
+        "--nnodes", "$(LWS_GROUP_SIZE)",
+        "--node-rank", "$(LWS_WORKER_INDEX)",
+    )
+
+
+def parts(ctx: Context) -> RuntimeParts:
+    node = node_command(ctx)
+    metrics = ("--enable-metrics",) if ctx.monitoring else ()
+    leader = (*node, "--host", "0.0.0.0", "--port", str(SERVING_PORT), *metrics, *ctx.extra_args)
+    return launchers.dial_leader(
+        ctx, leader, (*node, *ctx.extra_args),
+        leader_ports=(Port("http", SERVING_PORT), Port("dist-init", DIST_INIT_PORT)),
+        probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
+    )

@@ -1,0 +1,51 @@
+"""TensorRT-LLM's OpenAI-compatible `trtllm-serve`, one MPI rank per GPU across the group.
+
+The launch is the one triton-trtllm uses: the leader waits (bounded) for every pod of its group,
+then `mpirun -np <world size>` over the group's pods through `kubectl exec` runs
+`trtllm-llmapi-launch trtllm-serve <model.path> --tp_size <tensor> --pp_size <pipeline>` on every
+rank; rank 0, on the leader, serves HTTP on 8000 and the other ranks join its MPI session. The
+stock NGC image `nvcr.io/nvidia/tensorrt-llm/release:<ver>` works unmodified (kubectl from an init
+container, scripts from a ConfigMap). Health is `/health`. trtllm-serve has no Prometheus metrics
+for queue length, so it scales on group GPU utilisation only.
+"""
+
+from __future__ import annotations
+
+from lwsgen.runtimes import launchers
+from lwsgen.runtimes.base import Capabilities, Context, Port, Probes, RuntimeParts
+
+NAME = "trtllm-serve"
+MPIRUN = "/opt/hpcx/ompi/bin/mpirun"  # HPC-X OpenMPI as shipped in NGC images
+SERVING_PORT = 8000
+
+CAPABILITIES = Capabilities(
+    serving_port=SERVING_PORT,
+    pipeline_parallel=True,
+    metrics=(),
+    autoscaling_metrics=("gpu-utilization",),
+    leader_ready_needs_workers=True,
+    needs_api_access=True,
+)
+
+
+def check(profile: dict) -> list[tuple[tuple, str, str]]:
+    return []
+
+
+def rank_command(ctx: Context) -> tuple[str, ...]:
+    return (
+        "trtllm-llmapi-launch", "trtllm-serve", ctx.model_path,
+        "--host", "0.0.0.0",
+        "--port", str(SERVING_PORT),
+        "--tp_size", str(ctx.tensor),
+        "--pp_size", str(ctx.pipeline),
+        *ctx.extra_args,
+    )
+
+
+def parts(ctx: Context) -> RuntimeParts:
+    return launchers.mpi_over_kubectl(
+        ctx, rank_command(ctx), (Port("http", SERVING_PORT),), MPIRUN,
+        probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
+        service_ports=("http",),
+    )

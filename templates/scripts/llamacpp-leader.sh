@@ -1,0 +1,38 @@
+#!/bin/bash
+# lwsgen: leader of a llama.cpp RPC group. Resolves (bounded) every worker of its own group,
+# waits until each one's rpc-server accepts connections, then execs llama-server (the arguments)
+# with --rpc listing them; llama.cpp spreads the layers over the leader's GPUs and the workers'.
+set -euo pipefail
+LWSGEN_ROLE=leader
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${LWS_GROUP_SIZE:?set by LeaderWorkerSet}" "${LWSGEN_RPC_PORT:?}"
+(( $# > 0 )) || { log "no llama-server command given"; exit 2; }
+export PATH="$PATH:/app"  # where the llama.cpp images keep their binaries
+
+workers=()
+for ((i = 1; i < LWS_GROUP_SIZE; i++)); do
+  workers+=("$(worker_address "$i")")
+done
+rpc_servers_answer() {
+  local host ip missing=()
+  for host in "${workers[@]}"; do
+    ip=""
+    read -r ip _ < <(getent hosts "$host" 2>/dev/null || true) || true
+    if [ -z "$ip" ] || ! timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$ip" "$LWSGEN_RPC_PORT" 2>/dev/null; then
+      missing+=("$host")
+    fi
+  done
+  status="${#missing[@]} of ${#workers[@]} rpc-servers not reachable yet (${missing[*]:-})"
+  (( ${#missing[@]} == 0 ))
+}
+wait_until rpc_servers_answer
+rpc=""
+for host in "${workers[@]}"; do
+  rpc+="${rpc:+,}${host}:${LWSGEN_RPC_PORT}"
+done
+if [ -n "$rpc" ]; then
+  set -- "$@" --rpc "$rpc"
+fi
+log "all ${#workers[@]} rpc-servers answer; starting: $*"
+exec "$@"

@@ -1,0 +1,79 @@
+"""sglang: the same launch on every pod, dist-init at the leader, metrics flag when monitored."""
+
+import yaml
+
+from conftest import PROFILES, SHARED, lws_of, merged
+from lwsgen.pipeline import render_profile
+from runtimes.scripts import bin_dir, fake, run
+
+SGLANG = {
+    "name": "ds", "runtime": "sglang", "image": "lmsysorg/sglang:v0.4.6.post1-cu124",
+    "model": {"path": "deepseek-ai/DeepSeek-R1"}, "parallelism": {"tensor": 16}, "node": {"gpus": 8},
+    "monitoring": {"enabled": False},
+}
+
+
+def _args(rendered):
+    lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
+    return (lwt["leaderTemplate"]["spec"]["containers"][0]["args"], lwt["workerTemplate"]["spec"]["containers"][0]["args"])
+
+
+def _value(args, flag):
+    return args[args.index(flag) + 1]
+
+
+def test_every_pod_runs_the_same_launch_and_the_leader_adds_host_and_port(render):
+    leader, worker = _args(render(SGLANG))
+    assert leader[: len(worker)] == worker
+    assert leader[len(worker):] == ["--host", "0.0.0.0", "--port", "30000"]
+    assert _value(worker, "--tp") == "16" and "--pp-size" not in worker
+    assert _value(worker, "--dist-init-addr") == "$(LWS_LEADER_ADDRESS):20000"
+    assert _value(worker, "--nnodes") == "$(LWS_GROUP_SIZE)" and _value(worker, "--node-rank") == "$(LWS_WORKER_INDEX)"
+
+
+def test_pipeline_goes_to_pp_size_and_tensor_to_tp(render):
+    leader, _ = _args(render(merged(SGLANG, parallelism={"tensor": 8, "pipeline": 2})))
+    assert _value(leader, "--tp") == "8" and _value(leader, "--pp-size") == "2"
+
+
+def test_the_leader_enables_metrics_only_when_monitoring(render):
+    leader, worker = _args(render(merged(SGLANG, monitoring={"enabled": True})))
+    assert "--enable-metrics" in leader and "--enable-metrics" not in worker
+    assert "--enable-metrics" not in _args(render(SGLANG))[0]
+
+
+def test_same_flags_as_the_upstream_lws_sglang_example():
+    upstream = next(yaml.safe_load_all((SHARED / "reference" / "lws_docs_examples_sglang_lws.yaml").read_text()))
+    up_lwt = upstream["spec"]["leaderWorkerTemplate"]
+    up_leader = up_lwt["leaderTemplate"]["spec"]["containers"][0]["command"]
+    up_worker = up_lwt["workerTemplate"]["spec"]["containers"][0]["command"]
+    leader, worker = _args(render_profile(PROFILES / "sglang-deepseek-r1.yaml"))
+    for ours, theirs in ((leader, up_leader), (worker, up_worker)):
+        flags = [a for a in theirs if a.startswith("--")]
+        assert [f for f in flags if f not in ours] == []
+        for flag in ("--dist-init-addr", "--nnodes", "--node-rank"):
+            assert _value(ours, flag) == _value(theirs, flag)
+    up_env = {e["name"] for e in up_lwt["leaderTemplate"]["spec"]["containers"][0]["env"]}
+    lwt = lws_of(render_profile(PROFILES / "sglang-deepseek-r1.yaml"))["spec"]["leaderWorkerTemplate"]
+    assert up_env <= {e["name"] for e in lwt["leaderTemplate"]["spec"]["containers"][0]["env"]}
+
+
+def test_await_leader_retries_until_the_leader_resolves_then_execs(tmp_path):
+    bins = bin_dir(tmp_path)
+    fake(bins, "getent", '[ "$(grep -c getent "$CALLS")" -ge 3 ]')
+    fake(bins, "python3")
+    env = {"LWS_LEADER_ADDRESS": "ds-0.ds.default", "LWSGEN_RENDEZVOUS_TIMEOUT": "30"}
+    proc, calls = run("await-leader.sh", tmp_path, env, ("python3", "-m", "sglang.launch_server", "--tp", "16"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("waiting: the leader address ds-0.ds.default does not resolve yet") == 2
+    assert calls[-1].endswith("python3 -m sglang.launch_server --tp 16")
+
+
+def test_await_leader_gives_up_after_its_deadline(tmp_path):
+    bins = bin_dir(tmp_path)
+    fake(bins, "getent", "exit 2")
+    fake(bins, "python3")
+    env = {"LWS_LEADER_ADDRESS": "x", "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"}
+    proc, calls = run("await-leader.sh", tmp_path, env, ("python3",))
+    assert proc.returncode == 1 and "gave up after 1s: the leader address x does not resolve yet" in proc.stdout
+    assert not any("python3" in c for c in calls)
