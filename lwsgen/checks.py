@@ -160,7 +160,7 @@ def check_runtime(profile: dict[str, Any], src: Source) -> list[Problem]:
     plugin = runtimes.get(profile["runtime"])
     if plugin is None:
         return [src.problem(("runtime",), f"{profile['runtime']!r} is not available in this version of lwsgen; available: {', '.join(runtimes.known())}", "unknown-runtime")]
-    problems = [src.problem(path, message, code) for path, message, code in plugin.check(profile)]
+    problems = [src.problem(path, message, code) for path, message, code in runtimes.checks(plugin, profile)]
     caps = plugin.CAPABILITIES
     if profile["lws"]["startupPolicy"] == "LeaderReady" and caps.leader_ready_needs_workers:
         problems.append(src.problem(("lws", "startupPolicy"), (

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import PROFILES, SHARED, lws_of, merged, tool
+from conftest import PROFILES, SHARED, lws_of, tool
 from crd import errors as crd_errors
 from lwsgen.pipeline import render_profile
 

@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import lws_of, merged, objects_of
+from conftest import lws_of, merged
 from lwsgen import render as render_module
 from lwsgen.render import q, to_yaml_scalar
 

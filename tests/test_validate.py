@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import lws_of, merged, objects_of
+from conftest import lws_of, objects_of
 from lwsgen import validate
 from lwsgen.pipeline import render_profile
 from lwsgen.problems import ProblemsError

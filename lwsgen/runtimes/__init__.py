@@ -1,4 +1,5 @@
-"""The runtime registry: every runtime is a module with NAME, CAPABILITIES, check() and parts()."""
+"""The runtime registry: every runtime is a module with NAME, CAPABILITIES and parts(context),
+and optionally check(profile) for rules of its own."""
 
 from __future__ import annotations
 
@@ -17,3 +18,9 @@ def known() -> list[str]:
 
 def get(name: str) -> ModuleType | None:
     return REGISTRY.get(name)
+
+
+def checks(plugin: ModuleType, profile: dict) -> list[tuple[tuple, str, str]]:
+    """(path, message, code) for the runtime's own rules, if it has any."""
+    check = getattr(plugin, "check", None)
+    return check(profile) if check else []

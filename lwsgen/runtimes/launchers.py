@@ -63,6 +63,21 @@ def mpi_over_kubectl(ctx: Context, rank_command: tuple[str, ...], ports: tuple[P
     )
 
 
+def openai_server_on_ray(ctx: Context, module: str, port: int) -> tuple[str, ...]:
+    """The vLLM-style OpenAI server command (vllm and its fork aphrodite), parallelism from the profile."""
+    return (
+        "python3", "-m", module,
+        "--host", "0.0.0.0",
+        "--port", str(port),
+        "--model", ctx.model_path,
+        "--served-model-name", ctx.served_name,
+        "--tensor-parallel-size", str(ctx.tensor),
+        "--pipeline-parallel-size", str(ctx.pipeline),
+        "--distributed-executor-backend", "ray",
+        *ctx.extra_args,
+    )
+
+
 def ray_group(ctx: Context, serve_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:
     """The leader starts the Ray head and waits for LWS_GROUP_SIZE nodes; workers join it."""
     env = (plain_env("LWSGEN_RAY_PORT", RAY_PORT), _timeout(ctx))

@@ -33,10 +33,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-def check(profile: dict) -> list[tuple[tuple, str, str]]:
-    return []
-
-
 def server_command(ctx: Context) -> tuple[str, ...]:
     metrics = ("--metrics",) if ctx.monitoring else ()
     return (

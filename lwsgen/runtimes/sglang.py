@@ -29,10 +29,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-def check(profile: dict) -> list[tuple[tuple, str, str]]:
-    return []
-
-
 def node_command(ctx: Context) -> tuple[str, ...]:
     """What every pod of the group runs."""
     pipeline = ("--pp-size", str(ctx.pipeline)) if ctx.pipeline > 1 else ()

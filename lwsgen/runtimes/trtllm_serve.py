@@ -28,10 +28,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-def check(profile: dict) -> list[tuple[tuple, str, str]]:
-    return []
-
-
 def rank_command(ctx: Context) -> tuple[str, ...]:
     return (
         "trtllm-llmapi-launch", "trtllm-serve", ctx.model_path,

@@ -29,24 +29,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-def check(profile: dict) -> list[tuple[tuple, str, str]]:
-    return []
-
-
-def serve_command(ctx: Context) -> tuple[str, ...]:
-    return (
-        "python3", "-m", "vllm.entrypoints.openai.api_server",
-        "--host", "0.0.0.0",
-        "--port", str(SERVING_PORT),
-        "--model", ctx.model_path,
-        "--served-model-name", ctx.served_name,
-        "--tensor-parallel-size", str(ctx.tensor),
-        "--pipeline-parallel-size", str(ctx.pipeline),
-        "--distributed-executor-backend", "ray",
-        *ctx.extra_args,
-    )
-
-
 def parts(ctx: Context) -> RuntimeParts:
-    return launchers.ray_group(ctx, serve_command(ctx), SERVING_PORT,
-                               Probes(port="http", startup_path="/health", readiness_path="/health"))
+    serve = launchers.openai_server_on_ray(ctx, "vllm.entrypoints.openai.api_server", SERVING_PORT)
+    return launchers.ray_group(ctx, serve, SERVING_PORT, Probes(port="http", startup_path="/health", readiness_path="/health"))

@@ -3,9 +3,8 @@
 import subprocess
 
 import pytest
-import yaml
 
-from conftest import lws_of, merged, objects_of
+from conftest import lws_of, objects_of
 from lwsgen.runtimes import triton_trtllm
 from runtimes.scripts import bin_dir, env_of, fake, run
 

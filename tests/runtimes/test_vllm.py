@@ -1,8 +1,7 @@
 """vllm: Ray head on the leader, workers join with retries; parallelism flags from the profile."""
 
-import pytest
 
-from conftest import SHARED, lws_of, merged, objects_of
+from conftest import SHARED, lws_of, merged
 from runtimes.scripts import bin_dir, env_of, fake, run
 
 VLLM = {
