@@ -132,8 +132,31 @@ OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/")
 
 
 def check_labels(profile: dict[str, Any], src: Source) -> list[Problem]:
-    return [src.problem(("labels", key), f"{key} is set by lwsgen or LeaderWorkerSet; use your own label key", "reserved-label", key=True)
-            for key in profile["labels"] if key.startswith(OWN_LABEL_PREFIXES)]
+    fields = (("labels",), ("monitoring", "prometheusLabels"))
+    return [src.problem((*field, key), f"{key} is set by lwsgen or LeaderWorkerSet; use your own label key", "reserved-label", key=True)
+            for field in fields for key in _get(profile, field) if key.startswith(OWN_LABEL_PREFIXES)]
+
+
+def _get(profile: dict[str, Any], path: tuple) -> Any:
+    value: Any = profile
+    for part in path:
+        value = value[part]
+    return value
+
+
+def check_autoscaling(profile: dict[str, Any], src: Source) -> list[Problem]:
+    scaling = profile["autoscaling"]
+    if not scaling["enabled"]:
+        return []
+    problems = []
+    if not profile["monitoring"]["enabled"]:
+        problems.append(src.problem(("autoscaling", "enabled"), (
+            "autoscaling reads the recording rules that monitoring emits; set monitoring.enabled to true"), "needs-monitoring"))
+    milli = scaling["target"] * 1000
+    if abs(milli - round(milli)) > 1e-9:
+        problems.append(src.problem(("autoscaling", "target"), (
+            f"{scaling['target']} is finer than a Kubernetes quantity can say; use at most 3 decimals"), "bad-target"))
+    return problems
 
 
 def check_node_selector(profile: dict[str, Any], src: Source) -> list[Problem]:
@@ -200,7 +223,7 @@ def check_not_yet(profile: dict[str, Any], src: Source) -> list[Problem]:
 
 RULES: tuple[Rule, ...] = (
     check_runtime, check_divisible, check_name_budget, check_replicas, check_images, check_service,
-    check_env, check_labels, check_node_selector, check_rollout, check_not_yet,
+    check_env, check_labels, check_autoscaling, check_node_selector, check_rollout, check_not_yet,
 )
 
 
@@ -209,12 +232,11 @@ def check_rules(profile: dict[str, Any], src: Source) -> list[Problem]:
 
 
 def warnings(profile: dict[str, Any], src: Source) -> list[Problem]:
-    """What is valid but not emitted yet, said out loud instead of silently dropped."""
+    """What is valid but emitted differently than asked, said out loud instead of silently dropped."""
     out = []
-    if profile["monitoring"]["enabled"]:
-        out.append(src.problem(("monitoring", "enabled"), "PodMonitor and PrometheusRule are not emitted by this version of lwsgen; nothing is scraped", "not-emitted"))
-    if profile["autoscaling"]["enabled"]:
-        out.append(src.problem(("autoscaling", "enabled"), (
-            "no HorizontalPodAutoscaler or ScaledObject is emitted by this version of lwsgen; spec.replicas is left out "
-            "for the autoscaler you add, so LeaderWorkerSet starts 1 group"), "not-emitted"))
+    caps = runtimes.get(profile["runtime"]).CAPABILITIES
+    if profile["monitoring"]["enabled"] and not caps.metrics:
+        out.append(src.problem(("monitoring", "enabled"), (
+            f"{profile['runtime']} exposes no Prometheus metrics, so no PodMonitor is emitted; "
+            "the group GPU utilisation is still recorded from DCGM"), "not-emitted"))
     return out

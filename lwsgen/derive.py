@@ -6,7 +6,7 @@ import hashlib
 import math
 from typing import Any
 
-from lwsgen import naming, runtimes
+from lwsgen import monitoring, naming, runtimes
 from lwsgen.model import Deployment, PodTemplate
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Context, Role, RuntimeParts
 
@@ -147,13 +147,33 @@ def _pod_template(profile: dict[str, Any], names: dict[str, str], side: str, rol
     )
 
 
-def _meta(profile: dict[str, Any], name: str, component: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def _meta(profile: dict[str, Any], name: str, component: str, annotations: dict[str, str] | None = None,
+          labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "name": name,
         "namespace": profile["namespace"],
-        "labels": naming.labels(profile["name"], profile["runtime"], component, profile["labels"]),
+        "labels": naming.labels(profile["name"], profile["runtime"], component, {**profile["labels"], **(labels or {})}),
         "annotations": {**profile["annotations"], **(annotations or {})} or None,
     }
+
+
+def _observability(profile: dict[str, Any], caps) -> dict[str, Any]:
+    """PodMonitor, rules and the autoscaler of the profile, each None when not emitted."""
+    name, namespace = profile["name"], profile["namespace"]
+    out = {"podmonitor": None, "rule_groups": None, "hpa": None, "scaledobject": None, "adapter_rules": None}
+    if profile["monitoring"]["enabled"]:
+        out["rule_groups"] = monitoring.rule_groups(caps, namespace, name)
+        if caps.metrics:
+            out["podmonitor"] = monitoring.podmonitor_spec(profile, caps)
+    scaling = profile["autoscaling"]
+    if scaling["enabled"]:
+        record = monitoring.autoscaling_record(caps, scaling["metric"], namespace, name)
+        if scaling["engine"] == "hpa":
+            out["hpa"] = monitoring.hpa_spec(profile, record)
+            out["adapter_rules"] = monitoring.adapter_rules(record)
+        else:
+            out["scaledobject"] = monitoring.scaledobject_spec(profile, record)
+    return out
 
 
 def _scripts_hash(scripts: dict[str, str]) -> str:
@@ -179,6 +199,7 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
     lws_annotations = {}
     if profile["scheduling"]["exclusiveTopology"]:
         lws_annotations["leaderworkerset.sigs.k8s.io/exclusive-topology"] = profile["scheduling"]["exclusiveTopology"]
+    prometheus_labels = profile["monitoring"]["prometheusLabels"]
     meta = {
         "leaderworkerset": _meta(profile, name, "inference-server", lws_annotations),
         "service": _meta(profile, names["service"], "leader-service", profile["service"]["annotations"]),
@@ -186,12 +207,21 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         "serviceaccount": _meta(profile, names["launcher"], "launcher"),
         "role": _meta(profile, names["launcher"], "launcher"),
         "rolebinding": _meta(profile, names["launcher"], "launcher"),
+        "podmonitor": _meta(profile, name, "metrics", labels=prometheus_labels),
+        "prometheusrule": _meta(profile, name, "metrics", labels=prometheus_labels),
+        "horizontalpodautoscaler": _meta(profile, name, "autoscaler"),
+        "scaledobject": _meta(profile, name, "autoscaler"),
     }
-    objects = ["leaderworkerset", "service"]
-    if parts.scripts:
-        objects.append("configmap")
-    if api_access:
-        objects += ["serviceaccount", "role", "rolebinding"]
+    observed = _observability(profile, plugin.CAPABILITIES)
+    emitted = {
+        "configmap": bool(parts.scripts),
+        "serviceaccount": api_access, "role": api_access, "rolebinding": api_access,
+        "podmonitor": observed["podmonitor"] is not None,
+        "prometheusrule": observed["rule_groups"] is not None,
+        "horizontalpodautoscaler": observed["hpa"] is not None,
+        "scaledobject": observed["scaledobject"] is not None,
+    }
+    objects = ["leaderworkerset", "service", *(key for key, wanted in emitted.items() if wanted)]
 
     service = profile["service"]
     ports = {p.name: p.number for p in parts.leader.ports}
@@ -219,5 +249,7 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         },
         scripts=dict(sorted(parts.scripts.items())),
         role_rules=list(parts.role_rules),
+        **observed,
         objects=tuple(objects),
+        extra_files=("prometheus-adapter-rules",) if observed["adapter_rules"] else (),
     )

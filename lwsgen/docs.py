@@ -73,7 +73,7 @@ def runtime_reference() -> str:
     """The capability table, then each runtime's module docstring."""
     import inspect
 
-    from lwsgen import runtimes
+    from lwsgen import monitoring, runtimes
 
     lines = ["| runtime | serving port | pipeline parallelism | runtime metrics (leader) | `autoscaling.metric` | API access |",
              "|---|---|---|---|---|---|"]
@@ -82,6 +82,12 @@ def runtime_reference() -> str:
         metrics = ", ".join(f"`{m}`" for m in caps.metrics) or "none"
         lines.append(f"| `{name}` | {caps.serving_port} | {'yes' if caps.pipeline_parallel else 'no'} | {metrics} | "
                      f"{', '.join(caps.autoscaling_metrics)} | {'leader (RBAC)' if caps.needs_api_access else 'none'} |")
+    lines += ["", "Recording rules (one value per leader pod; see Monitoring and autoscaling):", "",
+              "| runtime | record | `autoscaling.metric` |", "|---|---|---|"]
+    for name in runtimes.known():
+        for rule in runtimes.get(name).CAPABILITIES.rules:
+            lines.append(f"| `{name}` | `{rule.record}` | {rule.autoscaling or ''} |")
+    lines.append(f"| every runtime | `{monitoring.GPU_RECORD}` | gpu-utilization |")
     for name in runtimes.known():
         lines += ["", f"#### `{name}`", "", inspect.getdoc(runtimes.get(name))]
     return "\n".join(lines) + "\n"

@@ -47,5 +47,12 @@ class Deployment:
     service: dict[str, Any]
     scripts: dict[str, str]
     role_rules: list[dict[str, list[str]]]
-    # Object keys to render, in file order; each is a template and an output file.
+    podmonitor: dict[str, Any] | None
+    rule_groups: list[dict[str, Any]] | None
+    hpa: dict[str, Any] | None
+    scaledobject: dict[str, Any] | None
+    adapter_rules: dict[str, Any] | None
+    # Keys to render; each names a template (<key>.yaml.j2) and an output file (<key>.yaml).
     objects: tuple[str, ...]
+    # Rendered files that are not cluster objects of this namespace, kept out of kustomization.yaml.
+    extra_files: tuple[str, ...] = ()

@@ -19,6 +19,8 @@ class OutputFile:
 
     name: str
     objects: tuple[dict[str, Any], ...]
+    in_kustomization: bool = True
+    header: str = ""  # comment lines written above the YAML (files that are not cluster objects)
 
 
 def prune(value: Any) -> Any:
@@ -38,9 +40,21 @@ def kustomization(resources: list[str]) -> dict[str, Any]:
     return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": sorted(resources)}
 
 
+# What a file outside kustomization.yaml is for, said at its top.
+HEADERS = {
+    "prometheus-adapter-rules": (
+        "# prometheus-adapter rules for the HorizontalPodAutoscaler in this directory. Not a cluster object\n"
+        "# and not in kustomization.yaml: add the entries under `rules:` to the adapter's configuration\n"
+        "# (Helm chart value `rules.custom`, or the `rules:` list of its config.yaml). Profiles that scale\n"
+        "# on the same metric emit the same entry; keep one.\n"
+    ),
+}
+
+
 def build(deployment: Deployment, rendered: dict[str, str]) -> list[OutputFile]:
-    files = [OutputFile(f"{key}.yaml", parse(text)) for key, text in rendered.items()]
-    files.append(OutputFile(KUSTOMIZATION, (kustomization([f.name for f in files]),)))
+    files = [OutputFile(f"{key}.yaml", parse(text), key not in deployment.extra_files, HEADERS.get(key, ""))
+             for key, text in rendered.items()]
+    files.append(OutputFile(KUSTOMIZATION, (kustomization([f.name for f in files if f.in_kustomization]),), False))
     return sorted(files, key=lambda f: f.name)
 
 
@@ -56,7 +70,7 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _represent_str)
 
 
-def dump(objects: tuple[dict[str, Any], ...]) -> str:
+def dump(objects: tuple[dict[str, Any], ...], header: str = "") -> str:
     """Objects -> YAML text; the same objects always give the same bytes."""
-    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+    return header + yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
                          allow_unicode=True, width=100000, explicit_start=len(objects) > 1)

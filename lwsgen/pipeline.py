@@ -42,7 +42,7 @@ def _output_problems(out_dir: str, files: dict[str, str], parsed: dict[str, tupl
     found: dict[str, list[tuple[tuple, str]]] = {}
     for name, docs in parsed.items():
         for doc in docs:
-            found.setdefault(name, []).extend(validate.schema_errors(doc, version))
+            found.setdefault(name, []).extend(validate.schema_errors(doc, version, name))
     for name, _index, path, message in validate.cross_object_errors(parsed):
         found.setdefault(name, []).append((path, message))
     problems = []
@@ -61,7 +61,7 @@ def render_profile(path: Path, out_root: str = "out", display: str | None = None
     rendered = render(deployment)
     output = objects.build(deployment, rendered)
     parsed = {f.name: f.objects for f in output}
-    files = {f.name: objects.dump(f.objects) for f in output}
+    files = {f.name: objects.dump(f.objects, f.header) for f in output}
     problems = _output_problems(f"{out_root}/{deployment.name}", files, parsed, profile["kubernetesVersion"], src.file)
     if problems:
         raise ProblemsError(problems)

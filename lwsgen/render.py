@@ -96,4 +96,5 @@ def environment() -> jinja2.Environment:
 def render(deployment: Deployment) -> dict[str, str]:
     """Object key -> rendered YAML text, one template per object kind."""
     env = environment()
-    return {key: env.get_template(f"{key}.yaml.j2").render(d=deployment) for key in deployment.objects}
+    return {key: env.get_template(f"{key}.yaml.j2").render(d=deployment)
+            for key in (*deployment.objects, *deployment.extra_files)}

@@ -22,7 +22,12 @@ K8S_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
 PROJECT_SCHEMAS = {
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "leaderworkerset.schema.json",
     ("kustomize.config.k8s.io/v1beta1", "Kustomization"): "kustomization.schema.json",
+    ("monitoring.coreos.com/v1", "PodMonitor"): "podmonitor.schema.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheusrule.schema.json",
+    ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject.schema.json",
 }
+# Files that are not Kubernetes objects, by file name.
+FILE_SCHEMAS = {"prometheus-adapter-rules.yaml": "prometheus-adapter-rules.schema.json"}
 
 
 class UnknownKind(Exception):
@@ -81,8 +86,19 @@ def validator(version: str, api_version: str, kind: str):
     return jsonschema_rs.validator_for(schema, registry=_registry(version))
 
 
-def schema_errors(obj: dict[str, Any], version: str) -> Iterator[tuple[tuple, str]]:
+@lru_cache(maxsize=None)
+def _file_validator(version: str, schema_file: str):
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(resources.schema(schema_file), registry=_registry(version))
+
+
+def schema_errors(obj: dict[str, Any], version: str, file: str = "") -> Iterator[tuple[tuple, str]]:
     """(path, message) for every way obj breaks its strict schema."""
+    if file in FILE_SCHEMAS:
+        for err in _file_validator(version, FILE_SCHEMAS[file]).iter_errors(obj):
+            yield tuple(err.instance_path), err.message
+        return
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
         yield (), "apiVersion and kind must be strings"
@@ -94,6 +110,11 @@ def schema_errors(obj: dict[str, Any], version: str) -> Iterator[tuple[tuple, st
         return
     for err in compiled.iter_errors(obj):
         yield tuple(err.instance_path), err.message
+
+
+def _leader_template(lws: dict[str, Any]) -> dict[str, Any]:
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    return lwt.get("leaderTemplate") or lwt["workerTemplate"]
 
 
 def _containers(template: dict[str, Any]) -> list[dict[str, Any]]:
@@ -118,11 +139,41 @@ def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any
         return
     if service["metadata"]["name"] == lws["metadata"]["name"]:
         yield ("metadata", "name"), "must differ from the LeaderWorkerSet name (LWS owns a headless Service of that name)"
-    leader = lws["spec"]["leaderWorkerTemplate"].get("leaderTemplate") or lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
-    named = {p.get("name") for c in _containers(leader) for p in c.get("ports", [])}
+    named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
     for index, port in enumerate(service["spec"].get("ports", [])):
         if port.get("targetPort") not in named:
             yield ("spec", "ports", index, "targetPort"), f"{port.get('targetPort')!r} is not a named port of the leader container"
+
+
+def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    selector = monitor["spec"]["selector"].get("matchLabels", {})
+    lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
+    if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(monitor["spec"]["selector"]) != 1:
+        yield ("spec", "selector"), f"must match exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}=\"0\""
+        return
+    named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
+    for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"]):
+        if endpoint["port"] not in named:
+            yield ("spec", "podMetricsEndpoints", index, "port"), f"{endpoint['port']!r} is not a named port of the leader container"
+
+
+def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    ref = obj["spec"]["scaleTargetRef"]
+    if ref.get("kind") != "LeaderWorkerSet" or ref.get("apiVersion") != "leaderworkerset.x-k8s.io/v1" or ref.get("name") not in lws_by_name:
+        yield ("spec", "scaleTargetRef"), "must target a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) in this set by kind and name"
+    spec = obj["spec"]
+    low, high = spec.get("minReplicas", spec.get("minReplicaCount", 1)), spec.get("maxReplicas", spec.get("maxReplicaCount", 1))
+    if low > high:
+        yield ("spec",), f"minimum {low} is above maximum {high}"
+
+
+CROSS_RULES = {
+    "LeaderWorkerSet": lambda obj, lws: _lws_rules(obj),
+    "Service": _service_rules,
+    "PodMonitor": _podmonitor_rules,
+    "HorizontalPodAutoscaler": _target_rules,
+    "ScaledObject": _target_rules,
+}
 
 
 def cross_object_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, tuple, str]]:
@@ -130,11 +181,6 @@ def cross_object_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) 
     lws_by_name = {o["metadata"]["name"]: o for docs in objects_by_file.values() for o in docs if o.get("kind") == "LeaderWorkerSet"}
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
-            if obj.get("kind") == "LeaderWorkerSet":
-                rules = _lws_rules(obj)
-            elif obj.get("kind") == "Service":
-                rules = _service_rules(obj, lws_by_name)
-            else:
-                continue
-            for path, message in rules:
+            rules = CROSS_RULES.get(obj.get("kind"))
+            for path, message in rules(obj, lws_by_name) if rules else ():
                 yield file, index, path, message

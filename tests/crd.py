@@ -3,11 +3,13 @@
 openAPIV3Schema -> JSON Schema: unknown fields rejected wherever the CRD lists properties (unless
 x-kubernetes-preserve-unknown-fields), x-kubernetes-int-or-string and nullable honoured. The top-level
 metadata (which CRDs leave open) is checked against the strict Kubernetes ObjectMeta instead.
-CEL rules (x-kubernetes-validations) are not evaluated.
+CEL rules (x-kubernetes-validations) are not evaluated. Go's case-insensitive flag `(?i)`, which
+ECMA regular expressions lack, is spelled out as character classes.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,12 +20,20 @@ import yaml
 from lwsgen import validate
 
 
+def _case_insensitive(pattern: str) -> str:
+    """Rewrite a Go pattern with a leading (?i) flag as an ECMA one: every letter as [xX]."""
+    body = pattern.replace("(?i)", "", 1)
+    return re.sub(r"[A-Za-z]", lambda m: f"[{m.group().lower()}{m.group().upper()}]", body)
+
+
 def _convert(node: Any) -> Any:
     if isinstance(node, list):
         return [_convert(n) for n in node]
     if not isinstance(node, dict):
         return node
     out = {k: _convert(v) for k, v in node.items() if not k.startswith("x-kubernetes-") and k != "nullable"}
+    if isinstance(out.get("pattern"), str) and "(?i)" in out["pattern"]:
+        out["pattern"] = _case_insensitive(out["pattern"])
     if node.get("x-kubernetes-int-or-string"):
         out.pop("type", None)
         out["anyOf"] = [{"type": "integer"}, {"type": "string"}]

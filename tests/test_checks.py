@@ -94,7 +94,17 @@ def test_fields_a_later_version_emits_are_refused_not_dropped(write_profile, min
     assert "not-supported" in _codes(write_profile, merged(minimal, **{field: value}))
 
 
-def test_monitoring_and_autoscaling_warn_what_is_not_emitted(write_profile, minimal):
-    _, _, warnings = load_profile(write_profile(merged(minimal, monitoring={"enabled": True}, autoscaling={"enabled": True})))
-    assert [w.path for w in warnings] == ["monitoring.enabled", "autoscaling.enabled"]
-    assert all(w.code == "not-emitted" for w in warnings)
+def test_a_runtime_without_metrics_warns_that_no_podmonitor_is_emitted(write_profile, minimal):
+    trtllm = merged(minimal, runtime="trtllm-serve", image="nvcr.io/nvidia/tensorrt-llm/release:0.21.0", monitoring={"enabled": True})
+    _, _, warnings = load_profile(write_profile(trtllm))
+    assert [(w.path, w.code) for w in warnings] == [("monitoring.enabled", "not-emitted")]
+    assert "no PodMonitor" in warnings[0].message
+    _, _, none = load_profile(write_profile(merged(minimal, monitoring={"enabled": True})))
+    assert none == []
+
+
+def test_autoscaling_needs_monitoring_and_a_quantity_sized_target(write_profile, minimal):
+    assert _codes(write_profile, merged(minimal, autoscaling={"enabled": True})) == ["needs-monitoring"]
+    on = {"monitoring": {"enabled": True}}
+    assert _codes(write_profile, merged(minimal, autoscaling={"enabled": True, "target": 0.8}, **on)) == []
+    assert _codes(write_profile, merged(minimal, autoscaling={"enabled": True, "target": 0.0005}, **on)) == ["bad-target"]

@@ -28,7 +28,7 @@ def test_group_size_and_gpus_per_pod(render, minimal, tensor, pipeline, gpus, si
 
 def test_replicas_written_when_static_and_omitted_when_autoscaling(render, minimal):
     assert lws_of(render(merged(minimal, replicas=3)))["spec"]["replicas"] == 3
-    scaled = merged(minimal, replicas=3, **{"autoscaling.enabled": True, "autoscaling.maxReplicas": 4})
+    scaled = merged(minimal, replicas=3, **{"autoscaling.enabled": True, "autoscaling.maxReplicas": 4, "monitoring.enabled": True})
     assert "replicas" not in lws_of(render(scaled))["spec"]
 
 

@@ -11,7 +11,7 @@ Metrics are on the serving port with the `aphrodite:` prefix (`aphrodite:num_req
 from __future__ import annotations
 
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts
+from lwsgen.runtimes.base import Capabilities, Context, Probes, RecordingRule, RuntimeParts, per_pod
 
 NAME = "aphrodite"
 SERVING_PORT = 2242
@@ -20,9 +20,13 @@ CAPABILITIES = Capabilities(
     serving_port=SERVING_PORT,
     pipeline_parallel=True,
     metrics=("aphrodite:num_requests_waiting", "aphrodite:num_requests_running", "aphrodite:gpu_cache_usage_perc"),
-    autoscaling_metrics=("gpu-utilization", "queue-length", "kv-cache-usage"),
     leader_ready_needs_workers=True,
     needs_api_access=False,
+    rules=(
+        RecordingRule("namespace_pod:aphrodite_num_requests_waiting:sum", per_pod("sum", "aphrodite:num_requests_waiting"), autoscaling="queue-length"),
+        RecordingRule("namespace_pod:aphrodite_num_requests_running:sum", per_pod("sum", "aphrodite:num_requests_running")),
+        RecordingRule("namespace_pod:aphrodite_gpu_cache_usage_perc:max", per_pod("max", "aphrodite:gpu_cache_usage_perc"), autoscaling="kv-cache-usage"),
+    ),
 )
 
 

@@ -23,10 +23,28 @@ class Capabilities:
     pipeline_parallel: bool
     # Prometheus metrics the leader exposes (runtime metrics live on the leader only).
     metrics: tuple[str, ...]
-    autoscaling_metrics: tuple[str, ...]
     # The leader only turns ready after every worker joined (LeaderReady would deadlock).
     leader_ready_needs_workers: bool
     needs_api_access: bool
+    # Named leader port Prometheus scrapes (on path /metrics), when there are metrics.
+    metrics_port: str = "http"
+    # Recording rules over those metrics; each may serve one autoscaling.metric.
+    rules: tuple["RecordingRule", ...] = ()
+
+    @property
+    def autoscaling_metrics(self) -> tuple[str, ...]:
+        """GPU utilisation (from DCGM, any runtime) and whatever the runtime's rules record."""
+        return ("gpu-utilization", *(rule.autoscaling for rule in self.rules if rule.autoscaling))
+
+
+@dataclass(frozen=True)
+class RecordingRule:
+    """A recording rule as data. `expr` has two placeholders: {sel}, the label matchers that pick
+    this LeaderWorkerSet's leader series, and {by}, the labels every record keeps."""
+
+    record: str
+    expr: str
+    autoscaling: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,3 +106,18 @@ def field_env(name: str, field_path: str) -> dict[str, Any]:
 
 def script_command(script: str) -> tuple[str, ...]:
     return ("/bin/bash", f"{SCRIPTS_MOUNT}/{script}")
+
+
+def per_pod(function: str, metric: str) -> str:
+    """`function by ({by}) (metric{sel})`: one value per leader pod of this LeaderWorkerSet."""
+    return f"{function} by ({{by}}) ({metric}{{sel}})"
+
+
+def rate_per_pod(metric: str, window: str = "1m") -> str:
+    return f"sum by ({{by}}) (rate({metric}{{sel}}[{window}]))"
+
+
+def safe_ratio(numerator: str, denominator: str) -> str:
+    """numerator / denominator, and 0 (not NaN, not absent) where the denominator is 0, so an idle
+    group reports 0 and an autoscaler can still scale it down."""
+    return f"({numerator}) / (({denominator}) > 0) or ({denominator}) * 0"

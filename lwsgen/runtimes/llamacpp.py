@@ -18,7 +18,7 @@ The image must contain `llama-server` and `rpc-server`, i.e. llama.cpp built wit
 from __future__ import annotations
 
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts
+from lwsgen.runtimes.base import Capabilities, Context, Probes, RecordingRule, RuntimeParts, per_pod
 
 NAME = "llamacpp"
 SERVING_PORT = 8080
@@ -27,9 +27,12 @@ CAPABILITIES = Capabilities(
     serving_port=SERVING_PORT,
     pipeline_parallel=False,
     metrics=("llamacpp:requests_processing", "llamacpp:requests_deferred"),
-    autoscaling_metrics=("gpu-utilization", "queue-length"),
     leader_ready_needs_workers=True,
     needs_api_access=False,
+    rules=(
+        RecordingRule("namespace_pod:llamacpp_requests_deferred:sum", per_pod("sum", "llamacpp:requests_deferred"), autoscaling="queue-length"),
+        RecordingRule("namespace_pod:llamacpp_requests_processing:sum", per_pod("sum", "llamacpp:requests_processing")),
+    ),
 )
 
 

@@ -15,7 +15,18 @@ The leader's ServiceAccount may get and list pods and create pods/exec in its na
 from __future__ import annotations
 
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import SCRIPTS_MOUNT, Capabilities, Context, Port, Probes, RuntimeParts, plain_env
+from lwsgen.runtimes.base import (
+    SCRIPTS_MOUNT,
+    Capabilities,
+    Context,
+    Port,
+    Probes,
+    RecordingRule,
+    RuntimeParts,
+    plain_env,
+    rate_per_pod,
+    safe_ratio,
+)
 
 NAME = "triton-trtllm"
 MPIRUN = "/opt/hpcx/ompi/bin/mpirun"  # HPC-X OpenMPI as shipped in NGC images
@@ -26,9 +37,21 @@ CAPABILITIES = Capabilities(
     pipeline_parallel=True,
     metrics=("nv_inference_request_success", "nv_inference_queue_duration_us",
              "nv_inference_compute_infer_duration_us", "nv_inference_request_duration_us"),
-    autoscaling_metrics=("gpu-utilization", "queue-compute-ratio"),
     leader_ready_needs_workers=True,
     needs_api_access=True,
+    metrics_port="metrics",
+    # The awsome-inference rules, correct for counters: rates over 1m, per request or per compute time.
+    rules=(
+        RecordingRule("namespace_pod:triton_compute_duration_us_per_request:rate1m",
+                      safe_ratio(rate_per_pod("nv_inference_compute_infer_duration_us"), rate_per_pod("nv_inference_request_success"))),
+        RecordingRule("namespace_pod:triton_queue_duration_us_per_request:rate1m",
+                      safe_ratio(rate_per_pod("nv_inference_queue_duration_us"), rate_per_pod("nv_inference_request_success"))),
+        RecordingRule("namespace_pod:triton_request_duration_us_per_request:rate1m",
+                      safe_ratio(rate_per_pod("nv_inference_request_duration_us"), rate_per_pod("nv_inference_request_success"))),
+        RecordingRule("namespace_pod:triton_queue_compute:ratio_rate1m",
+                      safe_ratio(rate_per_pod("nv_inference_queue_duration_us"), rate_per_pod("nv_inference_compute_infer_duration_us")),
+                      autoscaling="queue-compute-ratio"),
+    ),
 )
 
 

@@ -22,7 +22,6 @@ CAPABILITIES = Capabilities(
     serving_port=SERVING_PORT,
     pipeline_parallel=True,
     metrics=(),
-    autoscaling_metrics=("gpu-utilization",),
     leader_ready_needs_workers=True,
     needs_api_access=True,
 )

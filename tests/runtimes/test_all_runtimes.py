@@ -85,7 +85,7 @@ def test_unsupported_autoscaling_metric_names_the_supported_ones(write_profile, 
     unsupported = [m for m in ("gpu-utilization", "queue-compute-ratio", "queue-length", "kv-cache-usage") if m not in caps.autoscaling_metrics]
     for metric in unsupported:
         with pytest.raises(ProblemsError) as err:
-            load_profile(write_profile(profile_for(name, autoscaling={"enabled": True, "metric": metric})))
+            load_profile(write_profile(profile_for(name, autoscaling={"enabled": True, "metric": metric}, monitoring={"enabled": True})))
         assert err.value.problems[0].message == f"{name} cannot produce {metric}; it supports: {', '.join(caps.autoscaling_metrics)}"
 
 
@@ -95,3 +95,13 @@ def test_readme_runtime_section_is_generated_from_the_plugins():
 
     readme = (REPO / "README.md").read_text()
     assert docs.replace_block(readme, "runtimes") == readme, "README.md is stale: run `make docs`"
+
+
+@pytest.mark.parametrize("name", sorted(IMAGES))
+def test_rules_read_only_metrics_the_runtime_declares(name):
+    import re
+
+    caps = runtimes.get(name).CAPABILITIES
+    read = {m for rule in caps.rules for m in re.findall(r"([a-z_]+:?[a-z_]+)\{sel\}", rule.expr)}
+    assert read == set(caps.metrics)
+    assert [r.autoscaling for r in caps.rules if r.autoscaling] == list(caps.autoscaling_metrics[1:])
