@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from lwsgen import runtimes
+from lwsgen import runtimes, scheduling
 from lwsgen.naming import SUFFIXES, name_budget
 from lwsgen.problems import Problem
 from lwsgen.source import Source
@@ -203,9 +203,6 @@ def check_runtime(profile: dict[str, Any], src: Source) -> list[Problem]:
 # Fields of the contract whose objects a later version of lwsgen emits: refused rather than dropped.
 NOT_YET = (
     (("extends",), lambda v: bool(v), "profile inheritance (extends) is not supported by this version of lwsgen; inline the base profile"),
-    (("scheduling", "scheduler"), lambda v: v != "default", "only the default scheduler is supported by this version of lwsgen (volcano and kueue are not); use default"),
-    (("scheduling", "queue"), lambda v: bool(v), "queues need scheduler volcano or kueue, which this version of lwsgen does not support; remove it"),
-    (("scheduling", "networkTopology"), lambda v: bool(v), "Volcano network topology is not supported by this version of lwsgen; use scheduling.exclusiveTopology"),
     (("ncclTest", "enabled"), lambda v: v is True, "the NCCL preflight test is not emitted by this version of lwsgen; set it to false"),
 )
 
@@ -223,7 +220,7 @@ def check_not_yet(profile: dict[str, Any], src: Source) -> list[Problem]:
 
 RULES: tuple[Rule, ...] = (
     check_runtime, check_divisible, check_name_budget, check_replicas, check_images, check_service,
-    check_env, check_labels, check_autoscaling, check_node_selector, check_rollout, check_not_yet,
+    check_env, check_labels, check_autoscaling, check_node_selector, check_rollout, scheduling.check, check_not_yet,
 )
 
 
@@ -231,9 +228,13 @@ def check_rules(profile: dict[str, Any], src: Source) -> list[Problem]:
     return [problem for rule in RULES for problem in rule(profile, src)]
 
 
+def group_size(profile: dict[str, Any]) -> int:
+    return max(world_size(profile) // profile["node"]["gpus"], 1)
+
+
 def warnings(profile: dict[str, Any], src: Source) -> list[Problem]:
-    """What is valid but emitted differently than asked, said out loud instead of silently dropped."""
-    out = []
+    """What is valid but emitted differently than asked, or costly, said out loud."""
+    out = scheduling.warnings(profile, src, group_size(profile))
     caps = runtimes.get(profile["runtime"]).CAPABILITIES
     if profile["monitoring"]["enabled"] and not caps.metrics:
         out.append(src.problem(("monitoring", "enabled"), (

@@ -6,7 +6,7 @@ import hashlib
 import math
 from typing import Any
 
-from lwsgen import monitoring, naming, runtimes
+from lwsgen import monitoring, naming, runtimes, scheduling
 from lwsgen.model import Deployment, PodTemplate
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Context, Role, RuntimeParts
 
@@ -39,6 +39,9 @@ def _env_value(value: Any) -> str:
 
 def _common_env(profile: dict[str, Any]) -> list[dict[str, Any]]:
     env = []
+    if not scheduling.supports(profile, "LWS_WORKER_INDEX"):
+        # LeaderWorkerSet < 0.6 does not inject it; commands use $(LWS_WORKER_INDEX), so derive it from the label.
+        env.append({"name": "LWS_WORKER_INDEX", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"}}})
     secret = profile["model"].get("tokenSecret")
     if secret:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret["name"], "key": secret["key"]}}})
@@ -117,7 +120,7 @@ def _tool_installers(role: Role) -> list[dict[str, Any]] | None:
 
 
 def _pod_template(profile: dict[str, Any], names: dict[str, str], side: str, role: Role, parts: RuntimeParts,
-                  gpus_per_pod: int, scripts_hash: str) -> PodTemplate:
+                  gpus_per_pod: int, scripts_hash: str, placement: scheduling.SchedulingParts) -> PodTemplate:
     node = profile["node"]
     volumes, mounts = _volumes(profile, names, role, parts)
     probes = _probes(profile, parts) if side == "leader" else None
@@ -133,7 +136,8 @@ def _pod_template(profile: dict[str, Any], names: dict[str, str], side: str, rol
     scheduling = profile["scheduling"]
     return PodTemplate(
         labels=naming.labels(profile["name"], profile["runtime"], side, profile["labels"]),
-        annotations={SCRIPTS_HASH_ANNOTATION: scripts_hash} if parts.scripts else {},
+        annotations={**placement.pod_annotations, **({SCRIPTS_HASH_ANNOTATION: scripts_hash} if parts.scripts else {})},
+        scheduler_name=placement.scheduler_name,
         service_account=names["launcher"] if role.api_access else None,
         automount_token=role.api_access,
         init_containers=_tool_installers(role),
@@ -196,12 +200,10 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
     scripts_hash = _scripts_hash(parts.scripts)
     api_access = parts.leader.api_access or parts.worker.api_access
 
-    lws_annotations = {}
-    if profile["scheduling"]["exclusiveTopology"]:
-        lws_annotations["leaderworkerset.sigs.k8s.io/exclusive-topology"] = profile["scheduling"]["exclusiveTopology"]
+    placement = scheduling.parts(profile)
     prometheus_labels = profile["monitoring"]["prometheusLabels"]
     meta = {
-        "leaderworkerset": _meta(profile, name, "inference-server", lws_annotations),
+        "leaderworkerset": _meta(profile, name, "inference-server", placement.lws_annotations, placement.lws_labels),
         "service": _meta(profile, names["service"], "leader-service", profile["service"]["annotations"]),
         "configmap": _meta(profile, names["launch"], "launch-scripts"),
         "serviceaccount": _meta(profile, names["launcher"], "launcher"),
@@ -211,6 +213,9 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         "prometheusrule": _meta(profile, name, "metrics", labels=prometheus_labels),
         "horizontalpodautoscaler": _meta(profile, name, "autoscaler"),
         "scaledobject": _meta(profile, name, "autoscaler"),
+        # Cluster-scoped and shared by every profile that uses the queue: no namespace, no instance labels.
+        "volcano-queue": {"name": profile["scheduling"]["queue"],
+                          "labels": {"app.kubernetes.io/component": "queue", "app.kubernetes.io/managed-by": "lwsgen"}},
     }
     observed = _observability(profile, plugin.CAPABILITIES)
     emitted = {
@@ -238,9 +243,10 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         replicas=None if profile["autoscaling"]["enabled"] else profile["replicas"],
         startup_policy=profile["lws"]["startupPolicy"],
         restart_policy=profile["lws"]["restartPolicy"],
-        rollout={"maxUnavailable": profile["lws"]["maxUnavailable"], "maxSurge": profile["lws"]["maxSurge"]},
-        leader=_pod_template(profile, names, "leader", parts.leader, parts, gpus_per_pod, scripts_hash),
-        worker=_pod_template(profile, names, "worker", parts.worker, parts, gpus_per_pod, scripts_hash),
+        rollout={"maxUnavailable": profile["lws"]["maxUnavailable"], "maxSurge": profile["lws"]["maxSurge"],
+                 "partition": profile["lws"].get("partition")},
+        leader=_pod_template(profile, names, "leader", parts.leader, parts, gpus_per_pod, scripts_hash, placement),
+        worker=_pod_template(profile, names, "worker", parts.worker, parts, gpus_per_pod, scripts_hash, placement),
         leader_selector=naming.leader_selector(name),
         service={
             "type": service["type"],
@@ -250,6 +256,8 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         scripts=dict(sorted(parts.scripts.items())),
         role_rules=list(parts.role_rules),
         **observed,
+        volcano_queue=placement.queue,
         objects=tuple(objects),
-        extra_files=("prometheus-adapter-rules",) if observed["adapter_rules"] else (),
+        extra_files=tuple(key for key, wanted in (("prometheus-adapter-rules", observed["adapter_rules"]),
+                                                   ("volcano-queue", placement.queue)) if wanted),
     )

@@ -12,6 +12,7 @@ class PodTemplate:
 
     labels: dict[str, str]
     annotations: dict[str, str]
+    scheduler_name: str | None
     service_account: str | None
     automount_token: bool
     init_containers: list[dict[str, Any]] | None
@@ -52,6 +53,7 @@ class Deployment:
     hpa: dict[str, Any] | None
     scaledobject: dict[str, Any] | None
     adapter_rules: dict[str, Any] | None
+    volcano_queue: dict[str, Any] | None
     # Keys to render; each names a template (<key>.yaml.j2) and an output file (<key>.yaml).
     objects: tuple[str, ...]
     # Rendered files that are not cluster objects of this namespace, kept out of kustomization.yaml.

@@ -48,6 +48,11 @@ HEADERS = {
         "# (Helm chart value `rules.custom`, or the `rules:` list of its config.yaml). Profiles that scale\n"
         "# on the same metric emit the same entry; keep one.\n"
     ),
+    "volcano-queue": (
+        "# The Volcano Queue this profile's groups are scheduled from. Cluster-scoped and usually shared by\n"
+        "# several deployments, so not in kustomization.yaml: apply it once, by whoever owns the queue:\n"
+        "#   kubectl apply -f volcano-queue.yaml\n"
+    ),
 }
 
 

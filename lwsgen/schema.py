@@ -25,6 +25,7 @@ PATTERN_HELP = {
     "^0\\.[0-9]+(\\.[0-9]+)?$": "an LWS version such as 0.10 or 0.7.0",
     "^[-._a-zA-Z][-._a-zA-Z0-9]*$": "an environment variable name: letters, digits, '_', '-', '.', not starting with a digit",
     "^/": "an absolute path",
+    "^volcano\\.sh/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$": "a volcano.sh/ annotation key (LeaderWorkerSet copies only those onto the PodGroup)",
 }
 QUANTITY_HELP = "a Kubernetes quantity such as 64, 500m, 512Gi or 1.5Ti"
 

@@ -25,6 +25,7 @@ PROJECT_SCHEMAS = {
     ("monitoring.coreos.com/v1", "PodMonitor"): "podmonitor.schema.json",
     ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheusrule.schema.json",
     ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject.schema.json",
+    ("scheduling.volcano.sh/v1beta1", "Queue"): "volcano-queue.schema.json",
 }
 # Files that are not Kubernetes objects, by file name.
 FILE_SCHEMAS = {"prometheus-adapter-rules.yaml": "prometheus-adapter-rules.schema.json"}

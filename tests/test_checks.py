@@ -86,8 +86,6 @@ def test_percent_rollout_above_100_is_refused(write_profile, minimal):
 
 @pytest.mark.parametrize("field, value", [
     ("extends", "../base.yaml"),
-    ("scheduling", {"scheduler": "kueue"}),
-    ("scheduling", {"networkTopology": {"mode": "hard"}}),
     ("ncclTest", {"enabled": True}),
 ])
 def test_fields_a_later_version_emits_are_refused_not_dropped(write_profile, minimal, field, value):
