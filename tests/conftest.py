@@ -90,3 +90,15 @@ def objects_of(rendered) -> dict[str, dict]:
 
 def lws_of(rendered) -> dict:
     return objects_of(rendered)["leaderworkerset.yaml"]
+
+
+def problem_codes(path) -> list[str]:
+    """The codes of the problems a profile file has through stage 2 (empty when it is valid)."""
+    from lwsgen.pipeline import load_profile
+    from lwsgen.problems import ProblemsError
+
+    try:
+        load_profile(path)
+    except ProblemsError as err:
+        return [p.code for p in err.problems]
+    return []

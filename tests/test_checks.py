@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import merged
+from conftest import problem_codes, merged
 from lwsgen.checks import image_problem
 from lwsgen.naming import name_budget
 from lwsgen.pipeline import load_profile
@@ -52,11 +52,7 @@ def test_name_at_its_budget_passes_and_one_more_fails(write_profile, minimal, re
 
 
 def _codes(write_profile, profile):
-    try:
-        load_profile(write_profile(profile))
-    except ProblemsError as err:
-        return [p.code for p in err.problems]
-    return []
+    return problem_codes(write_profile(profile))
 
 
 def test_world_size_below_a_node_is_one_pod_not_an_error(write_profile, minimal):

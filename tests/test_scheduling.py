@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from conftest import lws_of, merged, objects_of
+from conftest import problem_codes, lws_of, merged, objects_of
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
 from lwsgen.scheduling import MIN_LWS
@@ -15,11 +15,7 @@ def _templates(rendered):
 
 
 def _codes(write_profile, profile):
-    try:
-        load_profile(write_profile(profile))
-    except ProblemsError as err:
-        return [p.code for p in err.problems]
-    return []
+    return problem_codes(write_profile(profile))
 
 
 VOLCANO = {"scheduling": {"scheduler": "volcano", "queue": "inference", "podGroupAnnotations": {"volcano.sh/sla-waiting-time": "10m"}}}
