@@ -202,7 +202,6 @@ def check_runtime(profile: dict[str, Any], src: Source) -> list[Problem]:
 
 # Fields of the contract whose objects a later version of lwsgen emits: refused rather than dropped.
 NOT_YET = (
-    (("extends",), lambda v: bool(v), "profile inheritance (extends) is not supported by this version of lwsgen; inline the base profile"),
     (("ncclTest", "enabled"), lambda v: v is True, "the NCCL preflight test is not emitted by this version of lwsgen; set it to false"),
 )
 

@@ -33,19 +33,32 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdout", action="store_true", help="write nothing; print one multi-document YAML stream")
     render.add_argument("--format", choices=FORMATS, default="text", help="how problems are printed (default: text)")
 
+    check = commands.add_parser("validate", help="validate profiles and manifests (files or directories)", description=(
+        "Validate profiles and rendered or hand-edited manifests, auto-detected, with the strict validators render "
+        "uses plus cross-object rules over everything given. Exit 0 valid, 1 invalid."))
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    check.add_argument("--format", choices=FORMATS, default="text", help="text (default), json, or github annotations")
+    check.add_argument("--kubernetes-version", default="1.33", metavar="X.Y",
+                       help="Kubernetes schemas for manifests (default 1.33; profiles use their kubernetesVersion)")
+
     commands.add_parser("schema", help="print the profile JSON Schema", description="Print the profile JSON Schema.")
     return parser
 
 
 def _profile_paths(paths: list[str]) -> list[tuple[Path, str]]:
-    found = []
+    """Profiles named on the command line, and every *.yaml/*.yml under a named directory except the
+    bases that other profiles there extend (a base renders only when named itself)."""
+    from lwsgen.inherit import bases_of
+
+    named, walked = [], []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found += [(p, str(p)) for p in sorted(path.rglob("*")) if p.suffix in (".yaml", ".yml") and p.is_file()]
+            walked += [(p, str(p)) for p in sorted(path.rglob("*")) if p.suffix in (".yaml", ".yml") and p.is_file()]
         else:
-            found.append((path, raw))
-    return found
+            named.append((path, raw))
+    bases = {base for path, _ in walked for base in bases_of(path)}
+    return named + [(path, shown) for path, shown in walked if path.resolve() not in bases]
 
 
 def _duplicate_names(results) -> list:
@@ -80,9 +93,7 @@ def _render(args: argparse.Namespace) -> int:
         results.append(result)
         warnings += result.warnings
     problems += _duplicate_names(results)
-    for warning in sorted(warnings):
-        sys.stderr.write(warning.text().replace(f"{warning.path}: ", f"{warning.path}: warning: ", 1))
-        sys.stderr.write("\n")
+    _print_warnings(warnings)
     if problems:
         # text is for people (stderr); json and GitHub annotations are for machines (stdout)
         stream = sys.stderr if args.format == "text" else sys.stdout
@@ -107,6 +118,33 @@ def _render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _validate(args: argparse.Namespace) -> int:
+    from lwsgen import validate_paths
+    from lwsgen.problems import FORMATTERS
+    from lwsgen.validate import available_versions
+
+    if args.kubernetes_version not in available_versions():
+        sys.stderr.write(f"lwsgen validate: no schemas for Kubernetes {args.kubernetes_version}; available: {', '.join(available_versions())}\n")
+        return EXIT_USAGE
+    report = validate_paths.run(args.paths, args.kubernetes_version)
+    _print_warnings(report.warnings)
+    for kind, count in sorted(report.not_checked.items()):
+        sys.stderr.write(f"lwsgen validate: not checked: {count} {kind} (no schema in lwsgen)\n")
+    if report.problems:
+        sys.stdout.write(FORMATTERS[args.format](report.problems))
+        return EXIT_INVALID
+    if args.format == "json":
+        sys.stdout.write("[]\n")
+    elif args.format == "text":
+        sys.stdout.write(f"{report.checked} documents valid\n")
+    return EXIT_OK
+
+
+def _print_warnings(warnings) -> None:
+    for warning in sorted(warnings):
+        sys.stderr.write(warning.text().replace(f"{warning.path}: ", f"{warning.path}: warning: ", 1) + "\n")
+
+
 def _schema(_args: argparse.Namespace) -> int:
     from lwsgen import resources
     from lwsgen.schema import PROFILE_SCHEMA
@@ -115,7 +153,7 @@ def _schema(_args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"render": _render, "schema": _schema}
+COMMANDS = {"render": _render, "validate": _validate, "schema": _schema}
 
 
 def main(argv: list[str] | None = None) -> int:

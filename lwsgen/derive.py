@@ -13,6 +13,10 @@ from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Context, Role, Runt
 SHM_VOLUME, MODEL_VOLUME, LAUNCH_VOLUME, TOOLS_VOLUME = "dshm", "model", "launch-scripts", "tools"
 PROBE_PERIOD = 10
 SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
+SYNC_WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
+# Argo CD applies lower waves first: what pods need, then the workload, then what watches or scales it.
+SYNC_WAVES = {"serviceaccount": -1, "role": -1, "rolebinding": -1, "configmap": -1, "leaderworkerset": 0, "service": 0,
+              "podmonitor": 1, "prometheusrule": 1, "horizontalpodautoscaler": 2, "scaledobject": 2}
 
 
 def _context(profile: dict[str, Any], world: int, group: int, gpus_per_pod: int) -> Context:
@@ -217,6 +221,9 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         "volcano-queue": {"name": profile["scheduling"]["queue"],
                           "labels": {"app.kubernetes.io/component": "queue", "app.kubernetes.io/managed-by": "lwsgen"}},
     }
+    if profile["gitops"]["argocd"]["syncWaves"]:
+        for key, wave in SYNC_WAVES.items():
+            meta[key]["annotations"] = {**(meta[key]["annotations"] or {}), SYNC_WAVE_ANNOTATION: str(wave)}
     observed = _observability(profile, plugin.CAPABILITIES)
     emitted = {
         "configmap": bool(parts.scripts),

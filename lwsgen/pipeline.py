@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lwsgen import checks, objects, schema, source, validate
+from lwsgen import checks, inherit, objects, schema, source, validate
 from lwsgen.derive import derive
 from lwsgen.model import Deployment
 from lwsgen.problems import Problem, ProblemsError
@@ -24,7 +24,7 @@ class Rendered:
 
 def load_profile(path: Path, display: str | None = None) -> tuple[dict, source.Source, list[Problem]]:
     """Stages 1-2: the profile with defaults filled in, its source positions, and warnings."""
-    src = source.load_mapping(path, display)
+    src = inherit.load(path, display)
     problems = schema.check_schema(src)
     if problems:
         raise ProblemsError(problems)
@@ -50,7 +50,8 @@ def _output_problems(out_dir: str, files: dict[str, str], parsed: dict[str, tupl
         if not errors:
             continue
         located = source.load_text(files[name], f"{out_dir}/{name}")
-        problems += [located.problem(path, f"{message} (rendered from {profile_file})", "invalid-output") for path, message in errors]
+        problems += [located.problem(path, f"{message} (rendered from {profile_file})", "invalid-output", key=message.startswith("unknown field"))
+                     for path, message in errors]
     return problems
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 
@@ -36,7 +36,8 @@ def format_text(problems: list[Problem]) -> str:
 
 
 def format_json(problems: list[Problem]) -> str:
-    rows = [{k: v for k, v in asdict(p).items()} for p in sorted(problems)]
+    rows = [{"file": p.file, "line": p.line, "column": p.col, "path": p.path, "message": p.message, "code": p.code}
+            for p in sorted(problems)]
     return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -25,6 +25,16 @@ class Source:
     # path -> (line, col) of the value; keys_at: path -> (line, col) of the mapping key
     values_at: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     keys_at: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    # path -> the file that set it, where a profile was merged from several (extends)
+    files_at: dict[PathKey, str] = field(default_factory=dict)
+
+    def file_of(self, path: PathKey) -> str:
+        path = tuple(path)
+        while path:
+            if path in self.files_at:
+                return self.files_at[path]
+            path = path[:-1]
+        return self.files_at.get((), self.file)
 
     def position(self, path: PathKey, *, key: bool = False) -> tuple[int, int]:
         """Position of path, or of its nearest ancestor that exists in the file."""
@@ -40,7 +50,7 @@ class Source:
 
     def problem(self, path: PathKey, message: str, code: str, *, key: bool = False) -> Problem:
         line, col = self.position(path, key=key)
-        return Problem(self.file, line, col, dotted(path), message, code)
+        return Problem(self.file_of(path), line, col, dotted(path), message, code)
 
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][-A-Za-z0-9_]*$")
@@ -110,6 +120,13 @@ def _walk(node: yaml.Node, data: Any, path: PathKey, src: Source, problems: list
             _walk(item_node, item, path + (index,), src, problems)
 
 
+def _source(node: yaml.Node | None, data: Any, file: str, problems: list[Problem]) -> Source:
+    src = Source(file, data)
+    if node is not None:
+        _walk(node, data, (), src, problems)
+    return src
+
+
 def load_text(text: str, file: str) -> Source:
     """Parse one YAML document, keeping positions; raise ProblemsError on any defect."""
     loader = _Loader(text)
@@ -120,22 +137,43 @@ def load_text(text: str, file: str) -> Source:
         raise ProblemsError([_syntax_problem(err, file)]) from None
     finally:
         loader.dispose()
-    src = Source(file, data)
     problems: list[Problem] = []
-    if node is not None:
-        _walk(node, data, (), src, problems)
+    src = _source(node, data, file, problems)
     if problems:
         raise ProblemsError(problems)
     return src
 
 
-def load_file(path: Path, display: str | None = None) -> Source:
+def load_documents(text: str, file: str) -> list[Source]:
+    """Every document of a multi-document YAML stream, each with positions (empty documents skipped)."""
+    loader = _Loader(text)
+    sources: list[Source] = []
+    problems: list[Problem] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                sources.append(_source(node, loader.construct_document(node), file, problems))
+    except yaml.YAMLError as err:
+        raise ProblemsError([_syntax_problem(err, file)]) from None
+    finally:
+        loader.dispose()
+    if problems:
+        raise ProblemsError(problems)
+    return sources
+
+
+def read_text(path: Path, display: str | None = None) -> str:
     file = display or str(path)
     try:
         raw = path.read_bytes()
     except OSError as err:
         raise ProblemsError([Problem(file, 0, 0, "", f"cannot read: {err.strerror}", "unreadable")]) from None
-    return load_text(_decode(raw, file), file)
+    return _decode(raw, file)
+
+
+def load_file(path: Path, display: str | None = None) -> Source:
+    return load_text(read_text(path, display), display or str(path))
 
 
 def load_mapping(path: Path, display: str | None = None) -> Source:

@@ -94,11 +94,29 @@ def _file_validator(version: str, schema_file: str):
     return jsonschema_rs.validator_for(resources.schema(schema_file), registry=_registry(version))
 
 
+def _located(err) -> tuple[tuple, str]:
+    """An error's path and message; an unknown field is reported at its own key."""
+    path = tuple(err.instance_path)
+    if err.kind.name == "additionalProperties":
+        unexpected = err.kind.unexpected
+        return path + (unexpected[0],), f"unknown field {unexpected[0]!r}" + (f" (and {len(unexpected) - 1} more here)" if len(unexpected) > 1 else "")
+    return path, err.message
+
+
+def has_schema(obj: dict[str, Any], version: str, file: str = "") -> bool:
+    if file in FILE_SCHEMAS:
+        return True
+    try:
+        validator(version, obj.get("apiVersion"), obj.get("kind"))
+    except (UnknownKind, TypeError, AttributeError):
+        return False
+    return True
+
+
 def schema_errors(obj: dict[str, Any], version: str, file: str = "") -> Iterator[tuple[tuple, str]]:
     """(path, message) for every way obj breaks its strict schema."""
     if file in FILE_SCHEMAS:
-        for err in _file_validator(version, FILE_SCHEMAS[file]).iter_errors(obj):
-            yield tuple(err.instance_path), err.message
+        yield from (_located(err) for err in _file_validator(version, FILE_SCHEMAS[file]).iter_errors(obj))
         return
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
@@ -109,8 +127,7 @@ def schema_errors(obj: dict[str, Any], version: str, file: str = "") -> Iterator
     except UnknownKind as err:
         yield ("kind",), str(err)
         return
-    for err in compiled.iter_errors(obj):
-        yield tuple(err.instance_path), err.message
+    yield from (_located(err) for err in compiled.iter_errors(obj))
 
 
 def _leader_template(lws: dict[str, Any]) -> dict[str, Any]:
@@ -123,13 +140,21 @@ def _containers(template: dict[str, Any]) -> list[dict[str, Any]]:
     return list(spec.get("initContainers", [])) + list(spec.get("containers", []))
 
 
+def _unequal_resources(resources: dict[str, Any]) -> list[str]:
+    """Resources whose request differs from their limit (an omitted request defaults to the limit)."""
+    limits = {k: str(v) for k, v in (resources.get("limits") or {}).items()}
+    requests = {**limits, **{k: str(v) for k, v in (resources.get("requests") or {}).items()}}
+    return sorted(k for k in requests if requests[k] != limits.get(k))
+
+
 def _lws_rules(lws: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
     lwt = lws["spec"]["leaderWorkerTemplate"]
     for side in ("leaderTemplate", "workerTemplate"):
         for index, container in enumerate(lwt.get(side, {}).get("spec", {}).get("containers", [])):
-            res = container.get("resources", {})
-            if res.get("requests") != res.get("limits"):
-                yield ("spec", "leaderWorkerTemplate", side, "spec", "containers", index, "resources"), "requests must equal limits"
+            unequal = _unequal_resources(container.get("resources", {}))
+            if unequal:
+                yield (("spec", "leaderWorkerTemplate", side, "spec", "containers", index, "resources"),
+                       f"requests must equal limits (a whole node per pod): {', '.join(unequal)} differ")
 
 
 def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:

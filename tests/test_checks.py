@@ -81,7 +81,6 @@ def test_percent_rollout_above_100_is_refused(write_profile, minimal):
 
 
 @pytest.mark.parametrize("field, value", [
-    ("extends", "../base.yaml"),
     ("ncclTest", {"enabled": True}),
 ])
 def test_fields_a_later_version_emits_are_refused_not_dropped(write_profile, minimal, field, value):

@@ -22,5 +22,5 @@ def test_github_escapes_data_and_properties():
 
 def test_json_rows_have_every_field():
     assert format_json(P[2:]) == (
-        '[\n  {\n    "file": "a.yaml",\n    "line": 2,\n    "col": 7,\n    "path": "name",\n'
+        '[\n  {\n    "file": "a.yaml",\n    "line": 2,\n    "column": 7,\n    "path": "name",\n'
         '    "message": "too long",\n    "code": "name-too-long"\n  }\n]\n')

@@ -21,8 +21,8 @@ def test_unknown_field_in_a_pod_template_is_rejected(render, minimal):
     lws = lws_of(render(minimal))
     lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["gpus"] = 8
     [(path, message)] = _errors(lws)
-    assert path == ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec", "containers", 0)
-    assert "'gpus' was unexpected" in message
+    assert path == ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec", "containers", 0, "gpus")
+    assert message == "unknown field 'gpus'"
 
 
 def test_unknown_top_level_lws_field_and_wrong_kind_shape_are_rejected(render, minimal):
@@ -30,7 +30,7 @@ def test_unknown_top_level_lws_field_and_wrong_kind_shape_are_rejected(render, m
     lws["spec"]["leaderWorkerTemplate"]["sizee"] = 2
     lws["spec"]["replicas"] = "two"
     paths = {path for path, _ in _errors(lws)}
-    assert ("spec", "leaderWorkerTemplate") in paths and ("spec", "replicas") in paths
+    assert ("spec", "leaderWorkerTemplate", "sizee") in paths and ("spec", "replicas") in paths
 
 
 def test_core_kinds_are_strict(render, minimal):
@@ -73,9 +73,12 @@ def test_service_ports_must_exist_on_the_leader(render, minimal):
 
 def test_requests_must_equal_limits(render, minimal):
     lws = lws_of(render(minimal))
-    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "2"
+    resources = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"]
+    resources["limits"]["cpu"], resources["requests"]["cpu"] = "2", "1"
     [(_, path, message)] = _cross({"l": (lws,)})
-    assert path[-1] == "resources" and message == "requests must equal limits"
+    assert path[-1] == "resources" and message == "requests must equal limits (a whole node per pod): cpu differ"
+    del lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"]["requests"]
+    assert _cross({"l": (lws,)}) == []  # omitted requests default to the limits
 
 
 def test_invalid_output_is_reported_at_its_line_in_the_output_file(write_profile, minimal, monkeypatch):

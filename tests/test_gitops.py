@@ -1,0 +1,257 @@
+"""GitOps and PR checks: drift per kind, validate with precise positions in every format,
+profile inheritance, Argo CD sync waves and health check, pre-commit hooks."""
+
+import json
+import shlex
+import shutil
+
+import pytest
+import yaml
+
+from conftest import REPO, lws_of, merged, objects_of
+from lwsgen.cli import main
+
+
+@pytest.fixture
+def rendered_repo(write_profile, minimal, tmp_path):
+    """A GitOps repo: profiles/demo.yaml rendered into out/."""
+    profile = write_profile(minimal, "profiles/demo.yaml")
+    out = tmp_path / "out"
+    assert main(["render", str(profile.parent), "-o", str(out)]) == 0
+    return profile, out
+
+
+@pytest.mark.parametrize("drift, expected", [
+    ("missing", "{out}/demo/service.yaml: missing"),
+    ("stale", "{out}/demo/service.yaml: stale (differs from what {profiles} renders)"),
+    ("extra", "{out}/demo/notes.yaml: extra (not rendered from {profiles})"),
+])
+def test_check_reports_each_kind_of_drift_and_exits_1(rendered_repo, capsys, drift, expected):
+    profile, out = rendered_repo
+    directory = out / "demo"
+    {"missing": lambda: (directory / "service.yaml").unlink(),
+     "stale": lambda: (directory / "service.yaml").write_text("kind: Service\n"),
+     "extra": lambda: (directory / "notes.yaml").write_text("x: 1\n")}[drift]()
+    before = {p.name: p.read_bytes() for p in directory.iterdir()}
+    capsys.readouterr()
+    assert main(["render", str(profile.parent), "-o", str(out), "--check"]) == 1
+    assert capsys.readouterr().out.splitlines() == [expected.format(out=out, profiles=profile)]
+    assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
+
+
+def _validate(capsys, *args):
+    code = main(["validate", *map(str, args)])
+    return code, capsys.readouterr()
+
+
+def test_validate_accepts_profiles_and_their_rendered_output(rendered_repo, capsys):
+    profile, out = rendered_repo
+    code, captured = _validate(capsys, profile.parent, out)
+    assert code == 0 and captured.out == "5 documents valid\n"  # the profile and the 4 files it renders
+
+
+HAND_EDITED = """\
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: llama
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate:
+      spec:
+        containers:
+        - name: worker
+          image: vllm/vllm-openai:v0.8.5
+          resoures: {}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: llama-leader
+spec:
+  selector:
+    leaderworkerset.sigs.k8s.io/name: llama
+    role: leader
+  ports:
+  - port: 8080
+"""
+
+
+def test_validate_points_at_the_offending_key_of_hand_edited_manifests(write_profile, capsys):
+    path = write_profile(HAND_EDITED, "manifests/llama.yaml")
+    code, captured = _validate(capsys, path)
+    assert code == 1
+    assert captured.out.splitlines() == [
+        f"{path}:13:11: spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resoures: unknown field 'resoures'",
+        f'{path}:21:5: spec.selector: must select exactly leaderworkerset.sigs.k8s.io/name=<a LeaderWorkerSet in this set> '
+        'and leaderworkerset.sigs.k8s.io/worker-index="0"',
+    ]
+
+
+def test_validate_formats_json_and_github(write_profile, capsys):
+    path = write_profile(HAND_EDITED, "m.yaml")
+    code, captured = _validate(capsys, path, "--format", "json")
+    rows = json.loads(captured.out)
+    assert code == 1 and [(r["line"], r["column"]) for r in rows] == [(13, 11), (21, 5)]
+    assert set(rows[0]) == {"file", "line", "column", "path", "message", "code"}
+    code, captured = _validate(capsys, path, "--format", "github")
+    assert captured.out.splitlines()[0] == (f"::error file={path},line=13,col=11::"
+                                           "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resoures: unknown field 'resoures'")
+
+
+def test_validate_checks_cross_object_rules_across_files(rendered_repo, write_profile, capsys):
+    _, out = rendered_repo
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
+           "spec": {"scaleTargetRef": {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "nope"},
+                    "minReplicas": 1, "maxReplicas": 2}}
+    path = write_profile(hpa, "extra/hpa.yaml")
+    code, captured = _validate(capsys, out, path)
+    assert code == 1 and "spec.scaleTargetRef: must target a LeaderWorkerSet" in captured.out
+    hpa["spec"]["scaleTargetRef"]["name"] = "demo"
+    write_profile(hpa, "extra/hpa.yaml")
+    assert _validate(capsys, out, path)[0] == 0
+
+
+def test_validate_reports_profile_problems_like_render(write_profile, minimal, capsys):
+    path = write_profile(merged(minimal, **{"node.gpus": 3}), "p/bad.yaml")
+    code, captured = _validate(capsys, path)
+    assert code == 1 and "not a multiple of node.gpus 3" in captured.out
+
+
+def test_unknown_kinds_are_listed_as_not_checked(write_profile, capsys):
+    path = write_profile({"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "c"}, "spec": {}}, "c.yaml")
+    code, captured = _validate(capsys, path)
+    assert code == 0 and "not checked: 1 cert-manager.io/v1 Certificate" in captured.err
+
+
+def test_a_document_that_is_neither_is_a_problem(write_profile, capsys):
+    code, captured = _validate(capsys, write_profile({"hello": "world"}, "x.yaml"))
+    assert code == 1 and "neither a profile" in captured.out
+
+
+BASE = """\
+runtime: vllm
+image: vllm/vllm-openai:v0.8.5
+model:
+  path: meta-llama/Llama-3.1-70B-Instruct
+parallelism: {tensor: 8, pipeline: 2}
+node:
+  gpus: 8
+  memory: 512Gi
+  tolerations:
+  - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+  - {key: dedicated, operator: Exists, effect: NoSchedule}
+env: {NCCL_DEBUG: WARN}
+monitoring: {enabled: false}
+"""
+
+
+def test_extends_deep_merges_maps_and_replaces_lists_and_scalars(write_profile, render):
+    write_profile(BASE, "base.yaml")
+    overlay = write_profile("extends: ../base.yaml\nname: prod-llama\nnode:\n  cpu: '64'\n  tolerations: []\nenv: {FI_PROVIDER: efa}\n",
+                            "prod/llama.yaml")
+    from lwsgen.pipeline import render_profile
+
+    lws = lws_of(render_profile(overlay))
+    spec = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    resources = spec["containers"][0]["resources"]["limits"]
+    assert resources["cpu"] == "64" and resources["memory"] == "512Gi"  # node merged
+    assert spec["tolerations"] == []  # the base's list replaced, not merged
+    env = {e["name"]: e["value"] for e in spec["containers"][0]["env"] if not e["name"].startswith("LWSGEN_")}
+    assert env == {"NCCL_DEBUG": "WARN", "FI_PROVIDER": "efa"}  # maps merge
+
+
+def test_extends_chains_and_errors_point_into_the_file_that_set_the_value(write_profile, capsys):
+    write_profile(BASE.replace("memory: 512Gi", "memory: 512GB"), "base.yaml")
+    write_profile("extends: base.yaml\nnamespace: staging\n", "staging.yaml")
+    overlay = write_profile("extends: staging.yaml\nname: x\nparallelism: {tensor: 12}\n", "x.yaml")
+    assert main(["render", str(overlay), "-o", str(overlay.parent / "out")]) == 1
+    err = capsys.readouterr().err
+    base = overlay.parent / "base.yaml"
+    assert f"{base}:8:11: node.memory: '512GB' is not a Kubernetes quantity" in err
+
+
+def test_extends_cycle_names_the_files(write_profile, capsys):
+    a = write_profile("extends: b.yaml\nname: a\n", "a.yaml")
+    write_profile("extends: a.yaml\nname: b\n", "b.yaml")
+    assert main(["render", str(a), "-o", str(a.parent / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "extends cycle:" in err and "a.yaml -> " in err and "b.yaml -> " in err
+
+
+def test_a_missing_base_is_reported_at_extends(write_profile, capsys):
+    path = write_profile("name: x\nextends: nowhere.yaml\n", "x.yaml")
+    assert main(["render", str(path), "-o", str(path.parent / "out")]) == 1
+    assert f"{path}:2:10: extends: base profile 'nowhere.yaml' not found" in capsys.readouterr().err
+
+
+def test_a_directory_renders_overlays_not_their_base(write_profile, tmp_path, capsys):
+    write_profile(BASE, "profiles/base.yaml")
+    write_profile("extends: ../base.yaml\nname: prod-llama\n", "profiles/prod/llama.yaml")
+    write_profile("extends: ../base.yaml\nname: staging-llama\nreplicas: 0\n", "profiles/staging/llama.yaml")
+    out = tmp_path / "out"
+    assert main(["render", str(tmp_path / "profiles"), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["prod-llama", "staging-llama"]
+    assert main(["render", str(tmp_path / "profiles" / "base.yaml"), "-o", str(out)]) == 1  # named: rendered, has no name
+    assert "missing required field 'name'" in capsys.readouterr().err
+
+
+def test_sync_waves_order_rbac_workload_monitoring_autoscaler(render, minimal):
+    profile = merged(minimal, runtime="triton-trtllm", image="nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
+                     model={"path": "/models/repo"}, gitops={"argocd": {"syncWaves": True}},
+                     monitoring={"enabled": True}, autoscaling={"enabled": True, "metric": "queue-compute-ratio"})
+    waves = {o["kind"]: o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
+             for name, o in objects_of(render(profile)).items() if "metadata" in o and "annotations" in o["metadata"]}
+    assert waves == {"ServiceAccount": "-1", "Role": "-1", "RoleBinding": "-1", "ConfigMap": "-1", "LeaderWorkerSet": "0",
+                     "Service": "0", "PodMonitor": "1", "PrometheusRule": "1", "HorizontalPodAutoscaler": "2"}
+    assert all("annotations" not in o["metadata"] or "argocd.argoproj.io/sync-wave" not in o["metadata"]["annotations"]
+               for o in objects_of(render(merged(profile, gitops={"argocd": {"syncWaves": False}}))).values() if "metadata" in o)
+
+
+def _health(obj: dict) -> tuple[str, str]:
+    from lupa import LuaRuntime
+
+    lua = LuaRuntime(unpack_returned_tuples=True)
+    lua.globals().obj = lua.table_from(json.loads(json.dumps(obj)), recursive=True)
+    script = (REPO / "docs" / "argocd" / "leaderworkerset-health.lua").read_text()
+    result = lua.execute(script)
+    return result["status"], result["message"]
+
+
+LWS = {"metadata": {"generation": 3}, "spec": {"replicas": 2}}
+
+
+@pytest.mark.parametrize("status, expected", [
+    (None, ("Progressing", "Waiting for the LeaderWorkerSet controller")),
+    ({"observedGeneration": 2}, ("Progressing", "Waiting for the controller to observe generation 3")),
+    ({"observedGeneration": 3, "readyReplicas": 1, "updatedReplicas": 2, "conditions": [{"type": "Progressing", "status": "True"}]},
+     ("Progressing", "1 of 2 groups ready")),
+    ({"observedGeneration": 3, "readyReplicas": 2, "updatedReplicas": 1, "conditions": [{"type": "UpdateInProgress", "status": "True"}]},
+     ("Progressing", "Rolling update: 1 of 2 groups updated, 2 ready")),
+    ({"observedGeneration": 3, "readyReplicas": 2, "updatedReplicas": 2, "conditions": [{"type": "Available", "status": "True"}]},
+     ("Healthy", "2 of 2 groups ready")),
+])
+def test_argocd_health_check_for_leaderworkerset(status, expected):
+    obj = dict(LWS, **({"status": status} if status is not None else {}))
+    assert _health(obj) == expected
+
+
+def test_pre_commit_hooks_run_lwsgen_commands_that_pass_on_a_current_repo(rendered_repo, monkeypatch, capsys):
+    profile, out = rendered_repo
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"lwsgen-validate", "lwsgen-check"}
+    monkeypatch.chdir(out.parent)
+    shutil.move(str(profile.parent), str(out.parent / "profiles"))
+    for hook, files in (("lwsgen-check", []), ("lwsgen-validate", ["profiles/demo.yaml", "out/demo/leaderworkerset.yaml"])):
+        entry = shlex.split(hooks[hook]["entry"])
+        assert entry[0] == "lwsgen"
+        argv = entry[1:] + hooks[hook].get("args", []) + (files if hooks[hook].get("pass_filenames", True) else [])
+        assert main(argv) == 0, capsys.readouterr()
+
+
+def test_github_actions_example_gates_on_validate_and_check():
+    workflow = yaml.safe_load((REPO / "docs" / "github-actions.yml").read_text())
+    runs = [step.get("run", "") for step in workflow["jobs"]["lwsgen"]["steps"]]
+    assert any("lwsgen validate" in r and "--format github" in r for r in runs)
+    assert any("lwsgen render" in r and "--check" in r for r in runs)
