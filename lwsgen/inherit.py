@@ -75,7 +75,9 @@ def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -
     base_path = path.parent / target
     if not base_path.is_file():
         raise ProblemsError([src.problem((EXTENDS,), f"base profile {target!r} not found (looked for {_display(base_path)})", "missing-base")])
-    base = load(base_path, _display(base_path) if display else str(base_path), (*chain, resolved))
+    # Name the base as the user would: relative to the child's path as it was given.
+    shown = os.path.normpath(os.path.join(os.path.dirname(display or str(path)), target))
+    base = load(base_path, shown, (*chain, resolved))
     child_data = {k: v for k, v in src.data.items() if k != EXTENDS}
     merged = _merge(base.data, child_data)
     return _merge_positions(base, Source(src.file, child_data, src.values_at, src.keys_at, src.files_at), merged)
