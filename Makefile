@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test tools docs check clean
+.PHONY: render test tools docs check checkov clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,5 +37,14 @@ docs: $(STAMP)
 check: $(STAMP)
 	$(BIN)/lwsgen render profiles -o out --check
 
+## checkov: scan every pod template of out/ (and the upstream LWS examples) with checkov
+CHECKOV := .venv-checkov/bin/checkov
+$(CHECKOV):
+	$(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install --quiet --disable-pip-version-check checkov
+
+checkov: $(STAMP) $(CHECKOV)
+	$(BIN)/python tools/checkov_pod_templates.py $(CHECKOV) out ../shared/reference
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-checkov build *.egg-info .pytest_cache

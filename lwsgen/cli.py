@@ -109,8 +109,9 @@ def _render(args: argparse.Namespace) -> int:
         if not lines:
             sys.stdout.write(f"{len(results)} output director{'y is' if len(results) == 1 else 'ies are'} up to date\n")
         return EXIT_INVALID if lines else EXIT_OK
-    for result in results:
-        report = write.write_one(out_root, result)
+    with write.locked(out_root):
+        reports = [(result, write.write_one(out_root, result)) for result in results]
+    for result, report in reports:
         d = result.deployment
         sys.stdout.write(f"{report.directory}/: {len(result.files)} files, {len(report.changed)} changed"
                          f"{f', {len(report.removed)} removed' if report.removed else ''} "

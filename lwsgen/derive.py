@@ -6,7 +6,7 @@ import hashlib
 import math
 from typing import Any
 
-from lwsgen import monitoring, naming, runtimes, scheduling
+from lwsgen import monitoring, naming, network, runtimes, scheduling
 from lwsgen.model import Deployment, PodTemplate
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Context, Role, RuntimeParts
 
@@ -15,7 +15,8 @@ PROBE_PERIOD = 10
 SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
 SYNC_WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
 # Argo CD applies lower waves first: what pods need, then the workload, then what watches or scales it.
-SYNC_WAVES = {"serviceaccount": -1, "role": -1, "rolebinding": -1, "configmap": -1, "leaderworkerset": 0, "service": 0,
+SYNC_WAVES = {"serviceaccount": -1, "role": -1, "rolebinding": -1, "configmap": -1, "networkpolicy": -1,
+              "leaderworkerset": 0, "service": 0,
               "podmonitor": 1, "prometheusrule": 1, "horizontalpodautoscaler": 2, "scaledobject": 2}
 
 
@@ -96,7 +97,34 @@ def _volumes(profile: dict[str, Any], names: dict[str, str], role: Role, parts: 
     return volumes, mounts
 
 
-def _container(name: str, image: str, role: Role, env: list, resources: dict, mounts: list, probes: dict | None) -> dict[str, Any]:
+INIT_USER = 65532  # the tool installers only copy a file into an emptyDir: never root
+
+
+def _capabilities(profile: dict[str, Any]) -> dict[str, Any]:
+    """Drop every capability; keep IPC_LOCK where RDMA must pin memory, and what the profile adds."""
+    node = profile["node"]
+    keep = ["IPC_LOCK"] if node["efa"] or node["rdmaResource"] else []
+    keep += [c for c in profile["security"]["addCapabilities"] if c not in keep]
+    return {"drop": ["ALL"], **({"add": keep} if keep else {})}
+
+
+def _container_security(profile: dict[str, Any]) -> dict[str, Any]:
+    user = profile["security"].get("runAsUser")
+    return {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "capabilities": _capabilities(profile),
+        **({"runAsNonRoot": True, "runAsUser": user} if user else {}),
+    }
+
+
+def _pod_security(profile: dict[str, Any]) -> dict[str, Any]:
+    user = profile["security"].get("runAsUser")
+    return {"seccompProfile": {"type": "RuntimeDefault"}, **({"runAsNonRoot": True, "runAsUser": user, "runAsGroup": user} if user else {})}
+
+
+def _container(name: str, image: str, role: Role, env: list, resources: dict, mounts: list, probes: dict | None,
+               security: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": name,
         "image": image,
@@ -108,6 +136,7 @@ def _container(name: str, image: str, role: Role, env: list, resources: dict, mo
         "resources": resources,
         "volumeMounts": mounts,
         **(probes or {"startupProbe": None, "readinessProbe": None}),
+        "securityContext": security,
     }
 
 
@@ -119,6 +148,8 @@ def _tool_installers(role: Role) -> list[dict[str, Any]] | None:
         "command": list(command),
         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
         "volumeMounts": [{"name": TOOLS_VOLUME, "mountPath": TOOLS_MOUNT}],
+        "securityContext": {"allowPrivilegeEscalation": False, "privileged": False, "capabilities": {"drop": ["ALL"]},
+                            "runAsNonRoot": True, "runAsUser": INIT_USER, "readOnlyRootFilesystem": True},
     } for name, image, command in role.tool_installers]
     return installers or None
 
@@ -128,7 +159,8 @@ def _pod_template(profile: dict[str, Any], names: dict[str, str], side: str, rol
     node = profile["node"]
     volumes, mounts = _volumes(profile, names, role, parts)
     probes = _probes(profile, parts) if side == "leader" else None
-    container = _container(side, profile["image"], role, _common_env(profile), _resources(profile, gpus_per_pod), mounts, probes)
+    container = _container(side, profile["image"], role, _common_env(profile), _resources(profile, gpus_per_pod), mounts, probes,
+                           _container_security(profile))
     selector = {}
     if "instanceType" in node:
         selector["node.kubernetes.io/instance-type"] = node["instanceType"]
@@ -142,6 +174,7 @@ def _pod_template(profile: dict[str, Any], names: dict[str, str], side: str, rol
         labels=naming.labels(profile["name"], profile["runtime"], side, profile["labels"]),
         annotations={**placement.pod_annotations, **({SCRIPTS_HASH_ANNOTATION: scripts_hash} if parts.scripts else {})},
         scheduler_name=placement.scheduler_name,
+        security_context=_pod_security(profile),
         service_account=names["launcher"] if role.api_access else None,
         automount_token=role.api_access,
         init_containers=_tool_installers(role),
@@ -217,6 +250,7 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         "prometheusrule": _meta(profile, name, "metrics", labels=prometheus_labels),
         "horizontalpodautoscaler": _meta(profile, name, "autoscaler"),
         "scaledobject": _meta(profile, name, "autoscaler"),
+        "networkpolicy": _meta(profile, name, "network-policy"),
         # Cluster-scoped and shared by every profile that uses the queue: no namespace, no instance labels.
         "volcano-queue": {"name": profile["scheduling"]["queue"],
                           "labels": {"app.kubernetes.io/component": "queue", "app.kubernetes.io/managed-by": "lwsgen"}},
@@ -232,6 +266,7 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         "prometheusrule": observed["rule_groups"] is not None,
         "horizontalpodautoscaler": observed["hpa"] is not None,
         "scaledobject": observed["scaledobject"] is not None,
+        "networkpolicy": profile["security"]["networkPolicy"],
     }
     objects = ["leaderworkerset", "service", *(key for key, wanted in emitted.items() if wanted)]
 
@@ -263,6 +298,7 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         scripts=dict(sorted(parts.scripts.items())),
         role_rules=list(parts.role_rules),
         **observed,
+        networkpolicy=network.spec(profile, parts, plugin.CAPABILITIES),
         volcano_queue=placement.queue,
         objects=tuple(objects),
         extra_files=tuple(key for key, wanted in (("prometheus-adapter-rules", observed["adapter_rules"]),

@@ -75,13 +75,14 @@ def runtime_reference() -> str:
 
     from lwsgen import monitoring, runtimes
 
-    lines = ["| runtime | serving port | pipeline parallelism | runtime metrics (leader) | `autoscaling.metric` | API access |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| runtime | serving port | pipeline parallelism | runtime metrics (leader) | `autoscaling.metric` | API access | stock image user |",
+             "|---|---|---|---|---|---|---|"]
     for name in runtimes.known():
         caps = runtimes.get(name).CAPABILITIES
         metrics = ", ".join(f"`{m}`" for m in caps.metrics) or "none"
         lines.append(f"| `{name}` | {caps.serving_port} | {'yes' if caps.pipeline_parallel else 'no'} | {metrics} | "
-                     f"{', '.join(caps.autoscaling_metrics)} | {'leader (RBAC)' if caps.needs_api_access else 'none'} |")
+                     f"{', '.join(caps.autoscaling_metrics)} | {'leader (RBAC)' if caps.needs_api_access else 'none'} | "
+                     f"{caps.stock_image_user} |")
     lines += ["", "Recording rules (one value per leader pod; see Monitoring and autoscaling):", "",
               "| runtime | record | `autoscaling.metric` |", "|---|---|---|"]
     for name in runtimes.known():

@@ -13,6 +13,7 @@ class PodTemplate:
     labels: dict[str, str]
     annotations: dict[str, str]
     scheduler_name: str | None
+    security_context: dict[str, Any]
     service_account: str | None
     automount_token: bool
     init_containers: list[dict[str, Any]] | None
@@ -54,6 +55,7 @@ class Deployment:
     scaledobject: dict[str, Any] | None
     adapter_rules: dict[str, Any] | None
     volcano_queue: dict[str, Any] | None
+    networkpolicy: dict[str, Any]
     # Keys to render; each names a template (<key>.yaml.j2) and an output file (<key>.yaml).
     objects: tuple[str, ...]
     # Rendered files that are not cluster objects of this namespace, kept out of kustomization.yaml.

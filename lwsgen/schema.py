@@ -113,12 +113,17 @@ def _non_json_values(data: Any, path: tuple, src: Source, out: list[Problem]) ->
     """YAML types JSON has no word for (dates, binary, sets, NaN) are refused before the schema."""
     if isinstance(data, dict):
         for key, value in data.items():
+            if isinstance(key, str) and any("\ud800" <= ch <= "\udfff" for ch in key):
+                out.append(src.problem(path, "a key contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text"))
+                continue
             _non_json_values(value, path + (key,), src, out)
     elif isinstance(data, list):
         for index, value in enumerate(data):
             _non_json_values(value, path + (index,), src, out)
     elif isinstance(data, (datetime.date, datetime.datetime)):
         out.append(src.problem(path, f"YAML read {data!s} as a date; quote it to make it a string", "wrong-type"))
+    elif isinstance(data, str) and any("\ud800" <= ch <= "\udfff" for ch in data):
+        out.append(src.problem(path, "contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text"))
     elif isinstance(data, bytes):
         out.append(src.problem(path, "binary values are not allowed; use a string", "wrong-type"))
     elif isinstance(data, float) and not math.isfinite(data):

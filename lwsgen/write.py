@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from lwsgen.objects import KUSTOMIZATION
 from lwsgen.pipeline import Rendered
 
 # Lists the files lwsgen wrote into a directory, so a later render removes only its own files.
 MANIFEST = ".lwsgen-files"
+
+
+def lock_path(out_root: Path) -> Path:
+    """The lock of one output root; kept in the temp directory so nothing lands in a GitOps repo."""
+    digest = hashlib.sha256(str(out_root.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"lwsgen-{digest}.lock"
+
+
+@contextmanager
+def locked(out_root: Path) -> Iterator[None]:
+    """Hold the output root's lock: two renders into one directory never interleave their writes."""
+    with open(lock_path(out_root), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.stderr.write(f"lwsgen: waiting for another render into {out_root}\n")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def _with_manifest(result: Rendered) -> dict[str, str]:

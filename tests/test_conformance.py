@@ -14,7 +14,7 @@ from lwsgen.pipeline import render_profile
 CASES = Path(__file__).parent / "cases" / "valid"
 ALL_PROFILES = sorted(PROFILES.glob("*.yaml")) + sorted(CASES.glob("*/profile.yaml"))
 CRDS = SHARED / "crds"
-CORE_KINDS = {"Service", "ConfigMap", "ServiceAccount", "Role", "RoleBinding", "HorizontalPodAutoscaler"}
+CORE_KINDS = {"Service", "ConfigMap", "ServiceAccount", "Role", "RoleBinding", "HorizontalPodAutoscaler", "NetworkPolicy"}
 NOT_OBJECTS = {"kustomization.yaml", "prometheus-adapter-rules.yaml"}
 
 

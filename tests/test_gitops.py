@@ -47,7 +47,7 @@ def _validate(capsys, *args):
 def test_validate_accepts_profiles_and_their_rendered_output(rendered_repo, capsys):
     profile, out = rendered_repo
     code, captured = _validate(capsys, profile.parent, out)
-    assert code == 0 and captured.out == "5 documents valid\n"  # the profile and the 4 files it renders
+    assert code == 0 and captured.out == "6 documents valid\n"  # the profile and the 5 files it renders
 
 
 HAND_EDITED = """\
@@ -203,7 +203,7 @@ def test_sync_waves_order_rbac_workload_monitoring_autoscaler(render, minimal):
                      monitoring={"enabled": True}, autoscaling={"enabled": True, "metric": "queue-compute-ratio"})
     waves = {o["kind"]: o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
              for name, o in objects_of(render(profile)).items() if "metadata" in o and "annotations" in o["metadata"]}
-    assert waves == {"ServiceAccount": "-1", "Role": "-1", "RoleBinding": "-1", "ConfigMap": "-1", "LeaderWorkerSet": "0",
+    assert waves == {"ServiceAccount": "-1", "Role": "-1", "RoleBinding": "-1", "ConfigMap": "-1", "NetworkPolicy": "-1", "LeaderWorkerSet": "0",
                      "Service": "0", "PodMonitor": "1", "PrometheusRule": "1", "HorizontalPodAutoscaler": "2"}
     assert all("annotations" not in o["metadata"] or "argocd.argoproj.io/sync-wave" not in o["metadata"]["annotations"]
                for o in objects_of(render(merged(profile, gitops={"argocd": {"syncWaves": False}}))).values() if "metadata" in o)

@@ -69,7 +69,8 @@ def test_defaults_are_filled_in():
     assert filled["node"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert filled["node"]["gpuResource"] == "nvidia.com/gpu"
     assert filled["service"]["type"] == "LoadBalancer"
-    assert filled["monitoring"] == {"enabled": True, "prometheusLabels": {"release": "prometheus"}, "interval": "15s"}
+    assert filled["monitoring"] == {"enabled": True, "prometheusLabels": {"release": "prometheus"}, "interval": "15s", "namespace": "monitoring"}
+    assert filled["security"] == {"networkPolicy": True, "addCapabilities": []}
     assert filled["lws"] == {"version": "0.10", "restartPolicy": "RecreateGroupOnPodRestart", "startupPolicy": "LeaderCreated",
                              "maxUnavailable": 1, "maxSurge": 0}
     assert filled["autoscaling"]["scaleDownStabilizationSeconds"] == 600

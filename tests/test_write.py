@@ -17,9 +17,9 @@ def test_one_kind_per_file_and_a_kustomization_listing_them(write_profile, minim
     assert main(["render", str(write_profile(minimal)), "-o", str(out)]) == 0
     directory = out / "demo"
     files = sorted(p.name for p in directory.iterdir())
-    assert files == [".lwsgen-files", "configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "service.yaml"]
+    assert files == [".lwsgen-files", "configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "networkpolicy.yaml", "service.yaml"]
     kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
-    assert kustomization["resources"] == ["configmap.yaml", "leaderworkerset.yaml", "service.yaml"]
+    assert kustomization["resources"] == ["configmap.yaml", "leaderworkerset.yaml", "networkpolicy.yaml", "service.yaml"]
     for name in kustomization["resources"]:
         docs = list(yaml.safe_load_all((directory / name).read_text()))
         assert len({d["kind"] for d in docs}) == 1
@@ -92,7 +92,7 @@ def test_stdout_prints_one_stream_and_writes_nothing(write_profile, minimal, tmp
     out = tmp_path / "out"
     assert main(["render", str(write_profile(minimal)), "--stdout", "-o", str(out)]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
-    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "LeaderWorkerSet", "Service"]
+    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "LeaderWorkerSet", "NetworkPolicy", "Service"]
     assert not out.exists()
 
 

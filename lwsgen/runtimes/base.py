@@ -26,6 +26,9 @@ class Capabilities:
     # The leader only turns ready after every worker joined (LeaderReady would deadlock).
     leader_ready_needs_workers: bool
     needs_api_access: bool
+    # The user the runtime's stock image runs as; root means runAsNonRoot would refuse to start it
+    # unless the profile sets security.runAsUser.
+    stock_image_user: str = "root"
     # Named leader port Prometheus scrapes (on path /metrics), when there are metrics.
     metrics_port: str = "http"
     # Recording rules over those metrics; each may serve one autoscaling.metric.

@@ -22,8 +22,8 @@ def test_leader_runs_trtllm_serve_on_every_rank_with_tp_and_pp(render):
     assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
     assert lwt["workerTemplate"]["spec"]["containers"][0]["command"] == ["/bin/bash", "/lwsgen/scripts/mpi-worker.sh"]
     assert [c["name"] for c in lwt["leaderTemplate"]["spec"]["initContainers"]] == ["install-kubectl"]
-    assert sorted(objects_of(rendered)) == ["configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "role.yaml",
-                                            "rolebinding.yaml", "service.yaml", "serviceaccount.yaml"]
+    assert sorted(objects_of(rendered)) == ["configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "networkpolicy.yaml",
+                                            "role.yaml", "rolebinding.yaml", "service.yaml", "serviceaccount.yaml"]
 
 
 def test_same_group_key_env_and_exec_rbac_as_the_upstream_tensorrt_llm_example(render):

@@ -61,7 +61,7 @@ def test_workers_run_the_ray_join_script_and_only_the_leader_has_probes(render):
 
 def test_no_rbac_and_no_service_account_token_for_ray(render):
     rendered = render(VLLM)
-    assert sorted(rendered.files) == ["configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "service.yaml"]
+    assert sorted(rendered.files) == ["configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "networkpolicy.yaml", "service.yaml"]
     lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
     assert lwt["leaderTemplate"]["spec"]["automountServiceAccountToken"] is False
 
