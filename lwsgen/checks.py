@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from lwsgen import runtimes, scheduling
+from lwsgen import nccl, runtimes, scheduling
 from lwsgen.naming import SUFFIXES, name_budget
 from lwsgen.problems import Problem
 from lwsgen.source import Source
@@ -200,26 +200,14 @@ def check_runtime(profile: dict[str, Any], src: Source) -> list[Problem]:
     return problems
 
 
-# Fields of the contract whose objects a later version of lwsgen emits: refused rather than dropped.
-NOT_YET = (
-    (("ncclTest", "enabled"), lambda v: v is True, "the NCCL preflight test is not emitted by this version of lwsgen; set it to false"),
-)
-
-
-def check_not_yet(profile: dict[str, Any], src: Source) -> list[Problem]:
-    problems = []
-    for path, is_set, message in NOT_YET:
-        value: Any = profile
-        for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
-        if is_set(value):
-            problems.append(src.problem(path, message, "not-supported"))
-    return problems
+def check_nccl_test(profile: dict[str, Any], src: Source) -> list[Problem]:
+    caps = runtimes.get(profile["runtime"]).CAPABILITIES
+    return nccl.check(profile, src, caps, max(world_size(profile) // profile["node"]["gpus"], 1))
 
 
 RULES: tuple[Rule, ...] = (
     check_runtime, check_divisible, check_name_budget, check_replicas, check_images, check_service,
-    check_env, check_labels, check_autoscaling, check_node_selector, check_rollout, scheduling.check, check_not_yet,
+    check_env, check_labels, check_autoscaling, check_node_selector, check_rollout, scheduling.check, check_nccl_test,
 )
 
 

@@ -6,7 +6,7 @@ import hashlib
 import math
 from typing import Any
 
-from lwsgen import monitoring, naming, network, runtimes, scheduling
+from lwsgen import monitoring, naming, nccl, network, resources, runtimes, scheduling
 from lwsgen.model import Deployment, PodTemplate
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Context, Role, RuntimeParts
 
@@ -217,6 +217,24 @@ def _observability(profile: dict[str, Any], caps) -> dict[str, Any]:
     return out
 
 
+def _nccl_test(profile: dict[str, Any], worker: PodTemplate, world: int, group: int, gpus: int) -> dict[str, Any] | None:
+    test = profile["ncclTest"]
+    if not test["enabled"]:
+        return None
+    name = profile["name"] + nccl.SUFFIX
+    labels = {**_meta(profile, name, "nccl-test")["labels"], **scheduling.parts(profile).lws_labels}
+    meta = {"name": name, "namespace": profile["namespace"], "labels": labels}
+    if test["launcher"] == "mpijob":
+        scripts = ["nccl-mpi-verdict.sh"]
+        documents = [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": meta,
+                      "spec": nccl.mpijob(profile, worker, meta, world, group, gpus)}]
+    else:
+        scripts = ["nccl_allreduce.py"]
+        documents = [{"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": nccl.headless_service(worker)},
+                     {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": nccl.indexed_job(profile, worker, meta, group, gpus)}]
+    return {"configmap": meta, "scripts": {s: resources.script(s) for s in scripts}, "documents": documents}
+
+
 def _scripts_hash(scripts: dict[str, str]) -> str:
     digest = hashlib.sha256()
     for name in sorted(scripts):
@@ -272,6 +290,9 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
 
     service = profile["service"]
     ports = {p.name: p.number for p in parts.leader.ports}
+    worker = _pod_template(profile, names, "worker", parts.worker, parts, gpus_per_pod, scripts_hash, placement)
+    nccl_test = _nccl_test(profile, worker, world, group, gpus_per_pod)
+    eksctl = nccl.eksctl_node_group(profile, group) if "instanceType" in profile["node"] else None
     return Deployment(
         source=source,
         name=name,
@@ -288,7 +309,7 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         rollout={"maxUnavailable": profile["lws"]["maxUnavailable"], "maxSurge": profile["lws"]["maxSurge"],
                  "partition": profile["lws"].get("partition")},
         leader=_pod_template(profile, names, "leader", parts.leader, parts, gpus_per_pod, scripts_hash, placement),
-        worker=_pod_template(profile, names, "worker", parts.worker, parts, gpus_per_pod, scripts_hash, placement),
+        worker=worker,
         leader_selector=naming.leader_selector(name),
         service={
             "type": service["type"],
@@ -300,7 +321,10 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         **observed,
         networkpolicy=network.spec(profile, parts, plugin.CAPABILITIES),
         volcano_queue=placement.queue,
+        nccl_test=nccl_test,
+        eksctl=eksctl,
         objects=tuple(objects),
         extra_files=tuple(key for key, wanted in (("prometheus-adapter-rules", observed["adapter_rules"]),
-                                                   ("volcano-queue", placement.queue)) if wanted),
+                                                   ("volcano-queue", placement.queue), ("nccl-test", nccl_test),
+                                                   ("eksctl-nodegroup", eksctl)) if wanted),
     )

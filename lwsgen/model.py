@@ -56,6 +56,9 @@ class Deployment:
     adapter_rules: dict[str, Any] | None
     volcano_queue: dict[str, Any] | None
     networkpolicy: dict[str, Any]
+    # The NCCL preflight: a ConfigMap of scripts, then the objects of the test (one-off, applied by hand).
+    nccl_test: dict[str, Any] | None
+    eksctl: dict[str, Any] | None
     # Keys to render; each names a template (<key>.yaml.j2) and an output file (<key>.yaml).
     objects: tuple[str, ...]
     # Rendered files that are not cluster objects of this namespace, kept out of kustomization.yaml.

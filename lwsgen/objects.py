@@ -48,6 +48,18 @@ HEADERS = {
         "# (Helm chart value `rules.custom`, or the `rules:` list of its config.yaml). Profiles that scale\n"
         "# on the same metric emit the same entry; keep one.\n"
     ),
+    "nccl-test": (
+        "# NCCL all-reduce preflight on the shape of one group of this LeaderWorkerSet. A one-off test,\n"
+        "# not in kustomization.yaml. Run it, read its one-line verdict, remove it:\n"
+        "#   kubectl apply -f nccl-test.yaml\n"
+        "#   kubectl logs -n <namespace> -l app.kubernetes.io/component=nccl-test --tail=-1 | grep 'lwsgen nccl-test'\n"
+        "#   kubectl delete -f nccl-test.yaml\n"
+    ),
+    "eksctl-nodegroup": (
+        "# eksctl nodeGroups entry for the nodes this LeaderWorkerSet selects (Cluster Autoscaler scales it\n"
+        "# from 0). Not a cluster object: add it under `nodeGroups:` of your ClusterConfig, in one\n"
+        "# availability zone (EFA and placement groups need one), then `eksctl create nodegroup`.\n"
+    ),
     "volcano-queue": (
         "# The Volcano Queue this profile's groups are scheduled from. Cluster-scoped and usually shared by\n"
         "# several deployments, so not in kustomization.yaml: apply it once, by whoever owns the queue:\n"

@@ -39,17 +39,17 @@ def load_profile(path: Path, display: str | None = None) -> tuple[dict, source.S
 
 
 def _output_problems(out_dir: str, files: dict[str, str], parsed: dict[str, tuple], version: str, profile_file: str) -> list[Problem]:
-    found: dict[str, list[tuple[tuple, str]]] = {}
+    found: dict[tuple[str, int], list[tuple[tuple, str]]] = {}
     for name, docs in parsed.items():
-        for doc in docs:
-            found.setdefault(name, []).extend(validate.schema_errors(doc, version, name))
-    for name, _index, path, message in validate.cross_object_errors(parsed):
-        found.setdefault(name, []).append((path, message))
+        for index, doc in enumerate(docs):
+            errors = list(validate.schema_errors(doc, version, name))
+            if errors:
+                found.setdefault((name, index), []).extend(errors)
+    for name, index, path, message in validate.cross_object_errors(parsed):
+        found.setdefault((name, index), []).append((path, message))
     problems = []
-    for name, errors in found.items():
-        if not errors:
-            continue
-        located = source.load_text(files[name], f"{out_dir}/{name}")
+    for (name, index), errors in sorted(found.items()):
+        located = source.load_documents(files[name], f"{out_dir}/{name}")[index]
         problems += [located.problem(path, f"{message} (rendered from {profile_file})", "invalid-output", key=message.startswith("unknown field"))
                      for path, message in errors]
     return problems

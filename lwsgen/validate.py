@@ -26,9 +26,11 @@ PROJECT_SCHEMAS = {
     ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheusrule.schema.json",
     ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject.schema.json",
     ("scheduling.volcano.sh/v1beta1", "Queue"): "volcano-queue.schema.json",
+    ("kubeflow.org/v2beta1", "MPIJob"): "mpijob.schema.json",
 }
 # Files that are not Kubernetes objects, by file name.
-FILE_SCHEMAS = {"prometheus-adapter-rules.yaml": "prometheus-adapter-rules.schema.json"}
+FILE_SCHEMAS = {"prometheus-adapter-rules.yaml": "prometheus-adapter-rules.schema.json",
+                "eksctl-nodegroup.yaml": "eksctl-nodegroup.schema.json"}
 
 
 class UnknownKind(Exception):
@@ -159,6 +161,8 @@ def _lws_rules(lws: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
 
 def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     selector = service["spec"].get("selector", {})
+    if LWS_NAME_LABEL not in selector:
+        return  # not a Service of LeaderWorkerSet pods
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
     if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(selector) != 2:
         yield ("spec", "selector"), f"must select exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}=\"0\""

@@ -84,8 +84,12 @@ def render(write_profile):
 
 
 def objects_of(rendered) -> dict[str, dict]:
-    """file name -> the single object in it."""
-    return {name: yaml.safe_load(text) for name, text in rendered.files.items()}
+    """file name -> the object in it (a list for the one-off multi-document files)."""
+    out = {}
+    for name, text in rendered.files.items():
+        docs = list(yaml.safe_load_all(text))
+        out[name] = docs[0] if len(docs) == 1 else docs
+    return out
 
 
 def lws_of(rendered) -> dict:

@@ -80,13 +80,6 @@ def test_percent_rollout_above_100_is_refused(write_profile, minimal):
     assert _codes(write_profile, merged(minimal, lws={"maxSurge": "150%"})) == ["out-of-range"]
 
 
-@pytest.mark.parametrize("field, value", [
-    ("ncclTest", {"enabled": True}),
-])
-def test_fields_a_later_version_emits_are_refused_not_dropped(write_profile, minimal, field, value):
-    assert "not-supported" in _codes(write_profile, merged(minimal, **{field: value}))
-
-
 def test_a_runtime_without_metrics_warns_that_no_podmonitor_is_emitted(write_profile, minimal):
     trtllm = merged(minimal, runtime="trtllm-serve", image="nvcr.io/nvidia/tensorrt-llm/release:0.21.0", monitoring={"enabled": True})
     _, _, warnings = load_profile(write_profile(trtllm))

@@ -29,6 +29,8 @@ class Capabilities:
     # The user the runtime's stock image runs as; root means runAsNonRoot would refuse to start it
     # unless the profile sets security.runAsUser.
     stock_image_user: str = "root"
+    # The stock image carries PyTorch with NCCL (what the operator-free NCCL test runs on).
+    image_has_pytorch: bool = True
     # Named leader port Prometheus scrapes (on path /metrics), when there are metrics.
     metrics_port: str = "http"
     # Recording rules over those metrics; each may serve one autoscaling.metric.

@@ -29,6 +29,7 @@ CAPABILITIES = Capabilities(
     metrics=("llamacpp:requests_processing", "llamacpp:requests_deferred"),
     leader_ready_needs_workers=True,
     needs_api_access=False,
+    image_has_pytorch=False,
     rules=(
         RecordingRule("namespace_pod:llamacpp_requests_deferred:sum", per_pod("sum", "llamacpp:requests_deferred"), autoscaling="queue-length"),
         RecordingRule("namespace_pod:llamacpp_requests_processing:sum", per_pod("sum", "llamacpp:requests_processing")),
