@@ -220,8 +220,14 @@ def group_size(profile: dict[str, Any]) -> int:
 
 
 def warnings(profile: dict[str, Any], src: Source) -> list[Problem]:
-    """What is valid but emitted differently than asked, or costly, said out loud."""
+    """What is valid but emitted differently than asked, costly, or unlikely to fit, said out loud."""
     out = scheduling.warnings(profile, src, group_size(profile))
+    from lwsgen import sizing
+
+    too_small = sizing.fits_profile(profile)
+    if too_small:
+        field = ("model", "family") if "family" in profile["model"] else ("model", "params")
+        out.append(src.problem(field, too_small, "does-not-fit"))
     caps = runtimes.get(profile["runtime"]).CAPABILITIES
     if profile["monitoring"]["enabled"] and not caps.metrics:
         out.append(src.problem(("monitoring", "enabled"), (

@@ -32,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="write nothing; report missing, stale or extra files; exit 1 on drift")
     mode.add_argument("--stdout", action="store_true", help="write nothing; print one multi-document YAML stream")
     render.add_argument("--format", choices=FORMATS, default="text", help="how problems are printed (default: text)")
+    render.add_argument("--strict", action="store_true", help="treat warnings (e.g. a model that does not fit its GPUs) as errors")
 
     check = commands.add_parser("validate", help="validate profiles and manifests (files or directories)", description=(
         "Validate profiles and rendered or hand-edited manifests, auto-detected, with the strict validators render "
@@ -40,6 +41,26 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=FORMATS, default="text", help="text (default), json, or github annotations")
     check.add_argument("--kubernetes-version", default="1.33", metavar="X.Y",
                        help="Kubernetes schemas for manifests (default 1.33; profiles use their kubernetesVersion)")
+
+    plan = commands.add_parser("plan", help="size a deployment: nodes and tensor x pipeline split for a model on a GPU",
+                                description="Smallest node count and parallelism that hold a model on a GPU type (offline estimate).")
+    which = plan.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", metavar="NAME", help="a catalog model (see the README's Sizing section)")
+    which.add_argument("--params", type=float, metavar="BILLIONS", help="parameter count in billions, for a model outside the catalog")
+    plan.add_argument("--dtype", choices=("bf16", "fp16", "fp8", "int8", "int4"), help="weight dtype (default: the model's)")
+    plan.add_argument("--gpu", required=True, metavar="TYPE", help="GPU type, e.g. h100-80gb")
+    plan.add_argument("--gpus-per-node", type=int, default=8, metavar="N", help="GPUs per node (default 8)")
+    plan.add_argument("--context", type=int, default=8192, metavar="TOKENS", help="tokens per sequence for the KV cache (default 8192)")
+    plan.add_argument("--concurrency", type=int, default=1, metavar="N", help="sequences held at once (default 1)")
+    plan.add_argument("--format", choices=("text", "json"), default="text")
+    plan.add_argument("--emit-profile", metavar="NAME", help="print a profile skeleton for the plan (needs --runtime and --image)")
+    plan.add_argument("--runtime", metavar="R", help="runtime of the emitted profile")
+    plan.add_argument("--image", metavar="I", help="image of the emitted profile")
+
+    explain = commands.add_parser("explain", help="what a profile will run: groups, pods, ranks, objects, autoscaling path",
+                                  description="Explain what a profile renders to, without writing anything.")
+    explain.add_argument("profile", metavar="PROFILE")
+    explain.add_argument("--format", choices=("text", "mermaid"), default="text", help="text tree (default) or a mermaid diagram")
 
     commands.add_parser("schema", help="print the profile JSON Schema", description="Print the profile JSON Schema.")
     return parser
@@ -93,6 +114,9 @@ def _render(args: argparse.Namespace) -> int:
         results.append(result)
         warnings += result.warnings
     problems += _duplicate_names(results)
+    if args.strict:
+        problems += warnings
+        warnings = []
     _print_warnings(warnings)
     if problems:
         # text is for people (stderr); json and GitHub annotations are for machines (stdout)
@@ -146,6 +170,32 @@ def _print_warnings(warnings) -> None:
         sys.stderr.write(warning.text().replace(f"{warning.path}: ", f"{warning.path}: warning: ", 1) + "\n")
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from lwsgen import plan
+
+    try:
+        text, ok = plan.run(args)
+    except plan.PlanError as err:
+        sys.stderr.write(f"lwsgen plan: {err}\n")
+        return EXIT_INVALID if not isinstance(err.__cause__, ValueError) else EXIT_USAGE
+    sys.stdout.write(text)
+    return EXIT_OK if ok else EXIT_INVALID
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from lwsgen import explain
+    from lwsgen.pipeline import render_profile
+    from lwsgen.problems import FORMATTERS, ProblemsError
+
+    try:
+        result = render_profile(Path(args.profile), display=args.profile)
+    except ProblemsError as err:
+        sys.stderr.write(FORMATTERS["text"](err.problems))
+        return EXIT_INVALID
+    sys.stdout.write(explain.mermaid(result) if args.format == "mermaid" else explain.text(result))
+    return EXIT_OK
+
+
 def _schema(_args: argparse.Namespace) -> int:
     from lwsgen import resources
     from lwsgen.schema import PROFILE_SCHEMA
@@ -154,7 +204,7 @@ def _schema(_args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"render": _render, "validate": _validate, "schema": _schema}
+COMMANDS = {"render": _render, "validate": _validate, "plan": _plan, "explain": _explain, "schema": _schema}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -299,6 +299,8 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
         namespace=profile["namespace"],
         runtime=profile["runtime"],
         world_size=world,
+        tensor=profile["parallelism"]["tensor"],
+        pipeline=profile["parallelism"]["pipeline"],
         group_size=group,
         gpus_per_pod=gpus_per_pod,
         names=names,

@@ -35,6 +35,8 @@ class Deployment:
     namespace: str
     runtime: str
     world_size: int
+    tensor: int
+    pipeline: int
     group_size: int
     gpus_per_pod: int
     names: dict[str, str]
