@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test tools docs check checkov clean
+.PHONY: render test tools docs check checkov bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,5 +46,12 @@ $(CHECKOV):
 checkov: $(STAMP) $(CHECKOV)
 	$(BIN)/python tools/checkov_pod_templates.py $(CHECKOV) out ../shared/reference
 
+## bench: performance figures against their targets, on a regular (non-editable) install
+BENCH := .venv-bench/bin/lwsgen
+bench: tools
+	rm -rf .venv-bench && $(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet --disable-pip-version-check .
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tools/bench.py $(BENCH) $$(PATH="$(CURDIR)/$(BIN):$$PATH" command -v kubectl)
+
 clean:
-	rm -rf $(VENV) .venv-checkov build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-checkov .venv-bench build *.egg-info .pytest_cache

@@ -89,8 +89,10 @@ def bases_of(path: Path) -> set[Path]:
     current = path
     while True:
         try:
+            if EXTENDS not in current.read_text(encoding="utf-8", errors="replace"):
+                return found  # no extends anywhere in the file: no need to parse it
             src = load_mapping(current)
-        except ProblemsError:
+        except (ProblemsError, OSError):
             return found
         target = src.data.get(EXTENDS)
         if not isinstance(target, str):

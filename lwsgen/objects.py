@@ -3,14 +3,43 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import yaml
 
 from lwsgen.model import Deployment
+from lwsgen.render import float_text
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZATION = "kustomization.yaml"
+
+
+@lru_cache(maxsize=65536)
+def _resolved(kind: type, value: str, implicit: tuple[bool, bool]) -> str:
+    return yaml.resolver.Resolver.resolve(_RESOLVER, kind, value, implicit)
+
+
+def _resolve(self, kind, value, implicit):
+    """PyYAML's tag resolution, memoized: the safe resolvers have no path resolvers, so the tag
+    depends only on (node kind, value, implicit), and keys and values repeat across objects."""
+    if kind is yaml.ScalarNode:
+        return _resolved(kind, value, implicit)
+    return yaml.resolver.Resolver.resolve(self, kind, value, implicit)
+
+
+def _no_path(self, *args):
+    return None  # the safe resolvers have no path resolvers to track
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    resolve, descend_resolver, ascend_resolver = _resolve, _no_path, _no_path
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+    resolve, descend_resolver, ascend_resolver = _resolve, _no_path, _no_path
+
+
+_RESOLVER = yaml.resolver.Resolver()
 
 
 @dataclass(frozen=True)
@@ -32,8 +61,32 @@ def prune(value: Any) -> Any:
     return value
 
 
+_STR, _INT, _BOOL, _NULL, _FLOAT, _MAP, _SEQ = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "map", "seq"))
+_CONSTRUCTOR = yaml.SafeLoader("")  # for the scalar types the fast path leaves to PyYAML
+
+
+def _to_python(node: yaml.Node) -> Any:
+    """A composed node as Python data, as SafeLoader builds it for the values templates write,
+    without SafeLoader's per-node bookkeeping (libyaml parses; this only converts)."""
+    tag = node.tag
+    if tag == _MAP:
+        return {_to_python(key): _to_python(value) for key, value in node.value}
+    if tag == _SEQ:
+        return [_to_python(item) for item in node.value]
+    if tag == _STR:
+        return node.value
+    if tag == _NULL:
+        return None
+    if tag == _INT and node.value.lstrip("-").isdigit():
+        return int(node.value)
+    if tag == _BOOL and node.value in ("true", "false"):
+        return node.value == "true"
+    return _CONSTRUCTOR.construct_object(node, deep=True)
+
+
 def parse(text: str) -> tuple[dict[str, Any], ...]:
-    return tuple(prune(doc) for doc in yaml.load_all(text, Loader=_Loader) if doc is not None)
+    docs = (_to_python(node) for node in yaml.compose_all(text, Loader=_Loader))
+    return tuple(prune(doc) for doc in docs if doc is not None)
 
 
 def kustomization(resources: list[str]) -> dict[str, Any]:
@@ -75,19 +128,26 @@ def build(deployment: Deployment, rendered: dict[str, str]) -> list[OutputFile]:
     return sorted(files, key=lambda f: f.name)
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
-    """libyaml dumper: block style, key order kept, multi-line strings as literal blocks."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
+def _to_node(value: Any) -> yaml.Node:
+    """Python data as YAML nodes for libyaml to emit: block style, key order kept, multi-line
+    strings as literal blocks (libyaml falls back to quoting where a plain or literal scalar
+    would read differently)."""
+    if isinstance(value, dict):
+        return yaml.MappingNode(_MAP, [(_to_node(k), _to_node(v)) for k, v in value.items()])
+    if isinstance(value, (list, tuple)):
+        return yaml.SequenceNode(_SEQ, [_to_node(v) for v in value])
+    if isinstance(value, bool):
+        return yaml.ScalarNode(_BOOL, "true" if value else "false")
+    if isinstance(value, int):
+        return yaml.ScalarNode(_INT, str(value))
+    if value is None:
+        return yaml.ScalarNode(_NULL, "null")
+    if isinstance(value, float):
+        return yaml.ScalarNode(_FLOAT, float_text(value))
+    return yaml.ScalarNode(_STR, value, style="|" if "\n" in value else None)
 
 
 def dump(objects: tuple[dict[str, Any], ...], header: str = "") -> str:
     """Objects -> YAML text; the same objects always give the same bytes."""
-    return header + yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                         allow_unicode=True, width=100000, explicit_start=len(objects) > 1)
+    nodes = [_to_node(obj) for obj in objects]
+    return header + yaml.serialize_all(nodes, Dumper=_Dumper, allow_unicode=True, width=100000, explicit_start=len(objects) > 1)

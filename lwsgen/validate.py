@@ -59,11 +59,76 @@ def _schema_dir(version: str) -> Path:
     return _k8s_schema_root() / f"v{version}.0-local-strict"
 
 
+# Core kinds lwsgen emits: their schemas, and the project's, reach only a few of the ~700
+# Kubernetes definitions, so render loads just those (a bundle cached per schema file).
+EMITTED_CORE = (("v1", "Service"), ("v1", "ConfigMap"), ("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "Role"),
+                ("rbac.authorization.k8s.io/v1", "RoleBinding"), ("networking.k8s.io/v1", "NetworkPolicy"),
+                ("autoscaling/v2", "HorizontalPodAutoscaler"), ("batch/v1", "Job"))
+_REF = re.compile(r'"\$ref":\s*"[^"#]*#/\$defs/([^"]+)"')
+
+
+def _without_descriptions(node: Any) -> Any:
+    """Validation never reads descriptions; they are most of the definitions' bytes."""
+    if isinstance(node, dict):
+        return {k: _without_descriptions(v) for k, v in node.items() if not (k == "description" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_without_descriptions(v) for v in node]
+    return node
+
+
+def _closure(definitions: dict[str, Any], roots: set[str]) -> dict[str, Any]:
+    """The definitions reachable through $ref from the named roots, without their descriptions."""
+    found: dict[str, Any] = {}
+    pending = list(roots)
+    while pending:
+        name = pending.pop()
+        if name in found or name not in definitions:
+            continue
+        found[name] = _without_descriptions(definitions[name])
+        pending += _REF.findall(json.dumps(definitions[name]))
+    return found
+
+
+def _bundle_path(version: str) -> Path | None:
+    import os
+
+    source = _schema_dir(version) / "_definitions.json"
+    stat = source.stat()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "lwsgen" / f"k8s-{version}-{stat.st_size}-{int(stat.st_mtime)}.json"
+
+
+def _emitted_definitions(version: str) -> dict[str, Any]:
+    """The Kubernetes definitions lwsgen's own output needs, from the cache or computed once."""
+    import os
+
+    path = _bundle_path(version)
+    if path.is_file() and not os.environ.get("LWSGEN_NO_CACHE"):
+        return json.loads(path.read_text(encoding="utf-8"))
+    full = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
+    texts = [(_schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8") for a, k in EMITTED_CORE]
+    texts += [json.dumps(resources.schema(name)) for name in (*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values())]
+    bundle = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": K8S_DEFINITIONS,
+              "$defs": _closure(full, {ref for text in texts for ref in _REF.findall(text)})}
+    if not os.environ.get("LWSGEN_NO_CACHE"):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(bundle), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # no cache directory: compute it again next time
+    return bundle
+
+
 @lru_cache(maxsize=None)
-def _registry(version: str):
+def _registry(version: str, full: bool = False):
     import jsonschema_rs
 
-    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))
+    if full:
+        definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))
+    else:
+        definitions = _emitted_definitions(version)
     return jsonschema_rs.Registry([(K8S_DEFINITIONS, definitions)])
 
 
@@ -86,7 +151,8 @@ def validator(version: str, api_version: str, kind: str):
         if not path.is_file():
             raise UnknownKind(f"no schema for {api_version} {kind}")
         schema = json.loads(path.read_text(encoding="utf-8"))
-    return jsonschema_rs.validator_for(schema, registry=_registry(version))
+    emitted = project is not None or (api_version, kind) in EMITTED_CORE
+    return jsonschema_rs.validator_for(schema, registry=_registry(version, full=not emitted))
 
 
 @lru_cache(maxsize=None)

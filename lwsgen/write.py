@@ -44,16 +44,17 @@ def _with_manifest(result: Rendered) -> dict[str, str]:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # A temporary file renamed over the target: readers see the old file or the new one, never half.
+    # No fsync: the output is regenerated from the profile at will, and fsync per file costs more
+    # than rendering it.
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"  # the output lock keeps pids from colliding
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

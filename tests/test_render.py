@@ -70,3 +70,31 @@ def test_every_template_uses_only_q_in_its_placeholders():
         if template.name.endswith(".j2"):
             for expression in re.findall(r"\{\{(.*?)\}\}", template.read_text()):
                 assert "| q" in expression or re.search(r"\w+\(", expression), (template.name, expression)
+
+
+# The parse-back and dump fast paths must agree with PyYAML's SafeLoader and SafeDumper.
+class _ReferenceDumper(yaml.CSafeDumper):  # what lwsgen used before: PyYAML's representer, libyaml's emitter
+    pass
+
+
+_ReferenceDumper.add_representer(str, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", v, style="|" if "\n" in v else None))
+documents = st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=8), json_like, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(documents, min_size=1, max_size=3))
+def test_dump_and_parse_agree_with_pyyaml(docs):
+    from lwsgen.objects import dump, parse
+
+    text = dump(tuple(docs))
+    reference = yaml.dump_all(docs, Dumper=_ReferenceDumper, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                              width=100000, explicit_start=len(docs) > 1)
+    assert text == reference
+    assert list(yaml.safe_load_all(text)) == docs
+    assert list(parse(text)) == [prune_nulls(d) for d in docs]
+
+
+def prune_nulls(value):
+    from lwsgen.objects import prune
+
+    return prune(value)

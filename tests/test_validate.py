@@ -99,3 +99,27 @@ def test_invalid_output_is_reported_at_its_line_in_the_output_file(write_profile
     assert first.file == "out/demo/leaderworkerset.yaml" and first.line > 1
     assert first.path == "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].imagePullPolicy"
     assert first.message.endswith("(rendered from p.yaml)")
+
+
+def test_the_trimmed_definitions_bundle_validates_like_the_full_one(render, minimal):
+    """Render validates against only the Kubernetes definitions its kinds reach; same verdicts as all 700."""
+    import jsonschema_rs
+
+    lws = lws_of(render(minimal))
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = "root"
+    schema = validate.resources.schema("leaderworkerset.schema.json")
+    verdicts = []
+    for full in (False, True):
+        checker = jsonschema_rs.validator_for(schema, registry=validate._registry("1.33", full=full))
+        verdicts.append(sorted(e.message for e in checker.iter_errors(lws)))
+    assert verdicts[0] == verdicts[1] and len(verdicts[0]) == 1
+
+
+def test_kinds_lwsgen_does_not_emit_use_the_full_definitions(write_profile, capsys):
+    from lwsgen.cli import main
+
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+                  "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                           "spec": {"containers": [{"name": "c", "image": "i:1", "bogus": 1}]}}}}
+    assert main(["validate", str(write_profile(deployment, "d.yaml"))]) == 1
+    assert "unknown field 'bogus'" in capsys.readouterr().out

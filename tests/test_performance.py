@@ -1,0 +1,46 @@
+"""Guards against a 3x slowdown, in-process and quick; `make bench` measures the real figures."""
+
+import statistics
+import subprocess
+import sys
+import time
+
+from conftest import PROFILES
+from lwsgen.pipeline import render_profile
+
+EXAMPLES = sorted(PROFILES.glob("*.yaml"))
+# Measured on this project's machine class (2 cores) when the guard was written.
+RENDER_MS_PER_PROFILE = 9.0   # steady state, whole pipeline without writing, over the examples
+HELP_MS = 40.0                # `python -m lwsgen --help`, a new process
+
+
+def test_rendering_a_profile_stays_within_3x_of_its_measured_cost():
+    for path in EXAMPLES:  # warm: schemas compiled, templates loaded
+        render_profile(path)
+    rounds = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for path in EXAMPLES:
+            render_profile(path)
+        rounds.append((time.perf_counter() - start) * 1e3 / len(EXAMPLES))
+    assert min(rounds) < 3 * RENDER_MS_PER_PROFILE, f"{min(rounds):.1f} ms per profile"
+
+
+def test_help_stays_within_3x_of_its_measured_cost():
+    runs = []
+    for _ in range(5):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "lwsgen", "--help"], check=True, capture_output=True)
+        runs.append((time.perf_counter() - start) * 1e3)
+    assert statistics.median(runs) < 3 * HELP_MS, f"{statistics.median(runs):.0f} ms"
+
+
+def test_schemas_and_validators_are_compiled_once_per_process():
+    from lwsgen import validate
+    from lwsgen.schema import _validator
+
+    render_profile(EXAMPLES[0])
+    before = (validate.validator.cache_info().misses, validate._registry.cache_info().misses, _validator.cache_info().misses)
+    render_profile(EXAMPLES[0])
+    after = (validate.validator.cache_info().misses, validate._registry.cache_info().misses, _validator.cache_info().misses)
+    assert after == before

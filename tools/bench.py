@@ -1,0 +1,107 @@
+"""lwsgen's performance figures and targets (make bench).
+
+Measured in one run, on the installed `lwsgen` console script (not an editable install), after one
+warm-up run (which fills Python's bytecode and lwsgen's template and schema caches, as any second
+run on a machine finds them). Timings are medians of interleaved runs, so machine noise hits lwsgen
+and the kubectl comparison alike:
+
+- cold render of one profile (a new process, full validation) vs `kubectl kustomize` of its output
+  directory: at most 2x;
+- marginal cost of a profile in a generated batch of 300: (T(300) - T(1)) / 299, at most 5 ms;
+- peak memory rendering 1, 500 and 1000 profiles: growth linear and under 200 MB for 1000;
+- `lwsgen --help`: under 100 ms.
+Exit status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - start) * 1e3
+
+
+def interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, cmd in commands.items():
+            samples[name].append(timed(cmd))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def generate(profiles: Path, count: int, target: Path) -> None:
+    """count profiles: the examples in turn, each renamed <name>-<i>."""
+    examples = sorted(profiles.glob("*.yaml"))
+    target.mkdir(parents=True)
+    for i in range(count):
+        source = examples[i % len(examples)]
+        text = re.sub(r"^name: (\S+)$", lambda m: f"name: {m.group(1)}-{i}", source.read_text(), count=1, flags=re.M)
+        (target / f"p{i:04d}.yaml").write_text(text)
+
+
+def peak_rss_mb(cmd: list[str]) -> float:
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = __import__("os").wait4(proc.pid, 0)
+    if status != 0:
+        raise RuntimeError(f"{cmd} failed")
+    return usage.ru_maxrss / 1024
+
+
+def main(argv: list[str]) -> int:
+    lwsgen, kubectl = argv[0], argv[1]
+    repo = Path(__file__).resolve().parents[1]
+    example = repo / "profiles" / "triton-llama3-405b.yaml"
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        out = work / "out"
+        timed([lwsgen, "render", str(example), "-o", str(out)])  # warm-up
+        one = interleaved({"render": [lwsgen, "render", str(example), "-o", str(out)],
+                           "kustomize": [kubectl, "kustomize", str(out / "triton-llama3-405b")],
+                           "help": [lwsgen, "--help"]}, runs=21)
+        for count in (1, 300):
+            generate(repo / "profiles", count, work / f"batch{count}")
+        timed([lwsgen, "render", str(work / "batch300"), "-o", str(work / "warm")])
+        batch = interleaved({n: [lwsgen, "render", str(work / f"batch{n}"), "-o", str(work / f"o{n}")] for n in (1, 300)}, runs=5)
+        marginal = (batch[300] - batch[1]) / 299
+        memory = {}
+        for count in (500, 1000):
+            generate(repo / "profiles", count, work / f"mem{count}")
+        for count, source in ((1, work / "batch1"), (500, work / "mem500"), (1000, work / "mem1000")):
+            shutil.rmtree(work / "mo", ignore_errors=True)
+            memory[count] = peak_rss_mb([lwsgen, "render", str(source), "-o", str(work / "mo")])
+    ratio = one["render"] / one["kustomize"]
+    growth = memory[1000] - memory[1]
+    per_profile = [(memory[n] - memory[1]) / (n - 1) for n in (500, 1000)]
+    linear = abs(per_profile[1] - per_profile[0]) <= 0.35 * max(per_profile)
+    rows = [
+        ("cold render, one profile (median of 21)", f"{one['render']:.1f} ms", ""),
+        ("kubectl kustomize of its output", f"{one['kustomize']:.1f} ms", ""),
+        ("render / kustomize", f"{ratio:.2f}x", ratio <= 2.0),
+        ("render 1 / 300 profiles (median of 5)", f"{batch[1]:.0f} / {batch[300]:.0f} ms", ""),
+        ("marginal cost per profile", f"{marginal:.2f} ms", marginal <= 5.0),
+        ("peak RSS, 1 / 500 / 1000 profiles", f"{memory[1]:.0f} / {memory[500]:.0f} / {memory[1000]:.0f} MB", ""),
+        ("memory growth for 1000 profiles", f"{growth:.0f} MB ({per_profile[0]*1000:.0f} / {per_profile[1]*1000:.0f} kB per profile)",
+         growth < 200 and linear),
+        ("lwsgen --help", f"{one['help']:.1f} ms", one["help"] < 100),
+    ]
+    width = max(len(r[0]) for r in rows)
+    for label, value, target in rows:
+        verdict = "" if target == "" else ("  target met" if target else "  TARGET MISSED")
+        print(f"{label:<{width}}  {value}{verdict}")
+    missed = [r for r in rows if r[2] is False]
+    print(f"{sum(1 for r in rows if r[2] is True)} of {sum(1 for r in rows if r[2] != '')} targets met")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
