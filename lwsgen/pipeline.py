@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lwsgen import checks, inherit, objects, schema, source, validate
+from lwsgen import checks, inherit, objects, relations, schema, source, validate
 from lwsgen.derive import derive
 from lwsgen.model import Deployment
 from lwsgen.problems import Problem, ProblemsError
@@ -45,7 +45,7 @@ def _output_problems(out_dir: str, files: dict[str, str], parsed: dict[str, tupl
             errors = list(validate.schema_errors(doc, version, name))
             if errors:
                 found.setdefault((name, index), []).extend(errors)
-    for name, index, path, message in validate.cross_object_errors(parsed):
+    for name, index, path, message in relations.cross_object_errors(parsed):
         found.setdefault((name, index), []).append((path, message))
     problems = []
     for (name, index), errors in sorted(found.items()):

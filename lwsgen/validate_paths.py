@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lwsgen import source, validate
+from lwsgen import relations, source, validate
 from lwsgen.problems import Problem, ProblemsError
 from lwsgen.write import MANIFEST
 
@@ -93,7 +93,7 @@ def run(paths: list[str], kubernetes_version: str) -> Report:
             kept.append(doc)
         sources[shown] = kept
         objects[shown] = tuple(d.data for d in kept if _is_object(d.data))
-    for file, index, path, message in validate.cross_object_errors(objects):
+    for file, index, path, message in relations.cross_object_errors(objects):
         docs = [d for d in sources[file] if _is_object(d.data)]
         report.problems.append(docs[index].problem(path, message, "cross-object"))
     return report

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from conftest import objects_of
-from lwsgen import validate
+from lwsgen import relations, validate
 from lwsgen.monitoring import adapter_metric_name, quantity
 from runtimes.test_all_runtimes import profile_for
 
@@ -122,7 +122,7 @@ def test_adapter_metric_names_drop_the_level_and_colons():
 
 
 def _cross(files):
-    return [(f, p, m) for f, _, p, m in validate.cross_object_errors(files)]
+    return [(f, p, m) for f, _, p, m in relations.cross_object_errors(files)]
 
 
 def test_cross_object_rules_catch_a_stray_podmonitor_and_a_misdirected_autoscaler(render):

@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import lws_of, objects_of
-from lwsgen import validate
+from lwsgen import relations, validate
 from lwsgen.pipeline import render_profile
 from lwsgen.problems import ProblemsError
 
@@ -51,7 +51,7 @@ def test_unknown_kind_is_a_problem_not_a_crash():
 
 
 def _cross(files):
-    return [(f, p, m) for f, _, p, m in validate.cross_object_errors(files)]
+    return [(f, p, m) for f, _, p, m in relations.cross_object_errors(files)]
 
 
 def test_service_must_select_leaders_of_an_lws_in_the_set(render, minimal):
@@ -83,16 +83,16 @@ def test_requests_must_equal_limits(render, minimal):
 
 def test_invalid_output_is_reported_at_its_line_in_the_output_file(write_profile, minimal, monkeypatch):
     """A value the profile schema allows but Kubernetes refuses is caught before anything is written."""
-    from lwsgen import derive
+    from lwsgen import pods
 
-    real = derive._container
+    real = pods._container
 
     def broken(*args, **kwargs):
         container = real(*args, **kwargs)
         container["imagePullPolicy"] = {"not": "a string"}
         return container
 
-    monkeypatch.setattr(derive, "_container", broken)
+    monkeypatch.setattr(pods, "_container", broken)
     with pytest.raises(ProblemsError) as err:
         render_profile(write_profile(minimal), "out", "p.yaml")
     first = err.value.problems[0]
