@@ -52,25 +52,19 @@ class OutputFile:
     header: str = ""  # comment lines written above the YAML (files that are not cluster objects)
 
 
-def prune(value: Any) -> Any:
-    """Null means 'not written': templates place every field and Python sets the absent ones to None."""
-    if isinstance(value, dict):
-        return {k: prune(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [prune(v) for v in value]
-    return value
-
-
 _STR, _INT, _BOOL, _NULL, _FLOAT, _MAP, _SEQ = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "map", "seq"))
 _CONSTRUCTOR = yaml.SafeLoader("")  # for the scalar types the fast path leaves to PyYAML
 
 
 def _to_python(node: yaml.Node) -> Any:
     """A composed node as Python data, as SafeLoader builds it for the values templates write,
-    without SafeLoader's per-node bookkeeping (libyaml parses; this only converts)."""
+    without SafeLoader's per-node bookkeeping (libyaml parses; this only converts), and with
+    the rule that null means 'not written' applied on the way: templates place every field, and
+    Python sets the ones to leave out to None."""
     tag = node.tag
     if tag == _MAP:
-        return {_to_python(key): _to_python(value) for key, value in node.value}
+        pairs = ((_to_python(key), _to_python(value)) for key, value in node.value)
+        return {key: value for key, value in pairs if value is not None}
     if tag == _SEQ:
         return [_to_python(item) for item in node.value]
     if tag == _STR:
@@ -86,7 +80,7 @@ def _to_python(node: yaml.Node) -> Any:
 
 def parse(text: str) -> tuple[dict[str, Any], ...]:
     docs = (_to_python(node) for node in yaml.compose_all(text, Loader=_Loader))
-    return tuple(prune(doc) for doc in docs if doc is not None)
+    return tuple(doc for doc in docs if doc is not None)
 
 
 def kustomization(resources: list[str]) -> dict[str, Any]:
