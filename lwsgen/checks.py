@@ -201,8 +201,7 @@ def check_runtime(profile: dict[str, Any], src: Source) -> list[Problem]:
 
 
 def check_nccl_test(profile: dict[str, Any], src: Source) -> list[Problem]:
-    caps = runtimes.get(profile["runtime"]).CAPABILITIES
-    return nccl.check(profile, src, caps, max(world_size(profile) // profile["node"]["gpus"], 1))
+    return nccl.check(profile, src, runtimes.get(profile["runtime"]).CAPABILITIES, group_size(profile))
 
 
 RULES: tuple[Rule, ...] = (

@@ -64,12 +64,13 @@ def _observability(profile: dict[str, Any], caps) -> dict[str, Any]:
     return out
 
 
-def _nccl_test(profile: dict[str, Any], worker: PodTemplate, world: int, group: int, gpus: int) -> dict[str, Any] | None:
+def _nccl_test(profile: dict[str, Any], worker: PodTemplate, world: int, group: int, gpus: int,
+               queue_labels: dict[str, str]) -> dict[str, Any] | None:
     test = profile["ncclTest"]
     if not test["enabled"]:
         return None
     name = profile["name"] + nccl.SUFFIX
-    labels = {**_meta(profile, name, "nccl-test")["labels"], **scheduling.parts(profile).lws_labels}
+    labels = {**_meta(profile, name, "nccl-test")["labels"], **queue_labels}
     meta = {"name": name, "namespace": profile["namespace"], "labels": labels}
     if test["launcher"] == "mpijob":
         scripts = ["nccl-mpi-verdict.sh"]
@@ -138,7 +139,7 @@ def derive(profile: dict[str, Any], source: str) -> Deployment:
     service = profile["service"]
     ports = {p.name: p.number for p in parts.leader.ports}
     worker = pod_template(profile, names, "worker", parts.worker, parts, gpus_per_pod, scripts_hash, placement)
-    nccl_test = _nccl_test(profile, worker, world, group, gpus_per_pod)
+    nccl_test = _nccl_test(profile, worker, world, group, gpus_per_pod, placement.lws_labels)
     eksctl = nccl.eksctl_node_group(profile, group) if "instanceType" in profile["node"] else None
     return Deployment(
         source=source,
