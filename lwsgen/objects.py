@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
+from lwsgen import emit
 from lwsgen.model import Deployment
-from lwsgen.render import float_text
 
 KUSTOMIZATION = "kustomization.yaml"
 
@@ -35,10 +35,6 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     resolve, descend_resolver, ascend_resolver = _resolve, _no_path, _no_path
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
-    resolve, descend_resolver, ascend_resolver = _resolve, _no_path, _no_path
-
-
 _RESOLVER = yaml.resolver.Resolver()
 
 
@@ -52,7 +48,7 @@ class OutputFile:
     header: str = ""  # comment lines written above the YAML (files that are not cluster objects)
 
 
-_STR, _INT, _BOOL, _NULL, _FLOAT, _MAP, _SEQ = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "map", "seq"))
+_STR, _INT, _BOOL, _NULL, _MAP, _SEQ = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "map", "seq"))
 _CONSTRUCTOR = yaml.SafeLoader("")  # for the scalar types the fast path leaves to PyYAML
 
 
@@ -122,26 +118,6 @@ def build(deployment: Deployment, rendered: dict[str, str]) -> list[OutputFile]:
     return sorted(files, key=lambda f: f.name)
 
 
-def _to_node(value: Any) -> yaml.Node:
-    """Python data as YAML nodes for libyaml to emit: block style, key order kept, multi-line
-    strings as literal blocks (libyaml falls back to quoting where a plain or literal scalar
-    would read differently)."""
-    if isinstance(value, dict):
-        return yaml.MappingNode(_MAP, [(_to_node(k), _to_node(v)) for k, v in value.items()])
-    if isinstance(value, (list, tuple)):
-        return yaml.SequenceNode(_SEQ, [_to_node(v) for v in value])
-    if isinstance(value, bool):
-        return yaml.ScalarNode(_BOOL, "true" if value else "false")
-    if isinstance(value, int):
-        return yaml.ScalarNode(_INT, str(value))
-    if value is None:
-        return yaml.ScalarNode(_NULL, "null")
-    if isinstance(value, float):
-        return yaml.ScalarNode(_FLOAT, float_text(value))
-    return yaml.ScalarNode(_STR, value, style="|" if "\n" in value else None)
-
-
 def dump(objects: tuple[dict[str, Any], ...], header: str = "") -> str:
-    """Objects -> YAML text; the same objects always give the same bytes."""
-    nodes = [_to_node(obj) for obj in objects]
-    return header + yaml.serialize_all(nodes, Dumper=_Dumper, allow_unicode=True, width=100000, explicit_start=len(objects) > 1)
+    """Objects -> YAML text (lwsgen/emit.py); the same objects always give the same bytes."""
+    return header + emit.documents(objects)
