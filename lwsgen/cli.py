@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdout", action="store_true", help="write nothing; print one multi-document YAML stream")
     render.add_argument("--format", choices=FORMATS, default="text", help="how problems are printed (default: text)")
     render.add_argument("--strict", action="store_true", help="treat warnings (e.g. a model that does not fit its GPUs) as errors")
+    render.add_argument("-j", "--jobs", type=_positive, default=0, metavar="N",
+                        help="worker processes for large batches (default: one per usable CPU; 1 renders in this process)")
 
     check = commands.add_parser("validate", help="validate profiles and manifests (files or directories)", description=(
         "Validate profiles and rendered or hand-edited manifests, auto-detected, with the strict validators render "
@@ -66,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
 def _profile_paths(paths: list[str]) -> list[tuple[Path, str]]:
     """Profiles named on the command line, and every *.yaml/*.yml under a named directory except the
     bases that other profiles there extend (a base renders only when named itself)."""
@@ -96,23 +105,19 @@ def _duplicate_names(results) -> list:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from lwsgen import write
-    from lwsgen.pipeline import render_profile
-    from lwsgen.problems import FORMATTERS, ProblemsError
+    from lwsgen import batch, write
+    from lwsgen.problems import FORMATTERS
 
     profiles = _profile_paths(args.paths)
     if not profiles:
         sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
         return EXIT_INVALID
     results, problems, warnings = [], [], []
-    for path, display in profiles:
-        try:
-            result = render_profile(path, args.out, display)
-        except ProblemsError as err:
-            problems += err.problems
-            continue
-        results.append(result)
-        warnings += result.warnings
+    for outcome in batch.render_all(profiles, args.out, args.jobs or batch.usable_cpus()):
+        problems += outcome.problems
+        if outcome.result is not None:
+            results.append(outcome.result)
+            warnings += outcome.result.warnings
     problems += _duplicate_names(results)
     if args.strict:
         problems += warnings

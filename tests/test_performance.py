@@ -10,7 +10,7 @@ from lwsgen.pipeline import render_profile
 
 EXAMPLES = sorted(PROFILES.glob("*.yaml"))
 # Measured on this project's machine class (2 cores) when the guard was written.
-RENDER_MS_PER_PROFILE = 9.0   # steady state, whole pipeline without writing, over the examples
+RENDER_MS_PER_PROFILE = 4.5   # steady state, whole pipeline without writing, over the examples
 HELP_MS = 40.0                # `python -m lwsgen --help`, a new process
 
 
