@@ -32,6 +32,8 @@ _NUMBER_LIKE = re.compile(r"[-+]?(?:[0-9_]+|0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB
                           r"|(?:\.[0-9_]+|[0-9_]+(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"  # floats
                           r"|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)\Z")  # YAML 1.1 base 60
 _GO_BOOLEANS = frozenset({"y", "Y", "n", "N"})
+# A top-level key starting so would start or end a document.
+_DOCUMENT_MARKERS = ("---", "...")
 # Implicit keys may be at most 1024 characters long (YAML 1.1); longer ones take the explicit '? ' form.
 _LONGEST_IMPLICIT_KEY = 1000
 
@@ -41,7 +43,7 @@ def string(value: str) -> str:
     """One-line text of a string: plain if every YAML reader takes that plain text for this same
     string, else single-quoted if nothing in it needs an escape, else double-quoted."""
     if (_PLAIN.match(value) and value not in _GO_BOOLEANS and not _NUMBER_LIKE.match(value)
-            and _plain_tag(value) == _STR_TAG):
+            and not value.startswith(_DOCUMENT_MARKERS) and _plain_tag(value) == _STR_TAG):
         return value
     if value.isprintable():  # no controls, line breaks, BOM or surrogates: nothing to escape
         return "'" + value.replace("'", "''") + "'"

@@ -76,7 +76,7 @@ def test_kubectl_kustomize_builds_every_output_directory(rendered, path, tmp_pat
 AWKWARD = ["08", "1_000", "0o17", "0x1F", "1:30", "24.08", "1e3", ".5", "-1", "y", "N", "yes", "on", "True", "~", "null", "",
            "0.0.0.0", "512Gi", "9059d6", "--tp", "a: b", "a #b", "a#b", "- x", "? x", "[x]", "{x}", "x, y", "'q'", '"q"', "&a", "*a",
            "!t", "%p", "@x", "`x`", "|x", ">x", "a |b", "^re$", 'sum(x{namespace="a"}) by (pod)', "  lead", "trail  ", "é ü",
-           "multi\nline\n", "keep\n\n", "strip\nno newline", "  indented\nblock\n", "tab\there\n", "x\u2028y", "\ufeffbom", "---", "..."]
+           "multi\nline\n", "x\n\tindented with a tab\n", "keep\n\n", "strip\nno newline", "  indented\nblock\n", "tab\there\n", "x\u2028y", "\ufeffbom", "---", "..."]
 
 
 @pytest.mark.tools
@@ -87,9 +87,9 @@ def test_go_yaml_readers_take_written_strings_as_the_same_strings(tmp_path):
 
     from lwsgen.objects import dump
 
-    pieces = [" ", "\n", "-", ":", "#", "'", '"', "|", "a", "0", "1", ".", "_", "e", "x", "~", "{", "[", ",", "y"]
+    pieces = [" ", "\n", "\t", "-", ":", "#", "'", '"', "|", "a", "0", "1", ".", "_", "e", "x", "~", "{", "[", ",", "y", "é"]
     rng = random.Random(0)
-    generated = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(300)]
+    generated = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 7))) for _ in range(2000)]
     data = {f"k{i}": value for i, value in enumerate(AWKWARD + generated)}
     (tmp_path / "configmap.yaml").write_text(dump(({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": data},)))
     (tmp_path / "kustomization.yaml").write_text(dump(({"resources": ["configmap.yaml"]},)))

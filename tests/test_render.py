@@ -119,6 +119,13 @@ def test_ordinary_strings_stay_plain(value):
     assert string(value) == value
 
 
+def test_top_level_keys_that_look_like_document_markers_stay_keys():
+    from lwsgen.objects import dump
+
+    doc = {"--- -": 1, "... x": 2, "---x": 3}
+    assert list(yaml.safe_load_all(dump((doc,)))) == [doc]
+
+
 def test_written_yaml_is_plain_where_plain_reads_the_same():
     from lwsgen.objects import dump
 
