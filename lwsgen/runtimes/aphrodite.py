@@ -11,7 +11,7 @@ Metrics are on the serving port with the `aphrodite:` prefix (`aphrodite:num_req
 from __future__ import annotations
 
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Probes, RecordingRule, RuntimeParts, per_pod
+from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts, per_pod_rule
 
 NAME = "aphrodite"
 SERVING_PORT = 2242
@@ -23,9 +23,9 @@ CAPABILITIES = Capabilities(
     leader_ready_needs_workers=True,
     needs_api_access=False,
     rules=(
-        RecordingRule("namespace_pod:aphrodite_num_requests_waiting:sum", per_pod("sum", "aphrodite:num_requests_waiting"), autoscaling="queue-length"),
-        RecordingRule("namespace_pod:aphrodite_num_requests_running:sum", per_pod("sum", "aphrodite:num_requests_running")),
-        RecordingRule("namespace_pod:aphrodite_gpu_cache_usage_perc:max", per_pod("max", "aphrodite:gpu_cache_usage_perc"), autoscaling="kv-cache-usage"),
+        per_pod_rule("sum", "aphrodite:num_requests_waiting", autoscaling="queue-length"),
+        per_pod_rule("sum", "aphrodite:num_requests_running"),
+        per_pod_rule("max", "aphrodite:gpu_cache_usage_perc", autoscaling="kv-cache-usage"),
     ),
 )
 

@@ -113,9 +113,11 @@ def script_command(script: str) -> tuple[str, ...]:
     return ("/bin/bash", f"{SCRIPTS_MOUNT}/{script}")
 
 
-def per_pod(function: str, metric: str) -> str:
-    """`function by ({by}) (metric{sel})`: one value per leader pod of this LeaderWorkerSet."""
-    return f"{function} by ({{by}}) ({metric}{{sel}})"
+def per_pod_rule(function: str, metric: str, autoscaling: str | None = None) -> RecordingRule:
+    """`namespace_pod:<metric>:<function>` = `function by ({by}) (metric{sel})`: one value per
+    leader pod of this LeaderWorkerSet (the record name follows Prometheus' level:metric:operation)."""
+    record = f"namespace_pod:{metric.replace(':', '_')}:{function}"
+    return RecordingRule(record, f"{function} by ({{by}}) ({metric}{{sel}})", autoscaling)
 
 
 def rate_per_pod(metric: str, window: str = "1m") -> str:

@@ -18,7 +18,7 @@ The image must contain `llama-server` and `rpc-server`, i.e. llama.cpp built wit
 from __future__ import annotations
 
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Probes, RecordingRule, RuntimeParts, per_pod
+from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts, per_pod_rule
 
 NAME = "llamacpp"
 SERVING_PORT = 8080
@@ -31,8 +31,8 @@ CAPABILITIES = Capabilities(
     needs_api_access=False,
     image_has_pytorch=False,
     rules=(
-        RecordingRule("namespace_pod:llamacpp_requests_deferred:sum", per_pod("sum", "llamacpp:requests_deferred"), autoscaling="queue-length"),
-        RecordingRule("namespace_pod:llamacpp_requests_processing:sum", per_pod("sum", "llamacpp:requests_processing")),
+        per_pod_rule("sum", "llamacpp:requests_deferred", autoscaling="queue-length"),
+        per_pod_rule("sum", "llamacpp:requests_processing"),
     ),
 )
 

@@ -13,7 +13,7 @@ recreate the whole group. Health is `/health` on the serving port, metrics on th
 from __future__ import annotations
 
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Port, Probes, RecordingRule, RuntimeParts, per_pod
+from lwsgen.runtimes.base import Capabilities, Context, Port, Probes, RuntimeParts, per_pod_rule
 
 NAME = "sglang"
 SERVING_PORT = 30000
@@ -26,9 +26,9 @@ CAPABILITIES = Capabilities(
     leader_ready_needs_workers=True,
     needs_api_access=False,
     rules=(
-        RecordingRule("namespace_pod:sglang_num_queue_reqs:sum", per_pod("sum", "sglang:num_queue_reqs"), autoscaling="queue-length"),
-        RecordingRule("namespace_pod:sglang_num_running_reqs:sum", per_pod("sum", "sglang:num_running_reqs")),
-        RecordingRule("namespace_pod:sglang_token_usage:max", per_pod("max", "sglang:token_usage"), autoscaling="kv-cache-usage"),
+        per_pod_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length"),
+        per_pod_rule("sum", "sglang:num_running_reqs"),
+        per_pod_rule("max", "sglang:token_usage", autoscaling="kv-cache-usage"),
     ),
 )
 

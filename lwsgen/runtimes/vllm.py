@@ -14,7 +14,7 @@ Metrics are on the serving port (`vllm:num_requests_waiting`, `vllm:num_requests
 from __future__ import annotations
 
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Probes, RecordingRule, RuntimeParts, per_pod
+from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts, per_pod_rule
 
 NAME = "vllm"
 SERVING_PORT = 8080
@@ -26,9 +26,9 @@ CAPABILITIES = Capabilities(
     leader_ready_needs_workers=True,
     needs_api_access=False,
     rules=(
-        RecordingRule("namespace_pod:vllm_num_requests_waiting:sum", per_pod("sum", "vllm:num_requests_waiting"), autoscaling="queue-length"),
-        RecordingRule("namespace_pod:vllm_num_requests_running:sum", per_pod("sum", "vllm:num_requests_running")),
-        RecordingRule("namespace_pod:vllm_kv_cache_usage_perc:max", per_pod("max", "vllm:kv_cache_usage_perc"), autoscaling="kv-cache-usage"),
+        per_pod_rule("sum", "vllm:num_requests_waiting", autoscaling="queue-length"),
+        per_pod_rule("sum", "vllm:num_requests_running"),
+        per_pod_rule("max", "vllm:kv_cache_usage_perc", autoscaling="kv-cache-usage"),
     ),
 )
 
