@@ -1,11 +1,13 @@
 """Objects -> YAML text, the form lwsgen writes: block style, keys in the order Python holds them,
 strings plain wherever YAML reads them back as the same string, multi-line strings as literal
-blocks, every other string double-quoted (JSON's escapes plus the ones YAML needs beyond them).
+blocks, other strings single-quoted, or double-quoted (JSON's escapes plus the ones YAML needs
+beyond them) where a character must be escaped.
 
 Written here rather than through libyaml's emitter because the data is only JSON-like and the
 emitter is the costly part of a render: building a node per value for libyaml and its per-scalar
 callbacks cost about 6x what this does. tests/test_render.py proves that PyYAML (pure and libyaml)
-reads back exactly the objects written, for any JSON-like data.
+reads back exactly the objects written, for any JSON-like data; tests/test_conformance.py that
+kustomize's Go reader reads back the same strings.
 """
 
 from __future__ import annotations
@@ -20,6 +22,14 @@ from lwsgen.scalars import float_text, quoted_string
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()
+
+
+@lru_cache(maxsize=65536)
+def resolved_tag(kind: type, value: str, implicit: tuple[bool, bool]) -> str:
+    """PyYAML's tag resolution, memoized: the safe resolvers have no path resolvers, so the tag
+    depends only on (node kind, value, implicit). Parse-back (objects.py) resolves with it too, so
+    what is written plain and what is read back agree."""
+    return yaml.resolver.Resolver.resolve(_RESOLVER, kind, value, implicit)
 
 # A conservative plain scalar: printable ASCII, a letter, digit or one of _/.$(^ first (no indicator),
 # no ': ' or ' #', no ':' or space at the end, single spaces only; block context, so flow
@@ -42,17 +52,13 @@ _LONGEST_IMPLICIT_KEY = 1000
 def string(value: str) -> str:
     """One-line text of a string: plain if every YAML reader takes that plain text for this same
     string, else single-quoted if nothing in it needs an escape, else double-quoted."""
-    if (_PLAIN.match(value) and value not in _GO_BOOLEANS and not _NUMBER_LIKE.match(value)
-            and not value.startswith(_DOCUMENT_MARKERS) and _plain_tag(value) == _STR_TAG):
+    plain_tag = resolved_tag(yaml.ScalarNode, value, (True, False)) if _PLAIN.match(value) else None
+    if (plain_tag == _STR_TAG and value not in _GO_BOOLEANS and not _NUMBER_LIKE.match(value)
+            and not value.startswith(_DOCUMENT_MARKERS)):
         return value
     if value.isprintable():  # no controls, line breaks, BOM or surrogates: nothing to escape
         return "'" + value.replace("'", "''") + "'"
     return quoted_string(value)
-
-
-def _plain_tag(value: str) -> str:
-    # PyYAML's own resolver (the one parse-back and every PyYAML reader use) decides plain types.
-    return _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
 
 
 def _literal_safe(value: str) -> bool:

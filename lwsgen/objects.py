@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -14,16 +13,10 @@ from lwsgen.model import Deployment
 KUSTOMIZATION = "kustomization.yaml"
 
 
-@lru_cache(maxsize=65536)
-def _resolved(kind: type, value: str, implicit: tuple[bool, bool]) -> str:
-    return yaml.resolver.Resolver.resolve(_RESOLVER, kind, value, implicit)
-
-
 def _resolve(self, kind, value, implicit):
-    """PyYAML's tag resolution, memoized: the safe resolvers have no path resolvers, so the tag
-    depends only on (node kind, value, implicit), and keys and values repeat across objects."""
+    """Scalars resolve through the memoized resolver (keys and values repeat across objects)."""
     if kind is yaml.ScalarNode:
-        return _resolved(kind, value, implicit)
+        return emit.resolved_tag(kind, value, implicit)
     return yaml.resolver.Resolver.resolve(self, kind, value, implicit)
 
 
@@ -33,9 +26,6 @@ def _no_path(self, *args):
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     resolve, descend_resolver, ascend_resolver = _resolve, _no_path, _no_path
-
-
-_RESOLVER = yaml.resolver.Resolver()
 
 
 @dataclass(frozen=True)
