@@ -27,9 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from lwsgen.batch import usable_cpus  # the count `lwsgen render` sizes its worker pool by
 
-def run(cmd: list[str]) -> tuple[float, float]:
-    """Wall and CPU time (user + system, worker processes included) of one run, in ms."""
+
+def run(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall and CPU time (user + system, worker processes included) of one run, in ms, and its
+    peak resident memory in MB."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -37,7 +40,7 @@ def run(cmd: list[str]) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd} failed")
-    return wall, (usage.ru_utime + usage.ru_stime) * 1e3
+    return wall, (usage.ru_utime + usage.ru_stime) * 1e3, usage.ru_maxrss / 1024
 
 
 def timed(cmd: list[str]) -> float:
@@ -61,14 +64,6 @@ def generate(profiles: Path, count: int, target: Path) -> None:
         source = examples[i % len(examples)]
         text = re.sub(r"^name: (\S+)$", lambda m: f"name: {m.group(1)}-{i}", source.read_text(), count=1, flags=re.M)
         (target / f"p{i:04d}.yaml").write_text(text)
-
-
-def peak_rss_mb(cmd: list[str]) -> float:
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status != 0:
-        raise RuntimeError(f"{cmd} failed")
-    return usage.ru_maxrss / 1024
 
 
 def main(argv: list[str]) -> int:
@@ -95,8 +90,8 @@ def main(argv: list[str]) -> int:
             generate(repo / "profiles", count, work / f"mem{count}")
         for count, source in ((1, work / "batch1"), (500, work / "mem500"), (1000, work / "mem1000")):
             shutil.rmtree(work / "mo", ignore_errors=True)
-            memory[count] = peak_rss_mb([lwsgen, "render", str(source), "-o", str(work / "mo")])
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+            memory[count] = run([lwsgen, "render", str(source), "-o", str(work / "mo")])[2]
+    cpus = usable_cpus()
     ratio = one["render"] / one["kustomize"]
     growth = memory[1000] - memory[1]
     per_profile = [(memory[n] - memory[1]) / (n - 1) for n in (500, 1000)]
