@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from lwsgen.pipeline import Rendered, render_profile
 from lwsgen.problems import Problem, ProblemsError
@@ -22,8 +22,7 @@ from lwsgen.problems import Problem, ProblemsError
 PARALLEL_FROM = 16
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """One profile's result: what it renders to, or what is wrong with it."""
 
     result: Rendered | None

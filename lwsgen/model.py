@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class PodTemplate:
+class PodTemplate(NamedTuple):
     """One pod template of the LeaderWorkerSet; None means the field is not written."""
 
     labels: dict[str, str]
@@ -26,8 +24,7 @@ class PodTemplate:
     image_pull_secrets: list[dict[str, str]] | None
 
 
-@dataclass(frozen=True)
-class Deployment:
+class Deployment(NamedTuple):
     """Everything the templates place, for one profile."""
 
     source: str

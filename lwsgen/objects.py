@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -28,8 +27,7 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     resolve, descend_resolver, ascend_resolver = _resolve, _no_path, _no_path
 
 
-@dataclass(frozen=True)
-class OutputFile:
+class OutputFile(NamedTuple):
     """One file of OUT/<name>/ and the objects it holds."""
 
     name: str

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from lwsgen import checks, inherit, objects, relations, schema, source, validate
 from lwsgen.derive import derive
@@ -12,8 +12,7 @@ from lwsgen.problems import Problem, ProblemsError
 from lwsgen.render import render
 
 
-@dataclass(frozen=True)
-class Rendered:
+class Rendered(NamedTuple):
     """A profile's output directory, in memory: file name -> text."""
 
     profile: str

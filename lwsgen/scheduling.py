@@ -10,8 +10,7 @@ but never sets the PodGroup's `spec.networkTopology`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from lwsgen.problems import Problem
 from lwsgen.source import Source
@@ -102,12 +101,11 @@ def warnings(profile: dict[str, Any], src: Source, group_size: int) -> list[Prob
     return out
 
 
-@dataclass(frozen=True)
-class SchedulingParts:
-    lws_annotations: dict[str, str] = field(default_factory=dict)
-    lws_labels: dict[str, str] = field(default_factory=dict)
-    scheduler_name: str | None = None
-    pod_annotations: dict[str, str] = field(default_factory=dict)
+class SchedulingParts(NamedTuple):
+    lws_annotations: dict[str, str]
+    lws_labels: dict[str, str]
+    scheduler_name: str | None
+    pod_annotations: dict[str, str]
     queue: dict[str, Any] | None = None  # a Volcano Queue spec, when its capacity is declared
 
 
@@ -135,4 +133,4 @@ def parts(profile: dict[str, Any]) -> SchedulingParts:
     if sched["scheduler"] == "kueue":
         pod = {KUEUE_TOPOLOGY: sched["requiredTopology"], KUEUE_GROUP: profile["name"]} if sched["requiredTopology"] else {}
         return SchedulingParts(annotations, {KUEUE_QUEUE_LABEL: sched["queue"]}, None, pod)
-    return SchedulingParts(annotations)
+    return SchedulingParts(annotations, {}, None, {})

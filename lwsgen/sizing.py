@@ -13,7 +13,7 @@ latent vector of `mla_kv_dim` elements per token and layer, replicated on every 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 USABLE_FRACTION = 0.9
 OVERHEAD_GB = 3.0
@@ -22,8 +22,7 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5
 MAX_NODES = 64
 
 
-@dataclass(frozen=True)
-class Model:
+class Model(NamedTuple):
     params_b: float  # billions of parameters
     layers: int
     heads: int
@@ -34,8 +33,7 @@ class Model:
     mla_kv_dim: int = 0  # latent KV elements per token and layer (MLA); 0: standard attention
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(NamedTuple):
     memory_gb: float
     product: str  # the nvidia.com/gpu.product node label
 
@@ -92,8 +90,7 @@ def gpu_by_product(product: str) -> Gpu | None:
     return next((g for g in GPUS.values() if g.product == product), None)
 
 
-@dataclass(frozen=True)
-class Memory:
+class Memory(NamedTuple):
     weights: float
     kv_cache: float
     overhead: float
@@ -121,8 +118,7 @@ def memory_per_gpu(params_b: float, dtype: str, g: Gpu, tensor: int, pipeline: i
     return Memory(weights, kv, OVERHEAD_GB, g.memory_gb * USABLE_FRACTION)
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     nodes: int
     tensor: int
     pipeline: int
@@ -148,8 +144,7 @@ def layouts(m: Model | None, nodes: int, gpus_per_node: int) -> list[tuple[int, 
     return [(t, p) for t, p in unique if _valid(m, t, p)]
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     chosen: Layout | None
     alternative: Layout | None
     warnings: tuple[str, ...]

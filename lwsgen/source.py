@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +15,20 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 PathKey = tuple  # a path into the data: ("node", "gpus") or ("env", 0)
 
 
-@dataclass
 class Source:
     """A loaded YAML document and where each of its nodes stands in the file."""
 
-    file: str
-    data: Any
-    # path -> (line, col) of the value; keys_at: path -> (line, col) of the mapping key
-    values_at: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
-    keys_at: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
-    # path -> the file that set it, where a profile was merged from several (extends)
-    files_at: dict[PathKey, str] = field(default_factory=dict)
+    __slots__ = ("file", "data", "values_at", "keys_at", "files_at")
+
+    def __init__(self, file: str, data: Any, values_at: dict[PathKey, tuple[int, int]] | None = None,
+                 keys_at: dict[PathKey, tuple[int, int]] | None = None, files_at: dict[PathKey, str] | None = None):
+        self.file = file
+        self.data = data
+        # path -> (line, col) of the value; keys_at: path -> (line, col) of the mapping key
+        self.values_at = {} if values_at is None else values_at
+        self.keys_at = {} if keys_at is None else keys_at
+        # path -> the file that set it, where a profile was merged from several (extends)
+        self.files_at = {} if files_at is None else files_at
 
     def file_of(self, path: PathKey) -> str:
         path = tuple(path)

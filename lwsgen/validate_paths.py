@@ -9,7 +9,6 @@ Kinds lwsgen has no schema for are listed as not checked. Every problem points a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,14 @@ from lwsgen.write import MANIFEST
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
-@dataclass
 class Report:
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-    checked: int = 0
-    not_checked: dict[str, int] = field(default_factory=dict)
+    """What `lwsgen validate` found, filled in as it goes."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.warnings: list[Problem] = []
+        self.checked = 0
+        self.not_checked: dict[str, int] = {}  # kind -> documents of it that have no schema
 
 
 def _files(paths: list[str]) -> list[tuple[Path, str]]:

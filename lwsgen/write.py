@@ -8,9 +8,8 @@ import os
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from lwsgen.objects import KUSTOMIZATION
 from lwsgen.pipeline import Rendered
@@ -65,8 +64,7 @@ def _owned(directory: Path) -> set[str]:
     return {line.strip() for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip() and "/" not in line}
 
 
-@dataclass(frozen=True)
-class WriteReport:
+class WriteReport(NamedTuple):
     directory: Path
     changed: tuple[str, ...]
     removed: tuple[str, ...]

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 SCRIPTS_MOUNT = "/lwsgen/scripts"
 TOOLS_MOUNT = "/lwsgen/bin"
 
 
-@dataclass(frozen=True)
-class Port:
+class Port(NamedTuple):
     name: str
     number: int
 
 
-@dataclass(frozen=True)
-class Capabilities:
+class Capabilities(NamedTuple):
     """Facts about a runtime that checks, docs and later stages rely on."""
 
     serving_port: int
@@ -42,8 +39,7 @@ class Capabilities:
         return ("gpu-utilization", *(rule.autoscaling for rule in self.rules if rule.autoscaling))
 
 
-@dataclass(frozen=True)
-class RecordingRule:
+class RecordingRule(NamedTuple):
     """A recording rule as data. `expr` has two placeholders: {sel}, the label matchers that pick
     this LeaderWorkerSet's leader series, and {by}, the labels every record keeps."""
 
@@ -52,8 +48,7 @@ class RecordingRule:
     autoscaling: str | None = None
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """The derived numbers and names a runtime builds its commands from."""
 
     profile: dict[str, Any]
@@ -70,8 +65,7 @@ class Context:
     monitoring: bool
 
 
-@dataclass(frozen=True)
-class Role:
+class Role(NamedTuple):
     """One side of a group (leader or worker): how its container starts."""
 
     command: tuple[str, ...]
@@ -83,20 +77,18 @@ class Role:
     api_access: bool = False
 
 
-@dataclass(frozen=True)
-class Probes:
+class Probes(NamedTuple):
     port: str
     startup_path: str
     readiness_path: str
 
 
-@dataclass(frozen=True)
-class RuntimeParts:
+class RuntimeParts(NamedTuple):
     leader: Role
     worker: Role
     probes: Probes
     service_ports: tuple[str, ...]
-    scripts: dict[str, str] = field(default_factory=dict)
+    scripts: dict[str, str]  # file name -> text, mounted at SCRIPTS_MOUNT
     # RBAC rules (apiGroups, resources, verbs) for the leader's ServiceAccount, when api_access.
     role_rules: tuple[dict[str, list[str]], ...] = ()
 
