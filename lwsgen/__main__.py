@@ -1,5 +1,3 @@
-import sys
+from lwsgen.cli import main_entry
 
-from lwsgen.cli import main
-
-sys.exit(main(sys.argv[1:]))
+main_entry()

@@ -14,9 +14,15 @@ def package_dir(name: str):
 
 
 @lru_cache(maxsize=None)
+def schema_bytes(name: str) -> bytes:
+    """A JSON schema shipped in schemas/, as it is on disk."""
+    return package_dir("schemas").joinpath(name).read_bytes()
+
+
+@lru_cache(maxsize=None)
 def schema(name: str) -> dict[str, Any]:
     """A JSON schema shipped in schemas/, parsed once."""
-    return json.loads(package_dir("schemas").joinpath(name).read_text(encoding="utf-8"))
+    return json.loads(schema_bytes(name))
 
 
 @lru_cache(maxsize=None)

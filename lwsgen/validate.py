@@ -59,11 +59,15 @@ def _schema_dir(version: str) -> Path:
 
 
 # Core kinds lwsgen emits: their schemas, and the project's, reach only a few of the ~700
-# Kubernetes definitions, so render loads just those (a bundle cached per schema file).
+# Kubernetes definitions. Render compiles each from a self-contained schema text (its own
+# definitions inlined), which jsonschema-rs parses itself: no registry, no Python-side JSON.
 EMITTED_CORE = (("v1", "Service"), ("v1", "ConfigMap"), ("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "Role"),
                 ("rbac.authorization.k8s.io/v1", "RoleBinding"), ("networking.k8s.io/v1", "NetworkPolicy"),
                 ("autoscaling/v2", "HorizontalPodAutoscaler"), ("batch/v1", "Job"))
 _REF = re.compile(r'"\$ref":\s*"[^"#]*#/\$defs/([^"]+)"')
+_REF_PREFIX = re.compile(r'("\$ref":\s*")[^"#]*#/\$defs/')
+# Bump when the layout of the cached schema texts changes.
+STRICT_CACHE_FORMAT = 1
 
 
 def _without_descriptions(node: Any) -> Any:
@@ -88,46 +92,82 @@ def _closure(definitions: dict[str, Any], roots: set[str]) -> dict[str, Any]:
     return found
 
 
-def _bundle_path(version: str) -> Path | None:
-    import os
+def self_contained(root: dict[str, Any], definitions: dict[str, Any]) -> str:
+    """root as JSON text with every Kubernetes definition it reaches in its own $defs, and each
+    reference into the definitions file rewritten to point there."""
+    reached = _closure(definitions, set(_REF.findall(json.dumps(root))))
+    own = root.get("$defs", {})
+    if own.keys() & reached.keys():
+        raise RuntimeError(f"schema $defs shadow Kubernetes definitions: {sorted(own.keys() & reached.keys())}")
+    text = json.dumps({**_without_descriptions(root), "$defs": {**own, **reached}}, sort_keys=True)
+    return _REF_PREFIX.sub(r"\1#/$defs/", text)
 
-    source = _schema_dir(version) / "_definitions.json"
-    stat = source.stat()
+
+def _strict_sources(version: str) -> dict[str, dict[str, Any]]:
+    """Cache key -> root schema, for every kind and file lwsgen emits."""
+    roots = {f"{a} {k}": json.loads((_schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8")) for a, k in EMITTED_CORE}
+    roots.update({f"{a} {k}": resources.schema(name) for (a, k), name in PROJECT_SCHEMAS.items()})
+    roots.update({name: resources.schema(name) for name in FILE_SCHEMAS.values()})
+    return roots
+
+
+def _strict_cache_path(version: str) -> Path:
+    """Named by what the texts are built from: the bundled Kubernetes definitions (by size and
+    time, they belong to an installed package) and the project's schemas (by content)."""
+    import os
+    import zlib
+
+    stat = (_schema_dir(version) / "_definitions.json").stat()
+    project = b"".join(resources.schema_bytes(name) for name in sorted({*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values()}))
+    key = f"{STRICT_CACHE_FORMAT}-{stat.st_size}-{stat.st_mtime_ns}-{zlib.crc32(project):08x}"
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "lwsgen" / f"k8s-{version}-{stat.st_size}-{int(stat.st_mtime)}.json"
+    return Path(base) / "lwsgen" / f"strict-{version}-{key}.json"
 
 
-def _emitted_definitions(version: str) -> dict[str, Any]:
-    """The Kubernetes definitions lwsgen's own output needs, from the cache or computed once."""
+def _store(path: Path, texts: dict[str, str]) -> None:
+    """Write the cache atomically and drop the ones for older inputs of this version."""
     import os
 
-    path = _bundle_path(version)
-    if path.is_file() and not os.environ.get("LWSGEN_NO_CACHE"):
-        return json.loads(path.read_text(encoding="utf-8"))
-    full = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
-    texts = [(_schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8") for a, k in EMITTED_CORE]
-    texts += [json.dumps(resources.schema(name)) for name in (*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values())]
-    bundle = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": K8S_DEFINITIONS,
-              "$defs": _closure(full, {ref for text in texts for ref in _REF.findall(text)})}
-    if not os.environ.get("LWSGEN_NO_CACHE"):
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(bundle), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass  # no cache directory: compute it again next time
-    return bundle
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(texts), encoding="utf-8")
+        os.replace(tmp, path)
+        version = path.name.split("-")[1]
+        # k8s-*: the definitions bundles lwsgen cached before it cached whole schemas.
+        for stale in (*path.parent.glob(f"strict-{version}-*.json"), *path.parent.glob(f"k8s-{version}-*.json")):
+            if stale != path:
+                stale.unlink(missing_ok=True)
+    except OSError:
+        pass  # no cache directory: build the texts again next time
 
 
 @lru_cache(maxsize=None)
-def _registry(version: str, full: bool = False):
+def strict_texts(version: str) -> dict[str, str]:
+    """Self-contained strict schema texts of what lwsgen emits ("apiVersion kind", or a file
+    schema's name -> JSON text), from the cache or built once and cached."""
+    import os
+
+    use_cache = not os.environ.get("LWSGEN_NO_CACHE")
+    path = _strict_cache_path(version)
+    if use_cache and path.is_file():
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            pass  # a damaged cache file is rebuilt
+    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
+    texts = {key: self_contained(root, definitions) for key, root in _strict_sources(version).items()}
+    if use_cache:
+        _store(path, texts)
+    return texts
+
+
+@lru_cache(maxsize=None)
+def _registry(version: str):
+    """All ~700 Kubernetes definitions, for kinds lwsgen does not emit (`lwsgen validate`)."""
     import jsonschema_rs
 
-    if full:
-        definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))
-    else:
-        definitions = _emitted_definitions(version)
+    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))
     return jsonschema_rs.Registry([(K8S_DEFINITIONS, definitions)])
 
 
@@ -142,23 +182,20 @@ def validator(version: str, api_version: str, kind: str):
     """A compiled strict validator for one apiVersion/kind at one Kubernetes version."""
     import jsonschema_rs
 
-    project = PROJECT_SCHEMAS.get((api_version, kind))
-    if project:
-        schema = resources.schema(project)
-    else:
-        path = _schema_dir(version) / _k8s_file(api_version, kind)
-        if not path.is_file():
-            raise UnknownKind(f"no schema for {api_version} {kind}")
-        schema = json.loads(path.read_text(encoding="utf-8"))
-    emitted = project is not None or (api_version, kind) in EMITTED_CORE
-    return jsonschema_rs.validator_for(schema, registry=_registry(version, full=not emitted))
+    text = strict_texts(version).get(f"{api_version} {kind}")
+    if text is not None:
+        return jsonschema_rs.validator_for(text)
+    path = _schema_dir(version) / _k8s_file(api_version, kind)
+    if not path.is_file():
+        raise UnknownKind(f"no schema for {api_version} {kind}")
+    return jsonschema_rs.validator_for(json.loads(path.read_text(encoding="utf-8")), registry=_registry(version))
 
 
 @lru_cache(maxsize=None)
 def _file_validator(version: str, schema_file: str):
     import jsonschema_rs
 
-    return jsonschema_rs.validator_for(resources.schema(schema_file), registry=_registry(version))
+    return jsonschema_rs.validator_for(strict_texts(version)[schema_file])
 
 
 def _located(err) -> tuple[tuple, str]:

@@ -59,6 +59,12 @@ def test_python_dash_m_renders_with_exit_codes(write_profile, minimal, tmp_path)
     bad = subprocess.run([sys.executable, "-m", "lwsgen", "render", str(write_profile("name: [", "bad.yaml"))],
                          capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and "YAML syntax error" in bad.stderr
+    # The process skips collecting garbage at exit; what it printed must still all arrive.
+    piped = subprocess.run([sys.executable, "-m", "lwsgen", "render", str(write_profile(minimal)), "--stdout"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert piped.returncode == 0, piped.stderr
+    assert (out / "demo" / "leaderworkerset.yaml").read_text() in piped.stdout
+    assert piped.stdout.endswith((out / "demo" / "service.yaml").read_text())  # the stream's last object, whole
 
 
 def test_help_imports_no_stage():

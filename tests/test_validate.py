@@ -1,5 +1,7 @@
 """Stage 6: strict schemas for every emitted object, cross-object rules, problems located in the output."""
 
+import json
+
 import pytest
 
 from conftest import lws_of, objects_of
@@ -101,18 +103,40 @@ def test_invalid_output_is_reported_at_its_line_in_the_output_file(write_profile
     assert first.message.endswith("(rendered from p.yaml)")
 
 
-def test_the_trimmed_definitions_bundle_validates_like_the_full_one(render, minimal):
-    """Render validates against only the Kubernetes definitions its kinds reach; same verdicts as all 700."""
+def test_self_contained_schemas_validate_like_the_full_definitions(render, minimal):
+    """Render compiles each kind from a text with only the definitions it reaches inlined; its
+    verdicts match the schema compiled against all ~700 Kubernetes definitions."""
     import jsonschema_rs
 
-    lws = lws_of(render(minimal))
+    out = objects_of(render(minimal))
+    lws = out["leaderworkerset.yaml"]
     lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = "root"
-    schema = validate.resources.schema("leaderworkerset.schema.json")
-    verdicts = []
-    for full in (False, True):
-        checker = jsonschema_rs.validator_for(schema, registry=validate._registry("1.33", full=full))
-        verdicts.append(sorted(e.message for e in checker.iter_errors(lws)))
-    assert verdicts[0] == verdicts[1] and len(verdicts[0]) == 1
+    lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["volumes"][0]["bogus"] = 1
+    service = out["service.yaml"]
+    service["spec"]["ports"][0]["port"] = "http"
+    cases = [(lws, validate.resources.schema("leaderworkerset.schema.json"), "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet"),
+             (service, json.loads((validate._schema_dir("1.33") / "service-v1.json").read_text()), "v1 Service")]
+    for obj, schema, key in cases:
+        full = jsonschema_rs.validator_for(schema, registry=validate._registry("1.33"))
+        contained = jsonschema_rs.validator_for(validate.strict_texts("1.33")[key])
+        verdicts = [sorted((list(e.instance_path), e.message) for e in checker.iter_errors(obj)) for checker in (full, contained)]
+        assert verdicts[0] == verdicts[1] and verdicts[0], key
+
+
+def test_self_contained_schemas_are_cached_per_input_and_rebuilt_when_damaged(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
+    validate.strict_texts.cache_clear()
+    (tmp_path / "lwsgen").mkdir()
+    (tmp_path / "lwsgen" / "k8s-1.33-1-2.json").write_text("{}")  # an older lwsgen's bundle
+    built = validate.strict_texts("1.33")
+    cached = list((tmp_path / "lwsgen").glob("strict-1.33-*.json"))
+    assert len(cached) == 1 and not (tmp_path / "lwsgen" / "k8s-1.33-1-2.json").exists()
+    assert json.loads(cached[0].read_text()) == built
+    cached[0].write_text("{not json")
+    validate.strict_texts.cache_clear()
+    assert validate.strict_texts("1.33") == built
+    validate.strict_texts.cache_clear()
 
 
 def test_kinds_lwsgen_does_not_emit_use_the_full_definitions(write_profile, capsys):
