@@ -8,6 +8,7 @@ from importlib import resources
 from typing import Any
 
 
+@lru_cache(maxsize=None)
 def package_dir(name: str):
     """A Traversable for lwsgen/<name> (templates/ or schemas/), from a checkout or a wheel."""
     return resources.files("lwsgen").joinpath(name)

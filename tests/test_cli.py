@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, merged
+from conftest import PROFILES, REPO, merged
 from lwsgen import __version__
 from lwsgen.cli import FORMATS, main
 from lwsgen.problems import FORMATTERS
@@ -79,3 +79,15 @@ def test_an_internal_error_is_one_line_without_traceback(write_profile, minimal,
     assert main(["render", str(write_profile(minimal))]) == 3
     err = capsys.readouterr().err
     assert err.startswith("lwsgen: internal error: ZeroDivisionError") and "Traceback" not in err
+
+
+def test_a_reader_that_stops_early_gets_no_error_and_exit_0(tmp_path):
+    """`lwsgen render profiles/ --stdout | head -c 100`: the closed pipe is the reader's choice, not
+    a failure. The stream (~117 kB) is larger than a pipe's buffer, so the writer meets it closed."""
+    with subprocess.Popen([sys.executable, "-m", "lwsgen", "render", str(PROFILES), "--stdout"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path) as proc:
+        proc.stdout.read(100)
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err

@@ -1,23 +1,29 @@
 """The runtime registry: every runtime is a module with NAME, CAPABILITIES and parts(context),
-and optionally check(profile) for rules of its own."""
+and optionally check(profile) for rules of its own. A render imports only its own runtime's module."""
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
-from lwsgen.runtimes import aphrodite, llamacpp, sglang, triton_trtllm, trtllm_serve, vllm
-
-REGISTRY: dict[str, ModuleType] = {
-    module.NAME: module for module in (triton_trtllm, vllm, aphrodite, sglang, llamacpp, trtllm_serve)
+# runtime name (the profile's `runtime`) -> its module in this package
+MODULES = {
+    "triton-trtllm": "triton_trtllm",
+    "vllm": "vllm",
+    "aphrodite": "aphrodite",
+    "sglang": "sglang",
+    "llamacpp": "llamacpp",
+    "trtllm-serve": "trtllm_serve",
 }
 
 
 def known() -> list[str]:
-    return sorted(REGISTRY)
+    return sorted(MODULES)
 
 
 def get(name: str) -> ModuleType | None:
-    return REGISTRY.get(name)
+    module = MODULES.get(name)
+    return importlib.import_module(f"{__name__}.{module}") if module else None
 
 
 def checks(plugin: ModuleType, profile: dict) -> list[tuple[tuple, str, str]]:
