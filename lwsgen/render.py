@@ -15,6 +15,7 @@ import jinja2
 from markupsafe import Markup
 
 from lwsgen.model import Deployment
+from lwsgen.resources import package_dir
 from lwsgen.scalars import to_yaml_scalar
 
 
@@ -53,7 +54,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("lwsgen", "templates"),
+        loader=jinja2.FileSystemLoader(package_dir("templates")),
         bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
         autoescape=True,  # with finalize: only q output (Markup) reaches the text
