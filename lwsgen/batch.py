@@ -7,8 +7,6 @@ same bytes whatever the number of jobs. Nothing is written here: the caller writ
 profile has passed (all or nothing).
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path

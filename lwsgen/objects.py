@@ -1,7 +1,5 @@
 """Stage 5, parse back: rendered text -> objects, one kind per file, plus the kustomization."""
 
-from __future__ import annotations
-
 from typing import Any, NamedTuple
 
 import yaml

@@ -1,7 +1,5 @@
 """The stages in order, for one profile: load -> check -> derive -> render -> parse back -> validate."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import NamedTuple
 

@@ -1,7 +1,5 @@
 """One problem type for every stage, and pure formatters for it."""
 
-from __future__ import annotations
-
 import json
 from typing import Callable, NamedTuple
 

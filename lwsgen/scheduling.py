@@ -8,8 +8,6 @@ controller creates one Volcano PodGroup per group, takes the queue from the LWS 
 but never sets the PodGroup's `spec.networkTopology`.
 """
 
-from __future__ import annotations
-
 from typing import Any, NamedTuple
 
 from lwsgen.problems import Problem

@@ -10,8 +10,6 @@ stage layers / pipeline layers. Models with multi-head latent attention (DeepSee
 latent vector of `mla_kv_dim` elements per token and layer, replicated on every tensor rank.
 """
 
-from __future__ import annotations
-
 import math
 from typing import NamedTuple
 

@@ -1,7 +1,5 @@
 """Stage 7, write: rendered directories to OUT/<name>/ atomically; --check drift; --stdout stream."""
 
-from __future__ import annotations
-
 import fcntl
 import hashlib
 import os

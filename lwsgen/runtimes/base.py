@@ -1,7 +1,5 @@
 """What a runtime plugin receives and returns: plain data, no Kubernetes objects."""
 
-from __future__ import annotations
-
 from typing import Any, NamedTuple
 
 SCRIPTS_MOUNT = "/lwsgen/scripts"
@@ -11,6 +9,15 @@ TOOLS_MOUNT = "/lwsgen/bin"
 class Port(NamedTuple):
     name: str
     number: int
+
+
+class RecordingRule(NamedTuple):
+    """A recording rule as data. `expr` has two placeholders: {sel}, the label matchers that pick
+    this LeaderWorkerSet's leader series, and {by}, the labels every record keeps."""
+
+    record: str
+    expr: str
+    autoscaling: str | None = None
 
 
 class Capabilities(NamedTuple):
@@ -31,21 +38,12 @@ class Capabilities(NamedTuple):
     # Named leader port Prometheus scrapes (on path /metrics), when there are metrics.
     metrics_port: str = "http"
     # Recording rules over those metrics; each may serve one autoscaling.metric.
-    rules: tuple["RecordingRule", ...] = ()
+    rules: tuple[RecordingRule, ...] = ()
 
     @property
     def autoscaling_metrics(self) -> tuple[str, ...]:
         """GPU utilisation (from DCGM, any runtime) and whatever the runtime's rules record."""
         return ("gpu-utilization", *(rule.autoscaling for rule in self.rules if rule.autoscaling))
-
-
-class RecordingRule(NamedTuple):
-    """A recording rule as data. `expr` has two placeholders: {sel}, the label matchers that pick
-    this LeaderWorkerSet's leader series, and {by}, the labels every record keeps."""
-
-    record: str
-    expr: str
-    autoscaling: str | None = None
 
 
 class Context(NamedTuple):
