@@ -124,8 +124,13 @@ def _strict_cache_path(version: str) -> Path:
     return Path(base) / "lwsgen" / f"strict-{version}-{key}.json"
 
 
+# Cached texts kept per Kubernetes version: enough for a few lwsgen installs used side by side
+# (a pre-commit environment and a checkout, say) without rebuilding each other's on every run.
+KEPT_PER_VERSION = 4
+
+
 def _store(path: Path, texts: dict[str, str]) -> None:
-    """Write the cache atomically and drop the ones for older inputs of this version."""
+    """Write the cache atomically; drop all but the newest few of this version's."""
     import os
 
     try:
@@ -134,10 +139,10 @@ def _store(path: Path, texts: dict[str, str]) -> None:
         tmp.write_text(json.dumps(texts), encoding="utf-8")
         os.replace(tmp, path)
         version = path.name.split("-")[1]
+        cached = sorted(path.parent.glob(f"strict-{version}-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         # k8s-*: the definitions bundles lwsgen cached before it cached whole schemas.
-        for stale in (*path.parent.glob(f"strict-{version}-*.json"), *path.parent.glob(f"k8s-{version}-*.json")):
-            if stale != path:
-                stale.unlink(missing_ok=True)
+        for stale in (*cached[KEPT_PER_VERSION:], *path.parent.glob(f"k8s-{version}-*.json")):
+            stale.unlink(missing_ok=True)
     except OSError:
         pass  # no cache directory: build the texts again next time
 

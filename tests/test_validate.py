@@ -1,6 +1,7 @@
 """Stage 6: strict schemas for every emitted object, cross-object rules, problems located in the output."""
 
 import json
+import os
 
 import pytest
 
@@ -129,9 +130,14 @@ def test_self_contained_schemas_are_cached_per_input_and_rebuilt_when_damaged(tm
     validate.strict_texts.cache_clear()
     (tmp_path / "lwsgen").mkdir()
     (tmp_path / "lwsgen" / "k8s-1.33-1-2.json").write_text("{}")  # an older lwsgen's bundle
+    others = [tmp_path / "lwsgen" / f"strict-1.33-other{i}.json" for i in range(5)]  # other installs' texts
+    for age, other in enumerate(others):
+        other.write_text("{}")
+        os.utime(other, ns=(10**18 - age * 10**9, 10**18 - age * 10**9))
     built = validate.strict_texts("1.33")
-    cached = list((tmp_path / "lwsgen").glob("strict-1.33-*.json"))
+    cached = [p for p in (tmp_path / "lwsgen").glob("strict-1.33-*.json") if "other" not in p.name]
     assert len(cached) == 1 and not (tmp_path / "lwsgen" / "k8s-1.33-1-2.json").exists()
+    assert [other.exists() for other in others] == [True, True, True, False, False]  # the newest kept, 4 in all
     assert json.loads(cached[0].read_text()) == built
     cached[0].write_text("{not json")
     validate.strict_texts.cache_clear()
