@@ -1,29 +1,23 @@
 """The runtime registry: every runtime is a module with NAME, CAPABILITIES and parts(context),
-and optionally check(profile) for rules of its own. A render imports only its own runtime's module."""
+and optionally check(profile) for rules of its own."""
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
-# runtime name (the profile's `runtime`) -> its module in this package
-MODULES = {
-    "triton-trtllm": "triton_trtllm",
-    "vllm": "vllm",
-    "aphrodite": "aphrodite",
-    "sglang": "sglang",
-    "llamacpp": "llamacpp",
-    "trtllm-serve": "trtllm_serve",
+from lwsgen.runtimes import aphrodite, llamacpp, sglang, triton_trtllm, trtllm_serve, vllm
+
+REGISTRY: dict[str, ModuleType] = {
+    module.NAME: module for module in (triton_trtllm, vllm, aphrodite, sglang, llamacpp, trtllm_serve)
 }
 
 
 def known() -> list[str]:
-    return sorted(MODULES)
+    return sorted(REGISTRY)
 
 
 def get(name: str) -> ModuleType | None:
-    module = MODULES.get(name)
-    return importlib.import_module(f"{__name__}.{module}") if module else None
+    return REGISTRY.get(name)
 
 
 def checks(plugin: ModuleType, profile: dict) -> list[tuple[tuple, str, str]]:

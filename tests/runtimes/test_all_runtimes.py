@@ -32,8 +32,6 @@ def test_every_runtime_in_the_contract_is_registered():
     from lwsgen.schema import profile_schema
 
     assert runtimes.known() == sorted(profile_schema()["properties"]["runtime"]["enum"]) == sorted(IMAGES)
-    assert [runtimes.get(name).NAME for name in runtimes.known()] == runtimes.known()  # each module is where the registry says
-    assert runtimes.get("no-such-runtime") is None
 
 
 @pytest.mark.parametrize("name", sorted(IMAGES))
