@@ -2,7 +2,7 @@
 
 The data sits beside the modules (a wheel installs it as files; in a checkout lwsgen/templates and
 lwsgen/schemas link to the repository's directories), so it is read with plain paths: the first
-use of importlib.resources costs ~4 ms of imports, a tenth of what a render does itself.
+use of importlib.resources costs ~3 ms of imports in a cold render (measured in context).
 """
 
 from __future__ import annotations
