@@ -206,7 +206,7 @@ def _schema(_args: argparse.Namespace) -> int:
     from lwsgen import resources
     from lwsgen.schema import PROFILE_SCHEMA
 
-    sys.stdout.write(resources.package_dir("schemas").joinpath(PROFILE_SCHEMA).read_text(encoding="utf-8"))
+    sys.stdout.write(resources.schema_bytes(PROFILE_SCHEMA).decode("utf-8"))
     return EXIT_OK
 
 

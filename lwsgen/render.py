@@ -7,13 +7,13 @@ as a YAML double-quoted or flow scalar, so no profile string can add a key or ch
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
+from lwsgen.files import cache_dir
 from lwsgen.model import Deployment
 from lwsgen.resources import package_dir
 from lwsgen.scalars import to_yaml_scalar
@@ -40,15 +40,15 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (keyed by each template's source checksum, so an edited
     template is recompiled): compiling the templates costs more than a whole render otherwise.
     LWSGEN_NO_CACHE=1 turns it off; an unwritable cache directory just means no cache."""
-    if os.environ.get("LWSGEN_NO_CACHE"):
+    base = cache_dir()
+    if base is None:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "lwsgen", f"jinja-{jinja2.__version__}")
+    directory = base / f"jinja-{jinja2.__version__}"
     try:
-        os.makedirs(directory, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(directory)
+    return jinja2.FileSystemBytecodeCache(str(directory))
 
 
 @lru_cache(maxsize=1)

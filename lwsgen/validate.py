@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from lwsgen import resources
+from lwsgen.files import atomic_write, cache_dir
 
 K8S_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
 # (apiVersion, kind) -> project schema file, for kinds Kubernetes does not define.
@@ -111,17 +112,15 @@ def _strict_sources(version: str) -> dict[str, dict[str, Any]]:
     return roots
 
 
-def _strict_cache_path(version: str) -> Path:
+def _strict_cache_path(cache: Path, version: str) -> Path:
     """Named by what the texts are built from: the bundled Kubernetes definitions (by size and
     time, they belong to an installed package) and the project's schemas (by content)."""
-    import os
     import zlib
 
     stat = (_schema_dir(version) / "_definitions.json").stat()
     project = b"".join(resources.schema_bytes(name) for name in sorted({*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values()}))
     key = f"{STRICT_CACHE_FORMAT}-{stat.st_size}-{stat.st_mtime_ns}-{zlib.crc32(project):08x}"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "lwsgen" / f"strict-{version}-{key}.json"
+    return cache / f"strict-{version}-{key}.json"
 
 
 # Cached texts kept per Kubernetes version: enough for a few lwsgen installs used side by side
@@ -131,13 +130,9 @@ KEPT_PER_VERSION = 4
 
 def _store(path: Path, texts: dict[str, str]) -> None:
     """Write the cache atomically; drop all but the newest few of this version's."""
-    import os
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(texts), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(texts))
         version = path.name.split("-")[1]
         cached = sorted(path.parent.glob(f"strict-{version}-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         # k8s-*: the definitions bundles lwsgen cached before it cached whole schemas.
@@ -151,18 +146,16 @@ def _store(path: Path, texts: dict[str, str]) -> None:
 def strict_texts(version: str) -> dict[str, str]:
     """Self-contained strict schema texts of what lwsgen emits ("apiVersion kind", or a file
     schema's name -> JSON text), from the cache or built once and cached."""
-    import os
-
-    use_cache = not os.environ.get("LWSGEN_NO_CACHE")
-    path = _strict_cache_path(version)
-    if use_cache and path.is_file():
+    cache = cache_dir()
+    path = None if cache is None else _strict_cache_path(cache, version)
+    if path is not None and path.is_file():
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
             pass  # a damaged cache file is rebuilt
     definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
     texts = {key: self_contained(root, definitions) for key, root in _strict_sources(version).items()}
-    if use_cache:
+    if path is not None:
         _store(path, texts)
     return texts
 

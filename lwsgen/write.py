@@ -2,13 +2,13 @@
 
 import fcntl
 import hashlib
-import os
 import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
+from lwsgen.files import atomic_write
 from lwsgen.objects import KUSTOMIZATION
 from lwsgen.pipeline import Rendered
 
@@ -40,21 +40,6 @@ def _with_manifest(result: Rendered) -> dict[str, str]:
     return files
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    # A temporary file renamed over the target: readers see the old file or the new one, never half.
-    # No fsync: the output is regenerated from the profile at will, and fsync per file costs more
-    # than rendering it.
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"  # the output lock keeps pids from colliding
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _owned(directory: Path) -> set[str]:
     manifest = directory / MANIFEST
     if not manifest.is_file():
@@ -78,7 +63,7 @@ def write_one(out_root: Path, result: Rendered) -> WriteReport:
         path = directory / name
         if path.is_file() and path.read_bytes() == text.encode("utf-8"):
             continue  # unchanged files keep their mtime: GitOps tools and make see no change
-        _atomic_write(path, text)
+        atomic_write(path, text)  # the output lock keeps two renders' temporary files apart
         changed.append(name)
     for name in sorted(stale):
         (directory / name).unlink(missing_ok=True)
