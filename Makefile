@@ -29,9 +29,9 @@ tools: $(STAMP)
 test: tools
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
-## docs: regenerate the profile field reference in README.md from the schema
+## docs: regenerate every generated block of README.md and docs/ (output kinds, profile fields, runtimes, sizing)
 docs: $(STAMP)
-	$(BIN)/python -m lwsgen.docs README.md
+	$(BIN)/python -m lwsgen.commands.docs .
 
 ## check: is out/ current with profiles/?
 check: $(STAMP)

@@ -79,7 +79,7 @@ def _positive(text: str) -> int:
 def _profile_paths(paths: list[str]) -> list[tuple[Path, str]]:
     """Profiles named on the command line, and every *.yaml/*.yml under a named directory except the
     bases that other profiles there extend (a base renders only when named itself)."""
-    from lwsgen.inherit import bases_of
+    from lwsgen.load.inherit import bases_of
 
     named, walked = [], []
     for raw in paths:
@@ -98,86 +98,101 @@ def _duplicate_names(results) -> list:
     seen: dict[str, str] = {}
     problems = []
     for result in results:
-        name = result.deployment.name
+        name = result.name
         if name in seen:
-            problems.append(Problem(result.profile, 0, 0, "name", f"{name!r} is also the name of {seen[name]}; both would write the same directory", "duplicate-name"))
-        seen.setdefault(name, result.profile)
+            problems.append(Problem(result.source, 0, 0, "name", f"{name!r} is also the name of {seen[name]}; both would write the same directory", "duplicate-name"))
+        seen.setdefault(name, result.source)
     return problems
 
 
-def _render(args: argparse.Namespace) -> int:
-    from lwsgen import batch, write
+def _report(problems: list, fmt: str, *, stdout_taken: bool = False) -> None:
+    """Errors and warnings in the chosen format: text for people on stderr; json (one array) and
+    GitHub annotations for machines on stdout, unless stdout carries the YAML stream."""
     from lwsgen.problems import FORMATTERS
+
+    if fmt == "text":
+        if problems:
+            sys.stderr.write(FORMATTERS["text"](problems))
+        return
+    stream = sys.stderr if stdout_taken else sys.stdout
+    if problems or fmt == "json":
+        stream.write(FORMATTERS[fmt](problems))
+
+
+def _strictly(problems: list, strict: bool) -> list:
+    """--strict: every warning is an error."""
+    return [p._replace(severity="error") for p in problems] if strict else problems
+
+
+def _render(args: argparse.Namespace) -> int:
+    from lwsgen import batch
+    from lwsgen.output import write
 
     profiles = _profile_paths(args.paths)
     if not profiles:
         sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
         return EXIT_INVALID
-    results, problems, warnings = [], [], []
+    results, problems = [], []
     for outcome in batch.render_all(profiles, args.out, args.jobs or batch.usable_cpus()):
         problems += outcome.problems
         if outcome.result is not None:
             results.append(outcome.result)
-            warnings += outcome.result.warnings
-    problems += _duplicate_names(results)
-    if args.strict:
-        problems += warnings
-        warnings = []
-    _print_warnings(warnings)
-    if problems:
-        # text is for people (stderr); json and GitHub annotations are for machines (stdout)
-        stream = sys.stderr if args.format == "text" else sys.stdout
-        stream.write(FORMATTERS[args.format](problems))
+            problems += outcome.result.warnings
+    problems = _strictly(problems + _duplicate_names(results), args.strict)
+    if any(p.is_error for p in problems):
+        _report(problems, args.format)
         return EXIT_INVALID
+    # The report of what was written is for people: on stderr when stdout carries json.
+    out = sys.stderr if args.format == "json" else sys.stdout
+    _report(problems, args.format, stdout_taken=args.stdout)
     out_root = Path(args.out)
     if args.stdout:
         sys.stdout.write(write.stream(results))
         return EXIT_OK
     if args.check:
         lines = [line for result in results for line in write.drift(out_root, result)]
-        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        out.write("".join(f"{line}\n" for line in lines))
         if not lines:
-            sys.stdout.write(f"{len(results)} output director{'y is' if len(results) == 1 else 'ies are'} up to date\n")
+            out.write(f"{len(results)} output director{'y is' if len(results) == 1 else 'ies are'} up to date\n")
         return EXIT_INVALID if lines else EXIT_OK
     with write.locked(out_root):
         reports = [(result, write.write_one(out_root, result)) for result in results]
     for result, report in reports:
-        d = result.deployment
-        sys.stdout.write(f"{report.directory}/: {len(result.files)} files, {len(report.changed)} changed"
-                         f"{f', {len(report.removed)} removed' if report.removed else ''} "
-                         f"(group of {d.group_size} pods x {d.gpus_per_pod} GPUs, world size {d.world_size})\n")
+        p = result.profile
+        out.write(f"{report.directory}/: {len(result.files)} files, {len(report.changed)} changed"
+                  f"{f', {len(report.removed)} removed' if report.removed else ''} "
+                  f"(group of {p.group_size} pods x {p.gpus_per_pod} GPUs, world size {p.world_size})\n")
     return EXIT_OK
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from lwsgen import validate_paths
-    from lwsgen.problems import FORMATTERS
-    from lwsgen.validate import available_versions
+    from lwsgen.commands import validate as validate_paths
+    from lwsgen.output.validate import available_versions
 
     if args.kubernetes_version not in available_versions():
-        sys.stderr.write(f"lwsgen validate: no schemas for Kubernetes {args.kubernetes_version}; available: {', '.join(available_versions())}\n")
+        sys.stderr.write(f"lwsgen validate: no schemas for Kubernetes {args.kubernetes_version}; "
+                         f"available: {', '.join(available_versions())}\n")
         return EXIT_USAGE
     report = validate_paths.run(args.paths, args.kubernetes_version)
-    _print_warnings(report.warnings)
     for kind, count in sorted(report.not_checked.items()):
         sys.stderr.write(f"lwsgen validate: not checked: {count} {kind} (no schema in lwsgen)\n")
+    # validate's findings are its output: on stdout in every format, warnings among them
+    sys.stdout.write(_formatted(report.problems + report.warnings, args.format))
     if report.problems:
-        sys.stdout.write(FORMATTERS[args.format](report.problems))
         return EXIT_INVALID
-    if args.format == "json":
-        sys.stdout.write("[]\n")
-    elif args.format == "text":
+    if args.format == "text":
         sys.stdout.write(f"{report.checked} documents valid\n")
     return EXIT_OK
 
 
-def _print_warnings(warnings) -> None:
-    for warning in sorted(warnings):
-        sys.stderr.write(warning.text().replace(f"{warning.path}: ", f"{warning.path}: warning: ", 1) + "\n")
+def _formatted(problems: list, fmt: str) -> str:
+    from lwsgen.problems import FORMATTERS
+
+    return FORMATTERS[fmt](problems)
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from lwsgen import plan
+    from lwsgen.commands import plan
 
     try:
         text, ok = plan.run(args)
@@ -189,14 +204,14 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from lwsgen import explain
+    from lwsgen.commands import explain
     from lwsgen.pipeline import render_profile
-    from lwsgen.problems import FORMATTERS, ProblemsError
+    from lwsgen.problems import ProblemsError
 
     try:
         result = render_profile(Path(args.profile), display=args.profile)
     except ProblemsError as err:
-        sys.stderr.write(FORMATTERS["text"](err.problems))
+        _report(err.problems, "text")
         return EXIT_INVALID
     sys.stdout.write(explain.mermaid(result) if args.format == "mermaid" else explain.text(result))
     return EXIT_OK
@@ -204,7 +219,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _schema(_args: argparse.Namespace) -> int:
     from lwsgen import resources
-    from lwsgen.schema import PROFILE_SCHEMA
+    from lwsgen.check.schema import PROFILE_SCHEMA
 
     sys.stdout.write(resources.schema_bytes(PROFILE_SCHEMA).decode("utf-8"))
     return EXIT_OK

@@ -3,9 +3,12 @@
 import json
 from typing import Callable, NamedTuple
 
+ERROR, WARNING = "error", "warning"
+
 
 class Problem(NamedTuple):
-    """Something wrong with an input, at a position (1-based line and column; 0 = unknown)."""
+    """Something wrong with an input, at a position (1-based line and column; 0 = unknown).
+    A warning is valid input said out loud; --strict makes warnings errors."""
 
     file: str
     line: int
@@ -13,10 +16,16 @@ class Problem(NamedTuple):
     path: str
     message: str
     code: str = "invalid"
+    severity: str = ERROR
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == ERROR
 
     def text(self) -> str:
         where = f"{self.file}:{self.line}:{self.col}"
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        message = self.message if self.is_error else f"{self.severity}: {self.message}"
+        return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
 
 
 class ProblemsError(Exception):
@@ -32,8 +41,8 @@ def format_text(problems: list[Problem]) -> str:
 
 
 def format_json(problems: list[Problem]) -> str:
-    rows = [{"file": p.file, "line": p.line, "column": p.col, "path": p.path, "message": p.message, "code": p.code}
-            for p in sorted(problems)]
+    rows = [{"file": p.file, "line": p.line, "column": p.col, "path": p.path, "message": p.message, "code": p.code,
+             "severity": p.severity} for p in sorted(problems)]
     return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -50,7 +59,7 @@ def format_github(problems: list[Problem]) -> str:
     for p in sorted(problems):
         props = f"file={_escape_property(p.file)},line={p.line},col={p.col}"
         message = f"{p.path}: {p.message}" if p.path else p.message
-        lines.append(f"::error {props}::{_escape_data(message)}\n")
+        lines.append(f"::{p.severity} {props}::{_escape_data(message)}\n")
     return "".join(lines)
 
 

@@ -1,8 +1,9 @@
 """Package data (schemas, templates, scripts), read once per process.
 
-The data sits beside the modules (a wheel installs it as files; in a checkout lwsgen/templates and
-lwsgen/schemas link to the repository's directories), so it is read with plain paths: the first
-use of importlib.resources costs ~3 ms of imports in a cold render (measured in context).
+templates/ and schemas/ live at the repository top; a wheel installs them inside the package
+(lwsgen/templates, lwsgen/schemas: pyproject.toml maps them there, no symlinks). So the data is
+found beside the modules when installed, and beside the package in a checkout (editable install).
+Plain paths, not importlib.resources, whose first use costs ~3 ms of imports in a cold render.
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ from typing import Any
 PACKAGE = Path(__file__).resolve().parent
 
 
+@lru_cache(maxsize=None)
 def package_dir(name: str) -> Path:
-    """lwsgen/<name> (templates or schemas)."""
-    return PACKAGE / name
+    """The templates or schemas directory: inside the installed package, else the checkout's."""
+    installed = PACKAGE / name
+    return installed if installed.is_dir() else PACKAGE.parent / name
 
 
 @lru_cache(maxsize=None)
 def schema_bytes(name: str) -> bytes:
     """A JSON schema shipped in schemas/, as it is on disk."""
-    return (PACKAGE / "schemas" / name).read_bytes()
+    return (package_dir("schemas") / name).read_bytes()
 
 
 @lru_cache(maxsize=None)
@@ -35,4 +38,4 @@ def schema(name: str) -> dict[str, Any]:
 @lru_cache(maxsize=None)
 def script(name: str) -> str:
     """A launch script shipped in templates/scripts/ (static text, never templated)."""
-    return (PACKAGE / "templates" / "scripts" / name).read_text(encoding="utf-8")
+    return (package_dir("templates") / "scripts" / name).read_text(encoding="utf-8")

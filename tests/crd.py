@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema_rs
 import yaml
 
-from lwsgen import validate
+from lwsgen.output import validate
 
 
 def _case_insensitive(pattern: str) -> str:

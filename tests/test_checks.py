@@ -3,8 +3,8 @@
 import pytest
 
 from conftest import problem_codes, merged
-from lwsgen.checks import image_problem
-from lwsgen.naming import name_budget
+from lwsgen.check.rules import image_problem
+from lwsgen.derive.naming import name_budget
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
 

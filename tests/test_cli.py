@@ -40,7 +40,7 @@ def test_problems_as_json_and_github_annotations(write_profile, minimal, capsys)
     assert main(["render", str(path), "--format", "json"]) == 1
     [row] = json.loads(capsys.readouterr().out)
     assert row == {"file": str(path), "line": 10, "column": 9, "path": "node.gpus",
-                   "message": "0 is out of range; must be at least 1", "code": "out-of-range"}
+                   "message": "0 is out of range; must be at least 1", "code": "out-of-range", "severity": "error"}
     assert main(["render", str(path), "--format", "github"]) == 1
     assert capsys.readouterr().out == f"::error file={path},line=10,col=9::node.gpus: 0 is out of range; must be at least 1\n"
 

@@ -61,11 +61,11 @@ def test_the_crd_check_rejects_unknown_fields(minimal, render):
 @pytest.mark.tools
 @pytest.mark.parametrize("path", ALL_PROFILES, ids=_ids(ALL_PROFILES))
 def test_kubectl_kustomize_builds_every_output_directory(rendered, path, tmp_path):
-    from lwsgen.write import write_one
+    from lwsgen.output.write import write_one
 
     result = rendered[path]
     write_one(tmp_path, result)
-    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / result.deployment.name)],
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / result.name)],
                            capture_output=True, text=True, check=True).stdout
     kinds = sorted(doc["kind"] for doc in yaml.safe_load_all(built))
     listed = yaml.safe_load(result.files["kustomization.yaml"])["resources"]
@@ -85,7 +85,7 @@ def test_go_yaml_readers_take_written_strings_as_the_same_strings(tmp_path):
     becomes a number or boolean (which a ConfigMap would refuse)."""
     import random
 
-    from lwsgen.objects import dump
+    from lwsgen.output.parse import dump
 
     pieces = [" ", "\n", "\t", "-", ":", "#", "'", '"', "|", "a", "0", "1", ".", "_", "e", "x", "~", "{", "[", ",", "y", "é"]
     rng = random.Random(0)

@@ -20,7 +20,7 @@ def test_group_size_and_gpus_per_pod(render, minimal, tensor, pipeline, gpus, si
     rendered = render(merged(minimal, **{"parallelism.tensor": tensor, "parallelism.pipeline": pipeline, "node.gpus": gpus}))
     lwt = _lwt(rendered)
     assert lwt["size"] == size
-    assert rendered.deployment.world_size == tensor * pipeline
+    assert rendered.profile.world_size == tensor * pipeline
     for side in ("leaderTemplate", "workerTemplate"):
         resources = lwt[side]["spec"]["containers"][0]["resources"]
         assert resources["requests"]["nvidia.com/gpu"] == resources["limits"]["nvidia.com/gpu"] == str(per_pod)

@@ -5,7 +5,7 @@ import yaml
 
 from conftest import PROFILES, REPO, SHARED, lws_of, objects_of
 from lwsgen.pipeline import render_profile
-from lwsgen.write import drift
+from lwsgen.output.write import drift
 
 EXAMPLES = sorted(PROFILES.glob("*.yaml"))
 
@@ -17,7 +17,7 @@ def test_committed_output_is_current(path):
 
 
 def test_out_holds_nothing_but_example_outputs():
-    names = {render_profile(p).deployment.name for p in EXAMPLES}
+    names = {render_profile(p).name for p in EXAMPLES}
     assert {p.name for p in (REPO / "out").iterdir()} == names
 
 
@@ -37,7 +37,7 @@ def test_triton_example_has_the_awsome_inference_shape():
     worker = nccl["spec"]["mpiReplicaSpecs"]["Worker"]
     lwt = lws_of(result)["spec"]["leaderWorkerTemplate"]
     assert lwt["size"] == worker["replicas"] == 2
-    assert result.deployment.world_size == 16 and result.deployment.gpus_per_pod == nccl["spec"]["slotsPerWorker"]
+    assert result.profile.world_size == 16 and result.profile.gpus_per_pod == nccl["spec"]["slotsPerWorker"]
     for side in ("leaderTemplate", "workerTemplate"):
         spec = lwt[side]["spec"]
         assert spec["nodeSelector"] == worker["template"]["spec"]["nodeSelector"]

@@ -94,7 +94,7 @@ def test_validate_formats_json_and_github(write_profile, capsys):
     code, captured = _validate(capsys, path, "--format", "json")
     rows = json.loads(captured.out)
     assert code == 1 and [(r["line"], r["column"]) for r in rows] == [(13, 11), (21, 5)]
-    assert set(rows[0]) == {"file", "line", "column", "path", "message", "code"}
+    assert set(rows[0]) == {"file", "line", "column", "path", "message", "code", "severity"}
     code, captured = _validate(capsys, path, "--format", "github")
     assert captured.out.splitlines()[0] == (f"::error file={path},line=13,col=11::"
                                            "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resoures: unknown field 'resoures'")

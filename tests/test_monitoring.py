@@ -4,8 +4,8 @@ import pytest
 import yaml
 
 from conftest import objects_of
-from lwsgen import relations, validate
-from lwsgen.monitoring import adapter_metric_name, quantity
+from lwsgen.output import relations, validate
+from lwsgen.derive.monitoring import adapter_metric_name, quantity
 from runtimes.test_all_runtimes import profile_for
 
 ON = {"monitoring": {"enabled": True, "interval": "30s", "prometheusLabels": {"release": "kps", "team": "ml"}}}
@@ -122,7 +122,7 @@ def test_adapter_metric_names_drop_the_level_and_colons():
 
 
 def _cross(files):
-    return [(f, p, m) for f, _, p, m in relations.cross_object_errors(files)]
+    return [(f, e.path, e.message) for f, _, e in relations.cross_object_errors(files)]
 
 
 def test_cross_object_rules_catch_a_stray_podmonitor_and_a_misdirected_autoscaler(render):
@@ -147,4 +147,4 @@ def test_podmonitor_port_must_exist_on_the_leader(render):
 def test_record_names_are_enforced_by_the_prometheusrule_schema(render):
     rule = objects_of(render(profile_for("vllm", **ON)))["prometheusrule.yaml"]
     rule["spec"]["groups"][0]["rules"][0]["record"] = "vllm:num_requests_waiting"
-    assert any("does not match" in message for _, message in validate.schema_errors(rule, "1.33"))
+    assert any("does not match" in error.message for error in validate.schema_errors(rule, "1.33"))

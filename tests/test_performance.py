@@ -53,8 +53,8 @@ def test_help_stays_within_3x_of_its_measured_cost():
 
 
 def test_schemas_and_validators_are_compiled_once_per_process():
-    from lwsgen import validate
-    from lwsgen.schema import _validator
+    from lwsgen.output import validate
+    from lwsgen.check.schema import _validator
 
     render_profile(EXAMPLES[0])
     before = (validate.validator.cache_info().misses, validate.strict_texts.cache_info().misses, _validator.cache_info().misses)

@@ -23,4 +23,11 @@ def test_github_escapes_data_and_properties():
 def test_json_rows_have_every_field():
     assert format_json(P[2:]) == (
         '[\n  {\n    "file": "a.yaml",\n    "line": 2,\n    "column": 7,\n    "path": "name",\n'
-        '    "message": "too long",\n    "code": "name-too-long"\n  }\n]\n')
+        '    "message": "too long",\n    "code": "name-too-long",\n    "severity": "error"\n  }\n]\n')
+
+
+def test_warnings_keep_their_severity_in_every_format():
+    warning = Problem("p.yaml", 3, 5, "lws.maxSurge", "costly", "costly", "warning")
+    assert format_text([warning]) == "p.yaml:3:5: lws.maxSurge: warning: costly\n"
+    assert '"severity": "warning"' in format_json([warning])
+    assert format_github([warning]) == "::warning file=p.yaml,line=3,col=5::lws.maxSurge: costly\n"

@@ -87,7 +87,7 @@ documents = st.dictionaries(awkward_text, emitted, max_size=4)
 @settings(max_examples=500, deadline=None)
 @given(st.lists(documents, min_size=1, max_size=3))
 def test_written_yaml_reads_back_as_the_same_objects(docs):
-    from lwsgen.objects import dump, parse
+    from lwsgen.output.parse import dump, parse
 
     text = dump(tuple(docs))
     assert list(yaml.load_all(text, Loader=yaml.SafeLoader)) == docs
@@ -98,7 +98,7 @@ def test_written_yaml_reads_back_as_the_same_objects(docs):
 
 @pytest.mark.parametrize("value", [{}, [], "x", "two\nlines\n", {"a": [1, {"b": None}]}, ["x", ["y"]]])
 def test_keys_too_long_for_an_implicit_key_are_written_explicitly(value):
-    from lwsgen.objects import dump
+    from lwsgen.output.parse import dump
 
     doc = {"k" * 1500: value, "next": 1}
     assert yaml.safe_load(dump((doc,))) == doc
@@ -106,7 +106,7 @@ def test_keys_too_long_for_an_implicit_key_are_written_explicitly(value):
 
 @pytest.mark.parametrize("value", ["08", "1_000", "0o17", "0b101", "1:30", "24.08", "1e3", ".5", "-1", "+1", "y", "N", "yes", "~", "Null"])
 def test_strings_any_yaml_reader_could_take_for_numbers_or_booleans_are_quoted(value):
-    from lwsgen.emit import string
+    from lwsgen.output.emit import string
 
     assert string(value) == f"'{value}'"
 
@@ -114,20 +114,20 @@ def test_strings_any_yaml_reader_could_take_for_numbers_or_booleans_are_quoted(v
 @pytest.mark.parametrize("value", ["512Gi", "100m", "0.0.0.0", "9059d6", "--tp", "nvcr.io/x:24.08", "$(LWS_LEADER_ADDRESS):6379", "a b",
                                    'sum(x{namespace="a"}) by (pod)', "cp \"$(command -v k)\" /b && chmod 0555 /b"])
 def test_ordinary_strings_stay_plain(value):
-    from lwsgen.emit import string
+    from lwsgen.output.emit import string
 
     assert string(value) == value
 
 
 def test_top_level_keys_that_look_like_document_markers_stay_keys():
-    from lwsgen.objects import dump
+    from lwsgen.output.parse import dump
 
     doc = {"--- -": 1, "... x": 2, "---x": 3}
     assert list(yaml.safe_load_all(dump((doc,)))) == [doc]
 
 
 def test_written_yaml_is_plain_where_plain_reads_the_same():
-    from lwsgen.objects import dump
+    from lwsgen.output.parse import dump
 
     text = dump(({"image": "nvcr.io/nvidia/tritonserver:24.08-trtllm-python-py3", "arg": "--tp", "on": "yes", "tag": "08",
                   "script": "set -e\nexec x\n"},))

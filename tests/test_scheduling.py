@@ -6,7 +6,7 @@ import yaml
 from conftest import problem_codes, lws_of, merged, objects_of
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
-from lwsgen.scheduling import MIN_LWS
+from lwsgen.check.profile import MIN_LWS
 
 
 def _templates(rendered):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import PROFILES, REPO, lws_of, objects_of
 from lwsgen.cli import main
-from lwsgen.schema import profile_schema
+from lwsgen.check.schema import profile_schema
 from runtimes.test_all_runtimes import IMAGES, profile_for
 
 RUNTIMES = sorted(IMAGES)
@@ -253,7 +253,7 @@ def test_mutated_examples_exit_0_or_1_never_a_traceback(tmp_path, seed, example)
 
 
 def test_a_second_render_into_the_same_directory_waits_for_the_first(write_profile, minimal, tmp_path):
-    from lwsgen.write import locked
+    from lwsgen.output.write import locked
 
     profile = write_profile(minimal)
     out = tmp_path / "out"

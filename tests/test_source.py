@@ -3,7 +3,7 @@
 import pytest
 
 from lwsgen.problems import ProblemsError
-from lwsgen.source import load_mapping, load_text
+from lwsgen.load.source import load_mapping, load_text
 
 
 def test_positions_of_keys_and_values():

@@ -6,13 +6,13 @@ import os
 import pytest
 
 from conftest import lws_of, objects_of
-from lwsgen import relations, validate
+from lwsgen.output import relations, validate
 from lwsgen.pipeline import render_profile
 from lwsgen.problems import ProblemsError
 
 
 def _errors(obj, version="1.33"):
-    return list(validate.schema_errors(obj, version))
+    return [(error.path, error.message) for error in validate.schema_errors(obj, version)]
 
 
 def test_rendered_objects_are_valid(render, minimal):
@@ -54,7 +54,7 @@ def test_unknown_kind_is_a_problem_not_a_crash():
 
 
 def _cross(files):
-    return [(f, p, m) for f, _, p, m in relations.cross_object_errors(files)]
+    return [(f, e.path, e.message) for f, _, e in relations.cross_object_errors(files)]
 
 
 def test_service_must_select_leaders_of_an_lws_in_the_set(render, minimal):
@@ -86,21 +86,19 @@ def test_requests_must_equal_limits(render, minimal):
 
 def test_invalid_output_is_reported_at_its_line_in_the_output_file(write_profile, minimal, monkeypatch):
     """A value the profile schema allows but Kubernetes refuses is caught before anything is written."""
-    from lwsgen import pods
+    from lwsgen.derive import pods
 
-    real = pods._container
+    real = pods.container
 
     def broken(*args, **kwargs):
-        container = real(*args, **kwargs)
-        container["imagePullPolicy"] = {"not": "a string"}
-        return container
+        return real(*args, **kwargs)._replace(command=({"not": "a string"},))
 
-    monkeypatch.setattr(pods, "_container", broken)
+    monkeypatch.setattr(pods, "container", broken)
     with pytest.raises(ProblemsError) as err:
         render_profile(write_profile(minimal), "out", "p.yaml")
     first = err.value.problems[0]
     assert first.file == "out/demo/leaderworkerset.yaml" and first.line > 1
-    assert first.path == "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].imagePullPolicy"
+    assert first.path == "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].command[0]"
     assert first.message.endswith("(rendered from p.yaml)")
 
 

@@ -1,5 +1,5 @@
-"""The runtime registry: every runtime is a module with NAME, CAPABILITIES and parts(context),
-and optionally check(profile) for rules of its own."""
+"""The runtime registry: every runtime is a module with NAME, CAPABILITIES and parts(profile), and
+optionally check(profile) for rules of its own; both take the typed Profile (check/profile.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def get(name: str) -> ModuleType | None:
     return REGISTRY.get(name)
 
 
-def checks(plugin: ModuleType, profile: dict) -> list[tuple[tuple, str, str]]:
+def checks(plugin: ModuleType, profile) -> list[tuple[tuple, str, str]]:
     """(path, message, code) for the runtime's own rules, if it has any."""
     check = getattr(plugin, "check", None)
     return check(profile) if check else []

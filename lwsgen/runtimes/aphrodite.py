@@ -10,8 +10,9 @@ Metrics are on the serving port with the `aphrodite:` prefix (`aphrodite:num_req
 
 from __future__ import annotations
 
+from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts, per_pod_rule
+from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, per_pod_rule
 
 NAME = "aphrodite"
 SERVING_PORT = 2242
@@ -30,6 +31,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-def parts(ctx: Context) -> RuntimeParts:
-    serve = launchers.openai_server_on_ray(ctx, "aphrodite.endpoints.openai.api_server", SERVING_PORT)
-    return launchers.ray_group(ctx, serve, SERVING_PORT, Probes(port="http", startup_path="/health", readiness_path="/health"))
+def parts(profile: Profile) -> RuntimeParts:
+    serve = launchers.openai_server_on_ray(profile, "aphrodite.endpoints.openai.api_server", SERVING_PORT)
+    return launchers.ray_group(profile, serve, SERVING_PORT, Probes(port="http", startup_path="/health", readiness_path="/health"))

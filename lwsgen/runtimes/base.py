@@ -1,4 +1,5 @@
-"""What a runtime plugin receives and returns: plain data, no Kubernetes objects."""
+"""What a runtime plugin receives (the typed Profile, check/profile.py) and returns: plain data,
+no Kubernetes objects."""
 
 from typing import Any, NamedTuple
 
@@ -9,6 +10,16 @@ TOOLS_MOUNT = "/lwsgen/bin"
 class Port(NamedTuple):
     name: str
     number: int
+
+
+class EnvVar(NamedTuple):
+    """One container env entry: a value, a field of the pod, or a Secret key."""
+
+    name: str
+    value: str | None = None
+    field_path: str | None = None
+    secret_name: str | None = None
+    secret_key: str | None = None
 
 
 class RecordingRule(NamedTuple):
@@ -46,29 +57,12 @@ class Capabilities(NamedTuple):
         return ("gpu-utilization", *(rule.autoscaling for rule in self.rules if rule.autoscaling))
 
 
-class Context(NamedTuple):
-    """The derived numbers and names a runtime builds its commands from."""
-
-    profile: dict[str, Any]
-    name: str
-    world_size: int
-    group_size: int
-    gpus_per_pod: int
-    tensor: int
-    pipeline: int
-    served_name: str
-    model_path: str
-    extra_args: tuple[str, ...]
-    rendezvous_timeout: int
-    monitoring: bool
-
-
 class Role(NamedTuple):
     """One side of a group (leader or worker): how its container starts."""
 
     command: tuple[str, ...]
     args: tuple[str, ...] = ()
-    env: tuple[dict[str, Any], ...] = ()
+    env: tuple[EnvVar, ...] = ()
     ports: tuple[Port, ...] = ()
     # Tools copied in by init containers: (name, image, command), mounted at TOOLS_MOUNT.
     tool_installers: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
@@ -81,22 +75,30 @@ class Probes(NamedTuple):
     readiness_path: str
 
 
+class RoleRule(NamedTuple):
+    """One RBAC rule of the leader's Role."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+
 class RuntimeParts(NamedTuple):
     leader: Role
     worker: Role
     probes: Probes
     service_ports: tuple[str, ...]
     scripts: dict[str, str]  # file name -> text, mounted at SCRIPTS_MOUNT
-    # RBAC rules (apiGroups, resources, verbs) for the leader's ServiceAccount, when api_access.
-    role_rules: tuple[dict[str, list[str]], ...] = ()
+    # RBAC rules for the leader's ServiceAccount, when api_access.
+    role_rules: tuple[RoleRule, ...] = ()
 
 
-def plain_env(name: str, value: Any) -> dict[str, Any]:
-    return {"name": name, "value": str(value)}
+def plain_env(name: str, value: Any) -> EnvVar:
+    return EnvVar(name, value=str(value))
 
 
-def field_env(name: str, field_path: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+def field_env(name: str, field_path: str) -> EnvVar:
+    return EnvVar(name, field_path=field_path)
 
 
 def script_command(script: str) -> tuple[str, ...]:

@@ -4,12 +4,14 @@ cluster, an engine that dials the leader itself, and llama.cpp RPC."""
 from __future__ import annotations
 
 from lwsgen import resources
+from lwsgen.check.profile import Profile
 from lwsgen.runtimes.base import (
     TOOLS_MOUNT,
-    Context,
+    EnvVar,
     Port,
     Probes,
     Role,
+    RoleRule,
     RuntimeParts,
     field_env,
     plain_env,
@@ -26,27 +28,27 @@ def scripts(*names: str) -> dict[str, str]:
     return {name: resources.script(name) for name in ("lib.sh", *names)}
 
 
-def _timeout(ctx: Context) -> dict:
-    return plain_env("LWSGEN_RENDEZVOUS_TIMEOUT", ctx.rendezvous_timeout)
+def _timeout(profile: Profile) -> EnvVar:
+    return plain_env("LWSGEN_RENDEZVOUS_TIMEOUT", profile.launch.rendezvous_timeout_seconds)
 
 
-def mpi_over_kubectl(ctx: Context, rank_command: tuple[str, ...], ports: tuple[Port, ...], mpirun: str,
+def mpi_over_kubectl(profile: Profile, rank_command: tuple[str, ...], ports: tuple[Port, ...], mpirun: str,
                      probes: Probes, service_ports: tuple[str, ...], extra_scripts: tuple[str, ...] = (),
-                     leader_env: tuple[dict, ...] = ()) -> RuntimeParts:
+                     leader_env: tuple[EnvVar, ...] = ()) -> RuntimeParts:
     """The leader waits for every pod of its group and runs `mpirun -np <world>` over them; MPI
     reaches the workers with `kubectl exec`, copied in from `launch.kubectlImage`."""
     env = (
         field_env("GROUP_KEY", "metadata.labels['leaderworkerset.sigs.k8s.io/group-key']"),
         field_env("POD_NAME", "metadata.name"),
         field_env("POD_NAMESPACE", "metadata.namespace"),
-        plain_env("LWSGEN_WORLD_SIZE", ctx.world_size),
-        plain_env("LWSGEN_GPUS_PER_POD", ctx.gpus_per_pod),
+        plain_env("LWSGEN_WORLD_SIZE", profile.world_size),
+        plain_env("LWSGEN_GPUS_PER_POD", profile.gpus_per_pod),
         plain_env("LWSGEN_MPIRUN", mpirun),
         plain_env("LWSGEN_WORKER_CONTAINER", WORKER_CONTAINER),
-        _timeout(ctx),
+        _timeout(profile),
         *leader_env,
     )
-    install_kubectl = ("install-kubectl", ctx.profile["launch"]["kubectlImage"],
+    install_kubectl = ("install-kubectl", profile.launch.kubectl_image,
                        ("/bin/sh", "-c", f'cp "$(command -v kubectl)" {TOOLS_MOUNT}/kubectl && chmod 0555 {TOOLS_MOUNT}/kubectl'))
     return RuntimeParts(
         leader=Role(command=script_command("mpi-leader.sh"), args=rank_command, env=env, ports=ports,
@@ -56,31 +58,31 @@ def mpi_over_kubectl(ctx: Context, rank_command: tuple[str, ...], ports: tuple[P
         service_ports=service_ports,
         scripts=scripts("mpi-leader.sh", "mpi-worker.sh", "kubectl-rsh", *extra_scripts),
         role_rules=(
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+            RoleRule(("",), ("pods",), ("get", "list")),
             # create: SPDY exec, and WebSocket exec on Kubernetes >= 1.35; get: WebSocket exec before 1.35.
-            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
+            RoleRule(("",), ("pods/exec",), ("create", "get")),
         ),
     )
 
 
-def openai_server_on_ray(ctx: Context, module: str, port: int) -> tuple[str, ...]:
+def openai_server_on_ray(profile: Profile, module: str, port: int) -> tuple[str, ...]:
     """The vLLM-style OpenAI server command (vllm and its fork aphrodite), parallelism from the profile."""
     return (
         "python3", "-m", module,
         "--host", "0.0.0.0",
         "--port", str(port),
-        "--model", ctx.model_path,
-        "--served-model-name", ctx.served_name,
-        "--tensor-parallel-size", str(ctx.tensor),
-        "--pipeline-parallel-size", str(ctx.pipeline),
+        "--model", profile.model.path,
+        "--served-model-name", profile.served_name,
+        "--tensor-parallel-size", str(profile.parallelism.tensor),
+        "--pipeline-parallel-size", str(profile.parallelism.pipeline),
         "--distributed-executor-backend", "ray",
-        *ctx.extra_args,
+        *profile.model.extra_args,
     )
 
 
-def ray_group(ctx: Context, serve_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:
+def ray_group(profile: Profile, serve_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:
     """The leader starts the Ray head and waits for LWS_GROUP_SIZE nodes; workers join it."""
-    env = (plain_env("LWSGEN_RAY_PORT", RAY_PORT), _timeout(ctx))
+    env = (plain_env("LWSGEN_RAY_PORT", RAY_PORT), _timeout(profile))
     return RuntimeParts(
         leader=Role(command=script_command("ray-leader.sh"), args=serve_command, env=env,
                     ports=(Port("http", serving_port), Port("ray-gcs", RAY_PORT))),
@@ -91,10 +93,10 @@ def ray_group(ctx: Context, serve_command: tuple[str, ...], serving_port: int, p
     )
 
 
-def dial_leader(ctx: Context, leader_command: tuple[str, ...], worker_command: tuple[str, ...],
+def dial_leader(profile: Profile, leader_command: tuple[str, ...], worker_command: tuple[str, ...],
                 leader_ports: tuple[Port, ...], probes: Probes) -> RuntimeParts:
     """Every pod runs the engine, which dials $(LWS_LEADER_ADDRESS) itself once it resolves."""
-    env = (_timeout(ctx),)
+    env = (_timeout(profile),)
     return RuntimeParts(
         leader=Role(command=script_command("await-leader.sh"), args=leader_command, env=env, ports=leader_ports),
         worker=Role(command=script_command("await-leader.sh"), args=worker_command, env=env),
@@ -104,9 +106,9 @@ def dial_leader(ctx: Context, leader_command: tuple[str, ...], worker_command: t
     )
 
 
-def llamacpp_rpc(ctx: Context, server_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:
+def llamacpp_rpc(profile: Profile, server_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:
     """Workers run rpc-server; the leader resolves them all and runs llama-server --rpc <them>."""
-    env = (plain_env("LWSGEN_RPC_PORT", RPC_PORT), _timeout(ctx))
+    env = (plain_env("LWSGEN_RPC_PORT", RPC_PORT), _timeout(profile))
     return RuntimeParts(
         leader=Role(command=script_command("llamacpp-leader.sh"), args=server_command, env=env,
                     ports=(Port("http", serving_port),)),

@@ -17,8 +17,9 @@ The image must contain `llama-server` and `rpc-server`, i.e. llama.cpp built wit
 
 from __future__ import annotations
 
+from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts, per_pod_rule
+from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, per_pod_rule
 
 NAME = "llamacpp"
 SERVING_PORT = 8080
@@ -37,20 +38,20 @@ CAPABILITIES = Capabilities(
 )
 
 
-def server_command(ctx: Context) -> tuple[str, ...]:
-    metrics = ("--metrics",) if ctx.monitoring else ()
+def server_command(profile: Profile) -> tuple[str, ...]:
+    metrics = ("--metrics",) if profile.monitoring.enabled else ()
     return (
         "llama-server",
-        "--model", ctx.model_path,
-        "--alias", ctx.served_name,
+        "--model", profile.model.path,
+        "--alias", profile.served_name,
         "--host", "0.0.0.0",
         "--port", str(SERVING_PORT),
         "--n-gpu-layers", "999",
         *metrics,
-        *ctx.extra_args,
+        *profile.model.extra_args,
     )
 
 
-def parts(ctx: Context) -> RuntimeParts:
-    return launchers.llamacpp_rpc(ctx, server_command(ctx), SERVING_PORT,
+def parts(profile: Profile) -> RuntimeParts:
+    return launchers.llamacpp_rpc(profile, server_command(profile), SERVING_PORT,
                                   Probes(port="http", startup_path="/health", readiness_path="/health"))

@@ -12,8 +12,9 @@ recreate the whole group. Health is `/health` on the serving port, metrics on th
 
 from __future__ import annotations
 
+from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Port, Probes, RuntimeParts, per_pod_rule
+from lwsgen.runtimes.base import Capabilities, Port, Probes, RuntimeParts, per_pod_rule
 
 NAME = "sglang"
 SERVING_PORT = 30000
@@ -33,14 +34,14 @@ CAPABILITIES = Capabilities(
 )
 
 
-def node_command(ctx: Context) -> tuple[str, ...]:
+def node_command(profile: Profile) -> tuple[str, ...]:
     """What every pod of the group runs."""
-    pipeline = ("--pp-size", str(ctx.pipeline)) if ctx.pipeline > 1 else ()
+    pipeline = ("--pp-size", str(profile.parallelism.pipeline)) if profile.parallelism.pipeline > 1 else ()
     return (
         "python3", "-m", "sglang.launch_server",
-        "--model-path", ctx.model_path,
-        "--served-model-name", ctx.served_name,
-        "--tp", str(ctx.tensor),
+        "--model-path", profile.model.path,
+        "--served-model-name", profile.served_name,
+        "--tp", str(profile.parallelism.tensor),
         *pipeline,
         "--dist-init-addr", f"$(LWS_LEADER_ADDRESS):{DIST_INIT_PORT}",
         "--nnodes", "$(LWS_GROUP_SIZE)",
@@ -48,12 +49,12 @@ def node_command(ctx: Context) -> tuple[str, ...]:
     )
 
 
-def parts(ctx: Context) -> RuntimeParts:
-    node = node_command(ctx)
-    metrics = ("--enable-metrics",) if ctx.monitoring else ()
-    leader = (*node, "--host", "0.0.0.0", "--port", str(SERVING_PORT), *metrics, *ctx.extra_args)
+def parts(profile: Profile) -> RuntimeParts:
+    node = node_command(profile)
+    metrics = ("--enable-metrics",) if profile.monitoring.enabled else ()
+    leader = (*node, "--host", "0.0.0.0", "--port", str(SERVING_PORT), *metrics, *profile.model.extra_args)
     return launchers.dial_leader(
-        ctx, leader, (*node, *ctx.extra_args),
+        profile, leader, (*node, *profile.model.extra_args),
         leader_ports=(Port("http", SERVING_PORT), Port("dist-init", DIST_INIT_PORT)),
         probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
     )

@@ -14,11 +14,11 @@ The leader's ServiceAccount may get and list pods and create pods/exec in its na
 
 from __future__ import annotations
 
+from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
 from lwsgen.runtimes.base import (
     SCRIPTS_MOUNT,
     Capabilities,
-    Context,
     Port,
     Probes,
     RecordingRule,
@@ -55,18 +55,18 @@ CAPABILITIES = Capabilities(
 )
 
 
-def check(profile: dict) -> list[tuple[tuple, str, str]]:
-    path = profile["model"]["path"]
+def check(profile: Profile) -> list[tuple[tuple, str, str]]:
+    path = profile.model.path
     if not path.startswith("/"):
         return [(("model", "path"), f"{path!r} is not an absolute path; Triton needs the model repository directory (for example /var/run/models/<model>/triton_model_repo)", "bad-model-path")]
     return []
 
 
-def parts(ctx: Context) -> RuntimeParts:
-    rank = ("/bin/bash", f"{SCRIPTS_MOUNT}/triton-rank.sh", ctx.model_path, *ctx.extra_args)
+def parts(profile: Profile) -> RuntimeParts:
+    rank = ("/bin/bash", f"{SCRIPTS_MOUNT}/triton-rank.sh", profile.model.path, *profile.model.extra_args)
     ports_env = tuple(plain_env(f"LWSGEN_{p.name.upper()}_PORT", p.number) for p in PORTS)
     return launchers.mpi_over_kubectl(
-        ctx, rank, PORTS, MPIRUN,
+        profile, rank, PORTS, MPIRUN,
         probes=Probes(port="http", startup_path="/v2/health/live", readiness_path="/v2/health/ready"),
         service_ports=("http", "grpc"),
         extra_scripts=("triton-rank.sh",),

@@ -11,8 +11,9 @@ for queue length, so it scales on group GPU utilisation only.
 
 from __future__ import annotations
 
+from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Port, Probes, RuntimeParts
+from lwsgen.runtimes.base import Capabilities, Port, Probes, RuntimeParts
 
 NAME = "trtllm-serve"
 MPIRUN = "/opt/hpcx/ompi/bin/mpirun"  # HPC-X OpenMPI as shipped in NGC images
@@ -27,20 +28,20 @@ CAPABILITIES = Capabilities(
 )
 
 
-def rank_command(ctx: Context) -> tuple[str, ...]:
+def rank_command(profile: Profile) -> tuple[str, ...]:
     return (
-        "trtllm-llmapi-launch", "trtllm-serve", ctx.model_path,
+        "trtllm-llmapi-launch", "trtllm-serve", profile.model.path,
         "--host", "0.0.0.0",
         "--port", str(SERVING_PORT),
-        "--tp_size", str(ctx.tensor),
-        "--pp_size", str(ctx.pipeline),
-        *ctx.extra_args,
+        "--tp_size", str(profile.parallelism.tensor),
+        "--pp_size", str(profile.parallelism.pipeline),
+        *profile.model.extra_args,
     )
 
 
-def parts(ctx: Context) -> RuntimeParts:
+def parts(profile: Profile) -> RuntimeParts:
     return launchers.mpi_over_kubectl(
-        ctx, rank_command(ctx), (Port("http", SERVING_PORT),), MPIRUN,
+        profile, rank_command(profile), (Port("http", SERVING_PORT),), MPIRUN,
         probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
         service_ports=("http",),
     )

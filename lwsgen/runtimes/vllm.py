@@ -13,8 +13,9 @@ Metrics are on the serving port (`vllm:num_requests_waiting`, `vllm:num_requests
 
 from __future__ import annotations
 
+from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Context, Probes, RuntimeParts, per_pod_rule
+from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, per_pod_rule
 
 NAME = "vllm"
 SERVING_PORT = 8080
@@ -33,6 +34,6 @@ CAPABILITIES = Capabilities(
 )
 
 
-def parts(ctx: Context) -> RuntimeParts:
-    serve = launchers.openai_server_on_ray(ctx, "vllm.entrypoints.openai.api_server", SERVING_PORT)
-    return launchers.ray_group(ctx, serve, SERVING_PORT, Probes(port="http", startup_path="/health", readiness_path="/health"))
+def parts(profile: Profile) -> RuntimeParts:
+    serve = launchers.openai_server_on_ray(profile, "vllm.entrypoints.openai.api_server", SERVING_PORT)
+    return launchers.ray_group(profile, serve, SERVING_PORT, Probes(port="http", startup_path="/health", readiness_path="/health"))

@@ -29,7 +29,7 @@ def profile_for(name: str, **changes) -> dict:
 
 
 def test_every_runtime_in_the_contract_is_registered():
-    from lwsgen.schema import profile_schema
+    from lwsgen.check.schema import profile_schema
 
     assert runtimes.known() == sorted(profile_schema()["properties"]["runtime"]["enum"]) == sorted(IMAGES)
 
@@ -88,13 +88,6 @@ def test_unsupported_autoscaling_metric_names_the_supported_ones(write_profile, 
             load_profile(write_profile(profile_for(name, autoscaling={"enabled": True, "metric": metric}, monitoring={"enabled": True})))
         assert err.value.problems[0].message == f"{name} cannot produce {metric}; it supports: {', '.join(caps.autoscaling_metrics)}"
 
-
-def test_readme_runtime_section_is_generated_from_the_plugins():
-    from conftest import REPO
-    from lwsgen import docs
-
-    readme = (REPO / "README.md").read_text()
-    assert docs.replace_block(readme, "runtimes") == readme, "README.md is stale: run `make docs`"
 
 
 @pytest.mark.parametrize("name", sorted(IMAGES))

@@ -162,4 +162,9 @@ def test_worker_waits_to_be_driven_and_stops_cleanly_on_sigterm(tmp_path):
 
 
 def test_relative_model_path_is_refused():
-    assert triton_trtllm.check({"model": {"path": "repo"}})[0][2] == "bad-model-path"
+    from lwsgen.check.profile import from_data
+    from lwsgen.check.schema import with_defaults
+
+    profile = from_data(with_defaults({"name": "t", "runtime": "triton-trtllm", "image": "a:1", "model": {"path": "repo"},
+                                       "node": {"gpus": 8}}))
+    assert triton_trtllm.check(profile)[0][2] == "bad-model-path"

@@ -1,0 +1,295 @@
+"""The typed, frozen profile: built once from the schema-valid data with its defaults filled in, and
+the numbers every later stage derives from it (world size, group size, GPUs per pod, highest group
+index), computed here and nowhere else.
+
+Fields are the schema's, in snake_case (`node.gpuProduct` is `profile.node.gpu_product`); a field
+the profile leaves out and the schema gives no default is None (a mapping: empty, a list: empty).
+Mappings are FrozenDicts and lists tuples, so nothing downstream can change the profile it was given.
+tests/test_profile.py proves every schema field has its attribute.
+
+No `from __future__ import annotations`: the records read their own evaluated annotations.
+"""
+
+import re
+import types
+import typing
+from typing import Any, NamedTuple
+
+
+class FrozenDict(dict):
+    """A dict that refuses changes (a dict subclass, so json and the templates take it as it is)."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a profile is frozen")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self.items()))
+
+    def __reduce__(self):  # pickle (batch workers) rebuilds it whole, never item by item
+        return FrozenDict, (dict(self),)
+
+
+Map = FrozenDict  # a mapping whose keys are data (labels, env names, resource names)
+
+
+class TokenSecret(NamedTuple):
+    name: str
+    key: str
+
+
+class Model(NamedTuple):
+    path: str
+    served_name: str | None
+    token_secret: TokenSecret | None
+    extra_args: tuple
+    family: str | None
+    params: float | None
+    dtype: str | None
+    load_timeout_seconds: int
+
+
+class Parallelism(NamedTuple):
+    tensor: int
+    pipeline: int
+
+
+class Node(NamedTuple):
+    gpus: int
+    gpu_resource: str
+    gpu_product: str | None
+    instance_type: str | None
+    efa: int
+    rdma_resource: Map
+    cpu: str | int | None
+    memory: str | int | None
+    ephemeral_storage: str | int | None
+    shm_size: str | int | None
+    node_selector: Map
+    tolerations: tuple
+
+    @property
+    def needs_ipc_lock(self) -> bool:
+        """RDMA (EFA or InfiniBand) pins memory, which needs CAP_IPC_LOCK."""
+        return bool(self.efa or self.rdma_resource)
+
+
+class Storage(NamedTuple):
+    claim_name: str
+    mount_path: str
+    read_only: bool
+
+
+class Autoscaling(NamedTuple):
+    enabled: bool
+    engine: str
+    min_replicas: int
+    max_replicas: int
+    metric: str
+    target: float
+    scale_down_stabilization_seconds: int
+    scale_up_period_seconds: int
+    prometheus_address: str
+
+
+class Service(NamedTuple):
+    type: str
+    annotations: Map
+    load_balancer_source_ranges: tuple
+    allowed_sources: tuple
+    allowed_namespaces: tuple
+
+
+class Monitoring(NamedTuple):
+    enabled: bool
+    prometheus_labels: Map
+    interval: str
+    namespace: str
+
+
+class NetworkTopology(NamedTuple):
+    mode: str | None
+    highest_tier_allowed: int | None
+
+
+class Scheduling(NamedTuple):
+    scheduler: str
+    queue: str
+    priority_class_name: str
+    exclusive_topology: str
+    required_topology: str
+    queue_capacity: Map
+    pod_group_annotations: Map
+    network_topology: NetworkTopology | None
+
+
+# The oldest LeaderWorkerSet release that honours each feature.
+MIN_LWS = {
+    "RecreateGroupAfterStart": (0, 9),
+    "partition": (0, 7),
+    "volcano": (0, 7),
+    "LWS_WORKER_INDEX": (0, 6),
+}
+
+
+class Lws(NamedTuple):
+    version: str
+    restart_policy: str
+    startup_policy: str
+    max_unavailable: int | str | None
+    max_surge: int | str | None
+    partition: int | None
+
+    @property
+    def version_tuple(self) -> tuple[int, int]:
+        major, minor = self.version.split(".")[:2]
+        return int(major), int(minor)
+
+    def supports(self, feature: str) -> bool:
+        return self.version_tuple >= MIN_LWS[feature]
+
+
+class Launch(NamedTuple):
+    rendezvous_timeout_seconds: int
+    kubectl_image: str
+
+
+class NcclTest(NamedTuple):
+    enabled: bool
+    launcher: str
+    image: str
+    min_bus_bandwidth_gbps: float
+    max_bytes: str
+    timeout_seconds: int
+    all_reduce_perf: str
+    mpirun: str
+    env: Map
+    hugepages_2mi: str | int | None
+
+
+class Security(NamedTuple):
+    network_policy: bool
+    run_as_user: int | None
+    add_capabilities: tuple
+
+
+class ArgoCD(NamedTuple):
+    sync_waves: bool
+
+
+class GitOps(NamedTuple):
+    argocd: ArgoCD
+
+
+class Profile(NamedTuple):
+    name: str
+    namespace: str
+    runtime: str
+    image: str
+    allow_latest_image: bool
+    image_pull_secrets: tuple
+    kubernetes_version: str
+    model: Model
+    parallelism: Parallelism
+    node: Node
+    storage: Storage | None
+    env: Map
+    replicas: int
+    autoscaling: Autoscaling
+    service: Service
+    monitoring: Monitoring
+    scheduling: Scheduling
+    lws: Lws
+    launch: Launch
+    nccl_test: NcclTest
+    security: Security
+    gitops: GitOps
+    labels: Map
+    annotations: Map
+
+    @property
+    def world_size(self) -> int:
+        """GPUs of one group: tensor x pipeline."""
+        return self.parallelism.tensor * self.parallelism.pipeline
+
+    @property
+    def group_size(self) -> int:
+        """Pods of one group: one per node's worth of GPUs, at least one."""
+        return max(self.world_size // self.node.gpus, 1)
+
+    @property
+    def gpus_per_pod(self) -> int:
+        return min(self.node.gpus, self.world_size)
+
+    @property
+    def groups_at_most(self) -> int:
+        """The most groups that can exist: maxReplicas under autoscaling, else replicas."""
+        return self.autoscaling.max_replicas if self.autoscaling.enabled else self.replicas
+
+    @property
+    def highest_group_index(self) -> int:
+        return max(self.groups_at_most - 1, 0)
+
+    @property
+    def served_name(self) -> str:
+        return self.model.served_name or self.name
+
+    @property
+    def fixed_replicas(self) -> int | None:
+        """The LWS replica count lwsgen writes; None when an autoscaler owns it."""
+        return None if self.autoscaling.enabled else self.replicas
+
+
+# Schema keys that the camelCase -> snake_case rule does not spell as the attribute.
+KEYS = {"min_bus_bandwidth_gbps": "minBusBandwidthGBps", "hugepages_2mi": "hugepages2Mi"}
+
+
+def schema_key(attribute: str) -> str:
+    if attribute in KEYS:
+        return KEYS[attribute]
+    head, *rest = attribute.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def attribute_name(key: str) -> str:
+    inverse = {v: k for k, v in KEYS.items()}
+    return inverse.get(key) or re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), key)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return FrozenDict({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _record_type(annotation: Any) -> type | None:
+    """The NamedTuple class an annotation names (directly or as `X | None`), if any."""
+    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    for option in options:
+        if isinstance(option, type) and issubclass(option, tuple) and hasattr(option, "_fields"):
+            return option
+    return None
+
+
+def build(cls: type, data: dict[str, Any]) -> Any:
+    values = {}
+    for attribute, annotation in cls.__annotations__.items():
+        value = data.get(schema_key(attribute))
+        record = _record_type(annotation)
+        if record is not None:
+            values[attribute] = None if value is None else build(record, value)
+        elif annotation is Map:
+            values[attribute] = _freeze(value or {})
+        elif annotation is tuple:
+            values[attribute] = _freeze(value or [])
+        else:
+            values[attribute] = _freeze(value)
+    return cls(**values)
+
+
+def from_data(data: dict[str, Any]) -> Profile:
+    """The typed profile of schema-valid data with its defaults filled in."""
+    return build(Profile, data)

@@ -1,0 +1,160 @@
+"""Stage 2a: the profile against schemas/profile.schema.json, then its defaults filled in."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import math
+from functools import lru_cache
+from typing import Any
+
+from lwsgen import resources
+from lwsgen.problems import Problem
+from lwsgen.load.source import Source
+
+PROFILE_SCHEMA = "profile.schema.json"
+
+# What a pattern means, for messages a person can act on.
+PATTERN_HELP = {
+    "^[a-z]([-a-z0-9]*[a-z0-9])?$": "a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS-1123 label: lower-case letters, digits and '-'",
+    "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$": "a DNS-1123 subdomain: lower-case letters, digits, '-' and '.'",
+    "^[0-9]+%$": "an integer or a percentage such as '25%'",
+    "^([0-9]+(ms|s|m|h))+$": "a duration such as 15s, 1m or 500ms",
+    "^1\\.[0-9]+$": "a Kubernetes minor version such as 1.33",
+    "^0\\.[0-9]+(\\.[0-9]+)?$": "an LWS version such as 0.10 or 0.7.0",
+    "^[-._a-zA-Z][-._a-zA-Z0-9]*$": "an environment variable name: letters, digits, '_', '-', '.', not starting with a digit",
+    "^/": "an absolute path",
+    "^volcano\\.sh/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$": "a volcano.sh/ annotation key (LeaderWorkerSet copies only those onto the PodGroup)",
+}
+QUANTITY_HELP = "a Kubernetes quantity such as 64, 500m, 512Gi or 1.5Ti"
+
+
+@lru_cache(maxsize=1)
+def profile_schema() -> dict[str, Any]:
+    return resources.schema(PROFILE_SCHEMA)
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    import jsonschema_rs
+
+    # From the text: jsonschema-rs parses it faster than it converts the parsed dict.
+    return jsonschema_rs.validator_for(resources.schema_bytes(PROFILE_SCHEMA).decode("utf-8"))
+
+
+def _subschema(schema_path: list) -> dict[str, Any]:
+    node: Any = profile_schema()
+    for part in schema_path:
+        node = node[part]
+    return node
+
+
+def _allowed_fields(schema_path: list) -> list[str]:
+    parent = _subschema(schema_path[:-1])
+    return sorted(parent.get("properties", {}))
+
+
+_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
+               "object": "a mapping", "array": "a list", "null": "null"}
+
+
+def _json_type(value: Any) -> str:
+    """The JSON Schema type name of a loaded YAML value."""
+    for python, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object")):
+        if isinstance(value, python):
+            return name
+    return "null"
+
+
+def _pattern_help(pattern: str, schema_path: list) -> str:
+    if "quantity" in schema_path:
+        return QUANTITY_HELP
+    return PATTERN_HELP.get(pattern, f"text matching {pattern}")
+
+
+def _describe(err, src: Source) -> Problem:
+    """Turn one jsonschema-rs error into a Problem that says what is allowed."""
+    kind = err.kind
+    name = kind.name
+    path = tuple(err.instance_path)
+    schema_path = list(err.schema_path)
+    instance = err.instance
+    if name == "additionalProperties":
+        field = kind.unexpected[0]
+        allowed = ", ".join(_allowed_fields(schema_path))
+        return src.problem(path + (field,), f"unknown field; allowed here: {allowed}", "unknown-field", key=True)
+    if name == "required":
+        return src.problem(path, f"missing required field '{kind.property}'", "missing-field", key=True)
+    if name == "enum":
+        options = ", ".join(str(o) for o in kind.options)
+        return src.problem(path, f"{instance!r} is not allowed; use one of: {options}", "not-allowed")
+    if name == "type":
+        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kind.types)
+        return src.problem(path, f"must be {wanted}, not {_TYPE_WORDS[_json_type(instance)]}", "wrong-type")
+    if name == "pattern":
+        return src.problem(path, f"{instance!r} is not {_pattern_help(kind.pattern, schema_path)}", "bad-format")
+    if name == "propertyNames":
+        inner = kind.error
+        bad = inner.instance
+        pattern = getattr(inner.kind, "pattern", "")
+        return src.problem(path + (bad,), f"key {bad!r} is not {_pattern_help(pattern, schema_path)}", "bad-key", key=True)
+    if name in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        words = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}
+        return src.problem(path, f"{instance} is out of range; must be {words[name]} {kind.limit}", "out-of-range")
+    if name in ("minLength", "maxLength"):
+        words = "at least" if name == "minLength" else "at most"
+        return src.problem(path, f"must be {words} {kind.limit} characters long", "bad-length")
+    if name == "uniqueItems":
+        return src.problem(path, "list items must be unique", "duplicate-item")
+    return src.problem(path, err.message, "invalid")
+
+
+def _non_json_values(data: Any, path: tuple, src: Source, out: list[Problem]) -> None:
+    """YAML types JSON has no word for (dates, binary, sets, NaN) are refused before the schema."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and any("\ud800" <= ch <= "\udfff" for ch in key):
+                out.append(src.problem(path, "a key contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text"))
+                continue
+            _non_json_values(value, path + (key,), src, out)
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            _non_json_values(value, path + (index,), src, out)
+    elif isinstance(data, (datetime.date, datetime.datetime)):
+        out.append(src.problem(path, f"YAML read {data!s} as a date; quote it to make it a string", "wrong-type"))
+    elif isinstance(data, str) and any("\ud800" <= ch <= "\udfff" for ch in data):
+        out.append(src.problem(path, "contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text"))
+    elif isinstance(data, bytes):
+        out.append(src.problem(path, "binary values are not allowed; use a string", "wrong-type"))
+    elif isinstance(data, float) and not math.isfinite(data):
+        out.append(src.problem(path, f"{data} is not a usable number", "wrong-type"))
+    elif not isinstance(data, (str, int, float, bool, type(None))):
+        out.append(src.problem(path, f"unsupported YAML value of type {type(data).__name__}", "wrong-type"))
+
+
+def check_schema(src: Source) -> list[Problem]:
+    problems: list[Problem] = []
+    _non_json_values(src.data, (), src, problems)
+    if problems:
+        return problems
+    return [_describe(err, src) for err in _validator().iter_errors(src.data)]
+
+
+def _fill(schema: dict[str, Any], data: dict[str, Any]) -> None:
+    root = profile_schema()
+    for field, sub in schema.get("properties", {}).items():
+        if "$ref" in sub:
+            sub = {**root["$defs"][sub["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in sub.items() if k != "$ref"}}
+        if field not in data and "default" in sub:
+            data[field] = copy.deepcopy(sub["default"])
+        if isinstance(data.get(field), dict) and sub.get("type") == "object":
+            _fill(sub, data[field])
+
+
+def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a schema-valid profile with every schema default filled in."""
+    filled = copy.deepcopy(data)
+    _fill(profile_schema(), filled)
+    return filled
+

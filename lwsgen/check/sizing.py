@@ -1,0 +1,183 @@
+"""Sizing: how many nodes, and which tensor x pipeline split, a model needs on a GPU type.
+
+Memory per GPU = weights / (tensor x pipeline)
+               + KV cache for context x concurrency tokens
+               + a fixed runtime overhead (OVERHEAD_GB: CUDA context, NCCL buffers, activations),
+against USABLE_FRACTION of the GPU's memory (vLLM's default gpu_memory_utilization).
+KV cache per token = 2 (K and V) x layers x kv_heads x head_dim x KV_BYTES; each tensor rank holds
+ceil(kv_heads / tensor) heads (heads are replicated once tensor exceeds them) and each pipeline
+stage layers / pipeline layers. Models with multi-head latent attention (DeepSeek V3/R1) cache one
+latent vector of `mla_kv_dim` elements per token and layer, replicated on every tensor rank.
+"""
+
+import math
+from typing import NamedTuple
+
+USABLE_FRACTION = 0.9
+OVERHEAD_GB = 3.0
+KV_BYTES = 2  # the KV cache in 16-bit, the engines' default whatever the weights' dtype
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+MAX_NODES = 64
+
+
+class Model(NamedTuple):
+    params_b: float  # billions of parameters
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    dtype: str
+    hub_id: str
+    mla_kv_dim: int = 0  # latent KV elements per token and layer (MLA); 0: standard attention
+
+
+class Gpu(NamedTuple):
+    memory_gb: float
+    product: str  # the nvidia.com/gpu.product node label
+
+
+# Each entry from the model's config.json on Hugging Face (num_hidden_layers, num_attention_heads,
+# num_key_value_heads, hidden_size / heads) and its model card (parameter count, released dtype).
+MODELS = {
+    # https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json
+    "llama-3.1-8b": Model(8.03, 32, 32, 8, 128, "bf16", "meta-llama/Llama-3.1-8B-Instruct"),
+    # https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct/blob/main/config.json
+    "llama-3.1-70b": Model(70.6, 80, 64, 8, 128, "bf16", "meta-llama/Llama-3.1-70B-Instruct"),
+    # https://huggingface.co/meta-llama/Llama-3.1-405B-Instruct/blob/main/config.json
+    "llama-3.1-405b": Model(405.9, 126, 128, 8, 128, "bf16", "meta-llama/Llama-3.1-405B-Instruct"),
+    # https://huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json (kv_lora_rank 512 + qk_rope_head_dim 64)
+    "deepseek-r1": Model(671.0, 61, 128, 128, 128, "fp8", "deepseek-ai/DeepSeek-R1", mla_kv_dim=576),
+    # https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json
+    "deepseek-v3": Model(671.0, 61, 128, 128, 128, "fp8", "deepseek-ai/DeepSeek-V3", mla_kv_dim=576),
+    # https://huggingface.co/Qwen/Qwen2.5-72B-Instruct/blob/main/config.json
+    "qwen2.5-72b": Model(72.7, 80, 64, 8, 128, "bf16", "Qwen/Qwen2.5-72B-Instruct"),
+    # https://huggingface.co/mistralai/Mixtral-8x22B-Instruct-v0.1/blob/main/config.json
+    "mixtral-8x22b": Model(140.6, 56, 48, 8, 128, "bf16", "mistralai/Mixtral-8x22B-Instruct-v0.1"),
+}
+
+# Memory from NVIDIA's data sheets (GB = 10^9 bytes); product = the GPU feature discovery label.
+GPUS = {
+    "h100-80gb": Gpu(80, "NVIDIA-H100-80GB-HBM3"),    # nvidia.com/en-us/data-center/h100/
+    "h200-141gb": Gpu(141, "NVIDIA-H200"),            # nvidia.com/en-us/data-center/h200/
+    "b200-192gb": Gpu(192, "NVIDIA-B200"),            # nvidia.com/en-us/data-center/dgx-b200/ (8 x 192 GB HBM3e)
+    "a100-80gb": Gpu(80, "NVIDIA-A100-SXM4-80GB"),    # nvidia.com/en-us/data-center/a100/
+    "a100-40gb": Gpu(40, "NVIDIA-A100-SXM4-40GB"),    # nvidia.com/en-us/data-center/a100/
+    "l40s-48gb": Gpu(48, "NVIDIA-L40S"),              # nvidia.com/en-us/data-center/l40s/
+    "a10g-24gb": Gpu(24, "NVIDIA-A10G"),              # aws.amazon.com/ec2/instance-types/g5/ (A10G 24 GB)
+}
+
+
+class UnknownName(LookupError):
+    def __init__(self, what: str, name: str, known: list[str]):
+        super().__init__(f"unknown {what} {name!r}; known: {', '.join(known)}")
+
+
+def model(name: str) -> Model:
+    if name not in MODELS:
+        raise UnknownName("model", name, sorted(MODELS))
+    return MODELS[name]
+
+
+def gpu(name: str) -> Gpu:
+    if name not in GPUS:
+        raise UnknownName("GPU", name, sorted(GPUS))
+    return GPUS[name]
+
+
+def gpu_by_product(product: str) -> Gpu | None:
+    return next((g for g in GPUS.values() if g.product == product), None)
+
+
+class Memory(NamedTuple):
+    weights: float
+    kv_cache: float
+    overhead: float
+    usable: float
+
+    @property
+    def free(self) -> float:
+        return self.usable - self.weights - self.kv_cache - self.overhead
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= 0
+
+
+def kv_bytes_per_gpu(m: Model, tensor: int, pipeline: int, tokens: int) -> float:
+    layers = math.ceil(m.layers / pipeline)
+    if m.mla_kv_dim:
+        return m.mla_kv_dim * layers * KV_BYTES * tokens
+    return 2 * layers * math.ceil(m.kv_heads / tensor) * m.head_dim * KV_BYTES * tokens
+
+
+def memory_per_gpu(params_b: float, dtype: str, g: Gpu, tensor: int, pipeline: int, m: Model | None, tokens: int) -> Memory:
+    weights = params_b * 1e9 * DTYPE_BYTES[dtype] / (tensor * pipeline) / 1e9
+    kv = kv_bytes_per_gpu(m, tensor, pipeline, tokens) / 1e9 if m else 0.0
+    return Memory(weights, kv, OVERHEAD_GB, g.memory_gb * USABLE_FRACTION)
+
+
+class Layout(NamedTuple):
+    nodes: int
+    tensor: int
+    pipeline: int
+    memory: Memory
+
+    def to_dict(self) -> dict:
+        mem = self.memory
+        return {"nodes": self.nodes, "parallelism": {"tensor": self.tensor, "pipeline": self.pipeline},
+                "memoryPerGpuGB": {"weights": round(mem.weights, 2), "kvCache": round(mem.kv_cache, 2),
+                                   "overhead": round(mem.overhead, 2), "usable": round(mem.usable, 2), "free": round(mem.free, 2)},
+                "fits": mem.fits}
+
+
+def _valid(m: Model | None, tensor: int, pipeline: int) -> bool:
+    return m is None or (m.heads % tensor == 0 and m.layers % pipeline == 0)
+
+
+def layouts(m: Model | None, nodes: int, gpus_per_node: int) -> list[tuple[int, int]]:
+    """(tensor, pipeline) on `nodes` nodes: tensor within a node and pipeline across nodes first,
+    then tensor across every GPU; only splits whose heads divide by tensor and layers by pipeline."""
+    candidates = [(gpus_per_node, nodes), (gpus_per_node * nodes, 1)]
+    unique = list(dict.fromkeys(candidates))
+    return [(t, p) for t, p in unique if _valid(m, t, p)]
+
+
+class Plan(NamedTuple):
+    chosen: Layout | None
+    alternative: Layout | None
+    warnings: tuple[str, ...]
+
+
+def plan(params_b: float, dtype: str, g: Gpu, gpus_per_node: int, m: Model | None, context: int, concurrency: int) -> Plan:
+    tokens = context * concurrency
+    for nodes in range(1, MAX_NODES + 1):
+        fitting = [Layout(nodes, t, p, memory_per_gpu(params_b, dtype, g, t, p, m, tokens)) for t, p in layouts(m, nodes, gpus_per_node)]
+        fitting = [layout for layout in fitting if layout.memory.fits]
+        if fitting:
+            chosen, alternative = fitting[0], (fitting[1] if len(fitting) > 1 else None)
+            warnings = []
+            if m and not m.mla_kv_dim and chosen.tensor > m.kv_heads:
+                warnings.append(f"tensor {chosen.tensor} exceeds the model's {m.kv_heads} KV heads: each is replicated on {chosen.tensor // m.kv_heads} ranks")
+            if m is None:
+                warnings.append("no layers or heads known (--params): KV cache not counted, splits not checked")
+            return Plan(chosen, alternative, tuple(warnings))
+    return Plan(None, None, (f"does not fit on {MAX_NODES} nodes of {gpus_per_node} GPUs",))
+
+
+def fits_profile(profile) -> str | None:
+    """Why a profile's group cannot hold its model (weights and a minimal 2048-token KV cache), or None.
+    Needs model.family or model.params, and a node.gpuProduct lwsgen knows."""
+    family = profile.model.family
+    m = MODELS.get(family) if family else None
+    params = profile.model.params if profile.model.params is not None else (m.params_b if m else None)
+    g = gpu_by_product(profile.node.gpu_product or "")
+    if params is None or g is None:
+        return None
+    dtype = profile.model.dtype or (m.dtype if m else "bf16")
+    tensor, pipeline = profile.parallelism.tensor, profile.parallelism.pipeline
+    memory = memory_per_gpu(params, dtype, g, tensor, pipeline, m, 2048)
+    if memory.fits:
+        return None
+    return (f"{params:g}B parameters in {dtype} need {memory.weights + memory.kv_cache + memory.overhead:.1f} GB per GPU "
+            f"(weights {memory.weights:.1f}, KV cache {memory.kv_cache:.1f}, overhead {memory.overhead:.1f}) with tensor {tensor} x "
+            f"pipeline {pipeline}, more than the {memory.usable:.1f} GB usable of a {g.product}; try `lwsgen plan`")

@@ -1,0 +1,103 @@
+"""`lwsgen explain`: what a profile will run, from its rendered (not written) output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from lwsgen.pipeline import Rendered
+
+
+def _objects(result: Rendered) -> dict[str, list[dict[str, Any]]]:
+    return {name: [d for d in yaml.safe_load_all(text) if d] for name, text in sorted(result.files.items())}
+
+
+def pods(result: Rendered) -> list[tuple[str, str, range, list[int]]]:
+    """(pod of group 0, role, its global ranks, the pipeline stages they belong to): rank r is tensor
+    rank r % tensor of pipeline stage r // tensor, and pod r // GPUs per pod."""
+    d = result.profile
+    out = []
+    for index in range(d.group_size):
+        name = d.name + "-0" + (f"-{index}" if index else "")
+        ranks = range(index * d.gpus_per_pod, (index + 1) * d.gpus_per_pod)
+        stages = sorted({rank // d.parallelism.tensor for rank in ranks})
+        out.append((name, "leader" if index == 0 else "worker", ranks, stages))
+    return out
+
+
+def _autoscaling_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
+    if "horizontalpodautoscaler.yaml" in objects:
+        hpa = objects["horizontalpodautoscaler.yaml"][0]["spec"]
+        metric = hpa["metrics"][0]["pods"]["metric"]["name"]
+        rule = objects["prometheus-adapter-rules.yaml"][0]["rules"][0]
+        record = rule["name"]["matches"].strip("^$")
+        return [f"recording rule {record} (PrometheusRule, one value per leader pod)",
+                f"prometheus-adapter serves it as custom metric {metric} (prometheus-adapter-rules.yaml)",
+                f"HorizontalPodAutoscaler: average {hpa['metrics'][0]['pods']['target']['averageValue']} per group, "
+                f"{hpa['minReplicas']}..{hpa['maxReplicas']} groups",
+                f"LeaderWorkerSet {hpa['scaleTargetRef']['name']} (scale subresource; the HPA sees leader pods only)"]
+    if "scaledobject.yaml" in objects:
+        spec = objects["scaledobject.yaml"][0]["spec"]
+        trigger = spec["triggers"][0]["metadata"]
+        return [f"KEDA query {trigger['query']} at {trigger['serverAddress']}",
+                f"ScaledObject: threshold {trigger['threshold']} per group (AverageValue), {spec['minReplicaCount']}..{spec['maxReplicaCount']} groups",
+                f"LeaderWorkerSet {spec['scaleTargetRef']['name']}"]
+    return []
+
+
+def text(result: Rendered) -> str:
+    d = result.profile
+    objects = _objects(result)
+    lines = [f"{d.name} ({d.runtime}) in namespace {d.namespace}",
+             f"├─ world size {d.world_size} = {d.group_size} pod{'s' if d.group_size > 1 else ''} x {d.gpus_per_pod} GPUs per group; "
+             f"{'autoscaled' if d.fixed_replicas is None else f'{d.replicas} group' + ('s' if d.replicas != 1 else '')}",
+             "├─ group 0"]
+    group = pods(result)
+    for i, (name, role, ranks, stages) in enumerate(group):
+        branch = "└─" if i == len(group) - 1 else "├─"
+        stage_text = f"pipeline stage{'s' if len(stages) > 1 else ''} {', '.join(map(str, stages))}"
+        lines.append(f"│  {branch} {name} ({role}): ranks {ranks.start}-{ranks.stop - 1}, {stage_text}")
+    lines.append("├─ objects")
+    names = list(objects)
+    for i, name in enumerate(names):
+        branch = "└─" if i == len(names) - 1 else "├─"
+        kinds = ", ".join(f"{o.get('kind', 'fragment')} {o.get('metadata', {}).get('name', '')}".strip() for o in objects[name])
+        listed = "" if name == "kustomization.yaml" or name in yaml.safe_load(result.files["kustomization.yaml"])["resources"] else " (outside the kustomization)"
+        lines.append(f"│  {branch} {name}: {kinds}{listed}")
+    selectors = [("Service", objects["service.yaml"][0]["spec"]["selector"])]
+    if "podmonitor.yaml" in objects:
+        selectors.append(("PodMonitor", objects["podmonitor.yaml"][0]["spec"]["selector"]["matchLabels"]))
+    if "networkpolicy.yaml" in objects:
+        selectors.append(("NetworkPolicy", objects["networkpolicy.yaml"][0]["spec"]["podSelector"]["matchLabels"]))
+    lines.append("├─ selectors")
+    for i, (kind, selector) in enumerate(selectors):
+        branch = "└─" if i == len(selectors) - 1 else "├─"
+        lines.append(f"│  {branch} {kind}: " + ", ".join(f"{k}={v}" for k, v in selector.items()))
+    path = _autoscaling_path(objects)
+    lines.append("└─ autoscaling" + ("" if path else ": off"))
+    for i, step in enumerate(path):
+        lines.append(f"   {'└─' if i == len(path) - 1 else '├─'} {step}")
+    return "\n".join(lines) + "\n"
+
+
+def mermaid(result: Rendered) -> str:
+    d = result.profile
+    objects = _objects(result)
+    lines = ["flowchart LR", f'  svc["Service {d.name}-leader"]']
+    lines.append(f'  subgraph g0["group 0 of LeaderWorkerSet {d.name}"]')
+    for index, (name, role, ranks, stages) in enumerate(pods(result)):
+        lines.append(f'    p{index}["{name} ({role})<br/>ranks {ranks.start}-{ranks.stop - 1}"]')
+    lines.append("  end")
+    lines.append("  svc -->|leaders only| p0")
+    for index in range(1, d.group_size):
+        lines.append(f"  p0 <-->|group traffic| p{index}")
+    if "podmonitor.yaml" in objects:
+        lines.append('  prom["Prometheus"] -->|PodMonitor scrapes| p0')
+        lines.append('  prom --> rules["PrometheusRule records"]')
+    path = _autoscaling_path(objects)
+    if path:
+        scaler = "HPA via prometheus-adapter" if "horizontalpodautoscaler.yaml" in objects else "KEDA ScaledObject"
+        lines.append(f'  rules --> scaler["{scaler}"]')
+        lines.append(f'  scaler -->|replicas| lws["LeaderWorkerSet {d.name}"]')
+    return "\n".join(lines) + "\n"

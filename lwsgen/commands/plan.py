@@ -1,0 +1,79 @@
+"""`lwsgen plan`: the sizing estimate as text or JSON, and a profile skeleton that renders."""
+
+from __future__ import annotations
+
+import json
+from argparse import Namespace
+from typing import Any
+
+from lwsgen.check import sizing
+
+
+class PlanError(Exception):
+    pass
+
+
+def _inputs(args: Namespace) -> tuple[float, str, sizing.Gpu, sizing.Model | None]:
+    try:
+        g = sizing.gpu(args.gpu)
+        m = sizing.model(args.model) if args.model else None
+    except sizing.UnknownName as err:
+        raise PlanError(str(err)) from None
+    params = m.params_b if m else args.params
+    dtype = args.dtype or (m.dtype if m else "bf16")
+    if args.gpus_per_node < 1 or args.context < 1 or args.concurrency < 1:
+        raise PlanError("--gpus-per-node, --context and --concurrency must be at least 1") from ValueError()
+    return params, dtype, g, m
+
+
+def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: sizing.Model | None, dtype: str) -> str:
+    import yaml
+
+    chosen = result.chosen
+    model: dict[str, Any] = {"path": m.hub_id if m else "/models/<model>"}
+    model.update({"family": args.model} if m else {"params": args.params})
+    model["dtype"] = dtype
+    profile = {
+        "name": args.emit_profile,
+        "runtime": args.runtime,
+        "image": args.image,
+        "model": model,
+        "parallelism": {"tensor": chosen.tensor, "pipeline": chosen.pipeline},
+        "node": {"gpus": args.gpus_per_node, "gpuProduct": g.product},
+    }
+    return "# yaml-language-server: $schema=../schemas/profile.schema.json\n" + yaml.safe_dump(profile, sort_keys=False)
+
+
+def _text(args: Namespace, result: sizing.Plan, params: float, dtype: str) -> str:
+    what = args.model or f"{params:g}B parameters"
+    head = f"{what} in {dtype} on {args.gpu} x {args.gpus_per_node} per node, {args.context} tokens x {args.concurrency}:\n"
+    if not result.chosen:
+        return head + "".join(f"  {w}\n" for w in result.warnings)
+    lines = [head]
+    for label, layout in (("plan", result.chosen), ("or", result.alternative)):
+        if layout:
+            mem = layout.memory
+            lines.append(f"  {label}: {layout.nodes} node{'s' if layout.nodes > 1 else ''}, tensor {layout.tensor} x pipeline {layout.pipeline}"
+                         f" = {layout.tensor * layout.pipeline} GPUs; per GPU {mem.weights:.1f} GB weights + {mem.kv_cache:.2f} GB KV cache"
+                         f" + {mem.overhead:.1f} GB overhead of {mem.usable:.1f} GB usable ({mem.free:.1f} GB free)\n")
+    lines += [f"  warning: {w}\n" for w in result.warnings]
+    return "".join(lines)
+
+
+def run(args: Namespace) -> tuple[str, bool]:
+    params, dtype, g, m = _inputs(args)
+    result = sizing.plan(params, dtype, g, args.gpus_per_node, m, args.context, args.concurrency)
+    if args.emit_profile:
+        if not (args.runtime and args.image):
+            raise PlanError("--emit-profile needs --runtime and --image") from ValueError()
+        if not result.chosen:
+            raise PlanError("; ".join(result.warnings))
+        return profile_skeleton(args, result, g, m, dtype), True
+    if args.format == "json":
+        body = {"model": args.model, "params": params, "dtype": dtype, "gpu": args.gpu, "gpusPerNode": args.gpus_per_node,
+                "context": args.context, "concurrency": args.concurrency, "fits": result.chosen is not None,
+                **(result.chosen.to_dict() if result.chosen else {"nodes": None, "parallelism": None, "memoryPerGpuGB": None}),
+                "alternative": result.alternative.to_dict() if result.alternative else None, "warnings": list(result.warnings)}
+        body["fits"] = result.chosen is not None
+        return json.dumps(body, indent=2) + "\n", result.chosen is not None
+    return _text(args, result, params, dtype), result.chosen is not None

@@ -1,0 +1,191 @@
+"""Monitoring and autoscaling: the PodMonitor, the recording rules, an HPA with its
+prometheus-adapter rules, or a KEDA ScaledObject. Everything here is values for the templates.
+
+Every record is one value per leader pod, labelled namespace, pod and the LWS name and group
+index, so an HPA (which sees leader pods only) can read it through prometheus-adapter.
+"""
+
+from decimal import Decimal
+from typing import NamedTuple
+
+from lwsgen.check.profile import Profile
+from lwsgen.derive.context import Context
+from lwsgen.derive.model import Meta
+from lwsgen.derive.naming import GROUP_INDEX_LABEL, LWS_NAME_LABEL, leader_selector
+from lwsgen.runtimes.base import Capabilities, RecordingRule
+# Pod labels copied onto scraped series by podTargetLabels, as Prometheus names them.
+NAME_SERIES_LABEL = "leaderworkerset_sigs_k8s_io_name"
+GROUP_SERIES_LABEL = "leaderworkerset_sigs_k8s_io_group_index"
+# The same pod labels as kube-state-metrics exports them in kube_pod_labels.
+KSM_NAME, KSM_GROUP, KSM_WORKER = (f"label_{x}" for x in (NAME_SERIES_LABEL, GROUP_SERIES_LABEL, "leaderworkerset_sigs_k8s_io_worker_index"))
+RECORD_LABELS = ("namespace", "pod", NAME_SERIES_LABEL, GROUP_SERIES_LABEL)
+GPU_RECORD = "namespace_pod:dcgm_fi_dev_gpu_util:avg_group"
+ADAPTER_FILE = "prometheus-adapter-rules.yaml"
+
+
+def _matchers(**labels: str) -> str:
+    return "{" + ", ".join(f'{key}="{value}"' for key, value in labels.items()) + "}"
+
+
+def gpu_rule(namespace: str, name: str) -> RecordingRule:
+    """Average DCGM GPU utilisation of every GPU of a group (leader and workers), recorded onto the
+    leader pod. Pods are attributed through their LWS labels in kube_pod_labels, never by parsing
+    pod names (an LWS named <name>-1 has pods that look like group 1 of <name>). DCGM's own
+    namespace/pod labels are used whether the exporter is scraped with honorLabels or not."""
+    pods = f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name})}"
+    leaders = f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name, KSM_WORKER: '0'})}"
+    pod_labels = f"namespace, pod, {KSM_NAME}, {KSM_GROUP}"
+    group_labels = f"namespace, {KSM_NAME}, {KSM_GROUP}"
+    dcgm = ('label_replace(label_replace(DCGM_FI_DEV_GPU_UTIL, "namespace", "$1", "exported_namespace", "(.+)"), '
+            '"pod", "$1", "exported_pod", "(.+)")')
+    per_group = (f"avg by ({group_labels}) (\n  {dcgm}\n  * on (namespace, pod) group_left ({KSM_NAME}, {KSM_GROUP})\n"
+                 f"  max by ({pod_labels}) ({pods})\n)")
+    on_leader = f"max by ({pod_labels}) ({leaders})\n* on ({group_labels}) group_left ()\n{per_group}"
+    renamed = (f'label_replace(label_replace(\n{on_leader},\n"{NAME_SERIES_LABEL}", "$1", "{KSM_NAME}", "(.*)"),\n'
+               f'"{GROUP_SERIES_LABEL}", "$1", "{KSM_GROUP}", "(.*)")')
+    return RecordingRule(GPU_RECORD, f"max by ({', '.join(RECORD_LABELS)}) (\n{renamed}\n)", autoscaling="gpu-utilization")
+
+
+def _expr(rule: RecordingRule, namespace: str, name: str) -> str:
+    return rule.expr.replace("{sel}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name})).replace("{by}", ", ".join(RECORD_LABELS))
+
+
+class RuleGroup(NamedTuple):
+    name: str
+    rules: tuple[RecordingRule, ...]  # with their expressions for this LeaderWorkerSet
+
+
+def rule_groups(caps: Capabilities, namespace: str, name: str) -> tuple[RuleGroup, ...]:
+    """PrometheusRule groups: the runtime's records (if it has metrics) and the group GPU record."""
+    groups = []
+    if caps.rules:
+        groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.runtime",
+                                tuple(r._replace(expr=_expr(r, namespace, name)) for r in caps.rules)))
+    groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.gpu", (gpu_rule(namespace, name),)))
+    return tuple(groups)
+
+
+def autoscaling_record(caps: Capabilities, metric: str, namespace: str, name: str) -> str:
+    """The record an autoscaling.metric scales on (checks have refused metrics a runtime lacks)."""
+    return next(r.record for r in (*caps.rules, gpu_rule(namespace, name)) if r.autoscaling == metric)
+
+
+def adapter_metric_name(record: str) -> str:
+    """The custom-metrics API name prometheus-adapter serves a record as: its metric and operations."""
+    return record.split(":", 1)[1].replace(":", "_")
+
+
+class PodMonitor(NamedTuple):
+    meta: Meta
+    selector: dict[str, str]
+    port: str
+    interval: str
+    target_labels: tuple[str, ...]
+
+
+class PrometheusRule(NamedTuple):
+    meta: Meta
+    groups: tuple[RuleGroup, ...]
+
+
+class Behavior(NamedTuple):
+    """Scale down only after the stabilization window, one group at a time; scale up one group per
+    scaleUpPeriodSeconds, since every new group costs a whole set of nodes and a model load."""
+
+    scale_down_window: int
+    scale_up_period: int
+
+
+class Autoscaler(NamedTuple):
+    """A HorizontalPodAutoscaler (metric, average) or a KEDA ScaledObject (server, query, threshold)."""
+
+    meta: Meta
+    target: str  # the LeaderWorkerSet, through its scale subresource
+    min: int
+    max: int
+    behavior: Behavior
+    metric: str | None = None
+    average: str | None = None
+    polling_interval: int | None = None
+    server: str | None = None
+    query: str | None = None
+    threshold: str | None = None
+
+
+class AdapterRule(NamedTuple):
+    """prometheus-adapter `rules` exposing exactly one record, per pod, as the HPA's metric."""
+
+    series_query: str
+    matches: str
+    metric: str
+
+
+def _monitored(ctx: Context) -> bool:
+    return ctx.profile.monitoring.enabled
+
+
+def podmonitor(ctx: Context, kind) -> PodMonitor | None:
+    caps, profile = ctx.plugin.CAPABILITIES, ctx.profile
+    if not (_monitored(ctx) and caps.metrics):
+        return None
+    return PodMonitor(ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels), leader_selector(profile.name),
+                      caps.metrics_port, profile.monitoring.interval, (LWS_NAME_LABEL, GROUP_INDEX_LABEL))
+
+
+def prometheusrule(ctx: Context, kind) -> PrometheusRule | None:
+    profile = ctx.profile
+    if not _monitored(ctx):
+        return None
+    return PrometheusRule(ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
+                          rule_groups(ctx.plugin.CAPABILITIES, profile.namespace, profile.name))
+
+
+def quantity(value: float) -> str:
+    """A target as a Kubernetes quantity: whole numbers as they are, fractions in milli-units."""
+    exact = Decimal(str(value))
+    if exact == exact.to_integral_value():
+        return str(int(exact))
+    return f"{int(exact * 1000)}m"
+
+
+def _scaling_record(ctx: Context, engine: str) -> str | None:
+    scaling = ctx.profile.autoscaling
+    if not scaling.enabled or scaling.engine != engine:
+        return None
+    return autoscaling_record(ctx.plugin.CAPABILITIES, scaling.metric, ctx.profile.namespace, ctx.profile.name)
+
+
+def _autoscaler(ctx: Context, kind, **fields) -> Autoscaler:
+    profile, scaling = ctx.profile, ctx.profile.autoscaling
+    return Autoscaler(ctx.meta(kind, profile.name), profile.name, scaling.min_replicas, scaling.max_replicas,
+                      Behavior(scaling.scale_down_stabilization_seconds, scaling.scale_up_period_seconds), **fields)
+
+
+def horizontalpodautoscaler(ctx: Context, kind) -> Autoscaler | None:
+    record = _scaling_record(ctx, "hpa")
+    if record is None:
+        return None
+    return _autoscaler(ctx, kind, metric=adapter_metric_name(record), average=quantity(ctx.profile.autoscaling.target))
+
+
+def adapter_rules(ctx: Context, kind) -> AdapterRule | None:
+    record = _scaling_record(ctx, "hpa")
+    if record is None:
+        return None
+    return AdapterRule(f'{record}{{namespace!="",pod!=""}}', f"^{record}$", adapter_metric_name(record))
+
+
+def keda_query(record: str, namespace: str, name: str) -> str:
+    """The metric summed over every group of this LWS; KEDA divides by the group count (AverageValue)."""
+    return f"sum({record}{_matchers(namespace=namespace, **{NAME_SERIES_LABEL: name})})"
+
+
+def scaledobject(ctx: Context, kind) -> Autoscaler | None:
+    record = _scaling_record(ctx, "keda")
+    if record is None:
+        return None
+    profile: Profile = ctx.profile
+    scaling = profile.autoscaling
+    return _autoscaler(ctx, kind, polling_interval=30, server=scaling.prometheus_address,
+                       query=keda_query(record, profile.namespace, profile.name),
+                       threshold=format(Decimal(str(scaling.target)).normalize(), "f"))

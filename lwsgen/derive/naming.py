@@ -1,0 +1,57 @@
+"""Every object name and label set derived from a profile, decided in one place."""
+
+from typing import NamedTuple
+
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+
+# Suffixes of derived object names: <name><suffix>.
+SUFFIXES = {"service": "-leader", "launch": "-launch", "launcher": "-launcher"}
+# The NCCL preflight's objects; its pods' host names are checked on their own (check/nccl.py).
+NCCL_SUFFIX = "-nccl-test"
+
+# StatefulSet pods carry controller-revision-hash = "<statefulset>-<10 chars>", at most 63;
+# worker StatefulSets are named "<name>-<group>".
+_REVISION_LABEL_ROOM = 63 - len("-") - len("-") - 10
+_DNS_LABEL = 63
+
+
+class Names(NamedTuple):
+    lws: str
+    service: str  # the leader Service (LWS owns a headless Service named <lws>)
+    launch: str  # the launch scripts ConfigMap
+    launcher: str  # the leader's ServiceAccount, Role and RoleBinding
+    nccl_test: str
+
+
+def name_budget(highest_group_index: int) -> int:
+    """Longest profile name whose derived names and LWS pod labels all stay within limits."""
+    by_revision_label = _REVISION_LABEL_ROOM - len(str(highest_group_index))
+    by_suffix = _DNS_LABEL - max(len(s) for s in SUFFIXES.values())
+    return min(by_revision_label, by_suffix)
+
+
+def object_names(name: str) -> Names:
+    return Names(name, **{key: name + suffix for key, suffix in SUFFIXES.items()}, nccl_test=name + NCCL_SUFFIX)
+
+
+def labels(name: str, runtime: str, component: str, extra: dict[str, str]) -> dict[str, str]:
+    """Labels of every object; extra (profile labels) never overrides ours and is never selected on."""
+    ours = {
+        "app.kubernetes.io/name": runtime,
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/managed-by": "lwsgen",
+    }
+    return {**extra, **ours}
+
+
+def leader_selector(name: str) -> dict[str, str]:
+    """Leaders of this LeaderWorkerSet only: what its Service and monitors select."""
+    return {LWS_NAME_LABEL: name, WORKER_INDEX_LABEL: "0"}
+
+
+def own_pods(name: str) -> dict[str, str]:
+    """Every pod of this LeaderWorkerSet."""
+    return {LWS_NAME_LABEL: name}

@@ -1,0 +1,135 @@
+"""NCCL all-reduce preflight on the exact shape of one inference group: a one-off test kept out of
+the serving kustomization.
+
+The test pods come from the same pod builder as the LeaderWorkerSet's (derive/pods.py): node
+selection, GPU product affinity, tolerations, scheduler and priority, GPU/EFA/RDMA/CPU/memory
+requests (= limits), the profile's env, /dev/shm of node.shmSize, pull secrets and pod security.
+Two launchers:
+
+- `mpijob` (Kubeflow MPI operator, kubeflow.org/v2beta1): `group size` workers running sshd with
+  `slotsPerWorker` = GPUs per pod; the launcher runs nccl-tests' `all_reduce_perf -b 8 -e <maxBytes>
+  -f 2 -g 1` under `mpirun -np <world size>` and prints a one-line verdict. Needs `ncclTest.image`
+  with nccl-tests, OpenMPI and sshd.
+- `job` (no operator): an Indexed Job (completions = parallelism = group size) behind a headless
+  Service, `torchrun` running an all-reduce script from a ConfigMap on the serving image.
+"""
+
+from typing import NamedTuple
+
+from lwsgen import resources
+from lwsgen.derive import naming, pods
+from lwsgen.derive.context import Context
+from lwsgen.derive.model import EnvVar, Meta, Pod
+
+SCRIPTS_MOUNT = "/lwsgen/nccl"
+SCRIPTS_VOLUME = "scripts"
+MASTER_PORT = 29500
+# sshd (the MPI operator reaches its workers over ssh) needs these beyond what the serving pods keep.
+SSHD_CAPABILITIES = ("AUDIT_WRITE", "CHOWN", "KILL", "NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
+EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
+LAUNCHER_RESOURCES = {"cpu": "1", "memory": "2Gi"}
+
+
+class Gang(NamedTuple):
+    min_available: int
+    queue: str | None
+
+
+class MpiJob(NamedTuple):
+    slots: int
+    gang: Gang | None
+    launcher: Pod
+    workers: int
+    worker: Pod
+
+
+class IndexedJob(NamedTuple):
+    pods: int
+    service_selector: dict[str, str]
+    pod: Pod
+
+
+class NcclTest(NamedTuple):
+    meta: Meta
+    scripts: dict[str, str]
+    deadline: int
+    mpijob: MpiJob | None
+    job: IndexedJob | None
+
+
+def _env(ctx: Context, extra: dict[str, str]) -> tuple[EnvVar, ...]:
+    profile = ctx.profile
+    values = {**(EFA_ENV if profile.node.efa else {}), **{e.name: e.value for e in pods.profile_env(profile)},
+              **profile.nccl_test.env, **extra}
+    return pods.env_values(values)
+
+
+def _resources(ctx: Context):
+    profile = ctx.profile
+    amounts = pods.node_amounts(profile)
+    if profile.node.efa:
+        amounts["hugepages-2Mi"] = str(profile.nccl_test.hugepages_2mi)
+        amounts.setdefault("memory", "32Gi")  # Kubernetes wants memory or cpu requested beside hugepages
+    return pods.equal(amounts)
+
+
+def _labels(ctx: Context) -> dict[str, str]:
+    profile = ctx.profile
+    return naming.labels(profile.name, profile.runtime, "nccl-test", profile.labels)
+
+
+def _mpijob(ctx: Context) -> MpiJob:
+    profile, test = ctx.profile, ctx.profile.nccl_test
+    env = _env(ctx, {"LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps)})
+    forwarded = [flag for e in env if not e.name.startswith("LWSGEN_") for flag in ("-x", e.name)]
+    mpirun = (test.mpirun, "--allow-run-as-root", "--tag-output", "-np", str(profile.world_size), "-N", str(profile.gpus_per_pod),
+              "--bind-to", "none", "-x", "PATH", "-x", "LD_LIBRARY_PATH", *forwarded,
+              test.all_reduce_perf, "-b", "8", "-e", test.max_bytes, "-f", "2", "-g", "1")
+    scripts, scripts_mount = pods.config_map_volume(SCRIPTS_VOLUME, ctx.names.nccl_test, SCRIPTS_MOUNT)
+    launcher = pods.container("launcher", test.image, ("/bin/bash", f"{SCRIPTS_MOUNT}/nccl-mpi-verdict.sh"), args=mpirun, env=env,
+                              resources=pods.equal(LAUNCHER_RESOURCES), mounts=(scripts_mount,),
+                              security=pods.container_security(ctx.profile, ()))
+    shm_volume, shm_mount = pods.shm(profile)
+    sshd_caps = tuple(sorted({*SSHD_CAPABILITIES, *pods.capabilities(profile)}))
+    worker = pods.container("worker", test.image, ("/usr/sbin/sshd", "-De"), env=env, resources=_resources(ctx),
+                            mounts=(shm_mount,), security=pods.container_security(profile, sshd_caps))
+    labels = _labels(ctx)
+    sched = profile.scheduling
+    gang = Gang(profile.group_size + 1, sched.queue or None) if sched.scheduler == "volcano" else None
+    return MpiJob(
+        slots=profile.gpus_per_pod,
+        gang=gang,
+        launcher=pods.pod(profile, ctx.placement, labels=labels, containers=(launcher,), volumes=(scripts,), on_gpu_node=False),
+        workers=profile.group_size,
+        worker=pods.pod(profile, ctx.placement, labels=labels, containers=(worker,), volumes=(shm_volume,)),
+    )
+
+
+def _indexed_job(ctx: Context) -> IndexedJob:
+    profile, test, name = ctx.profile, ctx.profile.nccl_test, ctx.names.nccl_test
+    env = _env(ctx, {"LWSGEN_MAX_BYTES": test.max_bytes, "LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps)})
+    command = ("torchrun", "--nnodes", str(profile.group_size), "--nproc-per-node", str(profile.gpus_per_pod),
+               "--node-rank", "$(JOB_COMPLETION_INDEX)", "--master-addr", f"{name}-0.{name}", "--master-port", str(MASTER_PORT),
+               f"{SCRIPTS_MOUNT}/nccl_allreduce.py")
+    shm_volume, shm_mount = pods.shm(profile)
+    scripts, scripts_mount = pods.config_map_volume(SCRIPTS_VOLUME, name, SCRIPTS_MOUNT)
+    container = pods.container("nccl-test", test.image or profile.image, command, env=env, resources=_resources(ctx),
+                               mounts=(shm_mount, scripts_mount), security=pods.container_security(profile))
+    labels = _labels(ctx)
+    # Stable DNS for the test pods (<job>-<index>.<service>), before they are ready.
+    selector = {k: v for k, v in labels.items() if k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")}
+    pod = pods.pod(profile, ctx.placement, labels=labels, containers=(container,), volumes=(shm_volume, scripts),
+                   subdomain=name, restart_policy="Never")
+    return IndexedJob(profile.group_size, selector, pod)
+
+
+def nccl_test(ctx: Context, kind) -> NcclTest | None:
+    test = ctx.profile.nccl_test
+    if not test.enabled:
+        return None
+    mpi = test.launcher == "mpijob"
+    script = "nccl-mpi-verdict.sh" if mpi else "nccl_allreduce.py"
+    # A one-off test: no sync wave, no profile annotations; queue labels as the LWS has them.
+    meta = Meta(ctx.names.nccl_test, ctx.profile.namespace, {**_labels(ctx), **ctx.placement.lws_labels}, None)
+    return NcclTest(meta, {script: resources.script(script)}, test.timeout_seconds,
+                    _mpijob(ctx) if mpi else None, None if mpi else _indexed_job(ctx))

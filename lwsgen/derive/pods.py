@@ -1,0 +1,153 @@
+"""The one pod builder: every pod lwsgen emits (the LeaderWorkerSet's leader and worker, both NCCL
+test launchers) is built here, so a pod on a GPU node always gets the node shape of the profile:
+the same node selection, GPU product affinity, tolerations, scheduler and priority, GPU/EFA/RDMA/
+CPU/memory requests (= limits), /dev/shm size, the profile's env, pull secrets and security."""
+
+import math
+
+from lwsgen.check.profile import Profile
+from lwsgen.derive.model import (
+    ClaimSource,
+    ConfigMapSource,
+    Container,
+    ContainerSecurity,
+    EmptyDir,
+    EnvVar,
+    Mount,
+    Pod,
+    PodSecurity,
+    Probe,
+    Resources,
+    Volume,
+)
+from lwsgen.derive.scheduling import Placement
+from lwsgen.runtimes.base import Port
+
+SHM_VOLUME, MODEL_VOLUME = "dshm", "model"
+PULL_POLICY = "IfNotPresent"
+PROBE_PERIOD = 10
+INIT_USER = 65532  # small helper containers only copy a file: never root
+HELPER_RESOURCES = {"cpu": "100m", "memory": "64Mi"}
+
+
+def env_text(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def profile_env(profile: Profile) -> tuple[EnvVar, ...]:
+    """The profile's own env, as every pod on its nodes gets it."""
+    return tuple(EnvVar(name, value=env_text(value)) for name, value in profile.env.items())
+
+
+def env_values(values: dict[str, object]) -> tuple[EnvVar, ...]:
+    return tuple(EnvVar(name, value=env_text(value)) for name, value in values.items())
+
+
+def equal(amounts: dict[str, str]) -> Resources:
+    ordered = dict(sorted(amounts.items()))
+    return Resources(ordered, dict(ordered))
+
+
+def node_amounts(profile: Profile) -> dict[str, str]:
+    """What one pod asks of its node: its GPUs, EFA and RDMA devices, CPU, memory and disk."""
+    node = profile.node
+    amounts = {node.gpu_resource: str(profile.gpus_per_pod)}
+    if node.efa:
+        amounts["vpc.amazonaws.com/efa"] = str(node.efa)
+    amounts.update({name: str(count) for name, count in node.rdma_resource.items()})
+    for value, resource in ((node.cpu, "cpu"), (node.memory, "memory"), (node.ephemeral_storage, "ephemeral-storage")):
+        if value is not None:
+            amounts[resource] = str(value)
+    return amounts
+
+
+def shm(profile: Profile) -> tuple[Volume, Mount]:
+    """/dev/shm in memory, of node.shmSize when set (NCCL and the engines use it between ranks)."""
+    size = profile.node.shm_size
+    volume = Volume(SHM_VOLUME, empty_dir=EmptyDir("Memory", None if size is None else str(size)))
+    return volume, Mount(SHM_VOLUME, "/dev/shm")
+
+
+def model_storage(profile: Profile) -> tuple[tuple[Volume, ...], tuple[Mount, ...]]:
+    storage = profile.storage
+    if storage is None:
+        return (), ()
+    return ((Volume(MODEL_VOLUME, claim=ClaimSource(storage.claim_name, storage.read_only)),),
+            (Mount(MODEL_VOLUME, storage.mount_path, storage.read_only),))
+
+
+def config_map_volume(name: str, config_map: str, path: str) -> tuple[Volume, Mount]:
+    return Volume(name, config_map=ConfigMapSource(config_map)), Mount(name, path, True)
+
+
+def capabilities(profile: Profile, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Kept capabilities: IPC_LOCK where RDMA must pin memory, then what the profile and the caller add."""
+    keep = ["IPC_LOCK"] if profile.node.needs_ipc_lock else []
+    keep += [c for c in (*profile.security.add_capabilities, *extra) if c not in keep]
+    return tuple(keep)
+
+
+def container_security(profile: Profile, add: tuple[str, ...] | None = None) -> ContainerSecurity:
+    """Every capability dropped; `add` (default: capabilities(profile)) kept; the profile's user."""
+    user = profile.security.run_as_user
+    kept = capabilities(profile) if add is None else add
+    return ContainerSecurity(("ALL",), kept or None, True if user else None, user or None)
+
+
+def helper_security() -> ContainerSecurity:
+    return ContainerSecurity(("ALL",), None, True, INIT_USER, True)
+
+
+def pod_security(profile: Profile) -> PodSecurity:
+    user = profile.security.run_as_user or None
+    return PodSecurity(True if user else None, user, user)
+
+
+def probes(profile: Profile, port: str, startup_path: str, readiness_path: str) -> tuple[Probe, Probe]:
+    """Startup gets the whole model load budget; readiness three misses."""
+    budget = math.ceil(profile.model.load_timeout_seconds / PROBE_PERIOD)
+    return Probe(startup_path, port, PROBE_PERIOD, 5, budget), Probe(readiness_path, port, PROBE_PERIOD, 5, 3)
+
+
+def container(name: str, image: str, command: tuple[str, ...], *, args: tuple[str, ...] = (), env: tuple[EnvVar, ...] = (),
+              ports: tuple[Port, ...] = (), resources: Resources, mounts: tuple[Mount, ...] = (),
+              probes: tuple[Probe, Probe] | None = None, security: ContainerSecurity) -> Container:
+    startup, readiness = probes or (None, None)
+    return Container(name, image, tuple(command), tuple(args) or None, env, ports, resources, mounts, startup, readiness, security)
+
+
+def helper_container(name: str, image: str, command: tuple[str, ...], mounts: tuple[Mount, ...]) -> Container:
+    """A small init container (copies a tool into a shared emptyDir)."""
+    return container(name, image, command, resources=equal(HELPER_RESOURCES), mounts=mounts, security=helper_security())
+
+
+def pod(profile: Profile, placement: Placement, *, labels: dict[str, str], containers: tuple[Container, ...],
+        volumes: tuple[Volume, ...], annotations: dict[str, str] | None = None, on_gpu_node: bool = True,
+        init_containers: tuple[Container, ...] = (), service_account: str | None = None,
+        subdomain: str | None = None, restart_policy: str | None = None) -> Pod:
+    """A pod template. On a GPU node (the default) it takes the profile's node selection, GPU product
+    affinity, tolerations, scheduler and priority; every pod takes pull secrets and pod security."""
+    node = profile.node
+    selector = {}
+    if on_gpu_node and node.instance_type is not None:
+        selector["node.kubernetes.io/instance-type"] = node.instance_type
+    if on_gpu_node:
+        selector.update(node.node_selector)
+    return Pod(
+        labels=labels,
+        annotations=annotations or None,
+        scheduler_name=placement.scheduler_name if on_gpu_node else None,
+        service_account=service_account,
+        automount_token=service_account is not None,
+        security=pod_security(profile),
+        priority_class=(profile.scheduling.priority_class_name or None) if on_gpu_node else None,
+        image_pull_secrets=profile.image_pull_secrets,
+        node_selector=selector or None,
+        gpu_product=node.gpu_product if on_gpu_node else None,
+        tolerations=node.tolerations if on_gpu_node else None,
+        subdomain=subdomain,
+        restart_policy=restart_policy,
+        init_containers=init_containers,
+        containers=containers,
+        volumes=volumes,
+    )

@@ -1,0 +1,61 @@
+"""Placement parts of the objects: the LWS annotations and labels, the pods' scheduler and
+annotations, and the Volcano Queue, from the scheduling fields (checked in check/scheduling.py)."""
+
+from typing import NamedTuple
+
+from lwsgen.check.profile import Profile
+
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_GROUP = "kueue.x-k8s.io/podset-group-name"
+EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+# Where the HyperNode intent waits: the pod/PodGroup annotations proposed upstream (volcano PR 4583);
+# LWS copies volcano.sh/* annotations onto the PodGroup, so they take effect once Volcano reads them.
+NETWORK_TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
+NETWORK_TOPOLOGY_TIER = "volcano.sh/network-topology-highest-tier"
+
+
+class Queue(NamedTuple):
+    """A Volcano Queue, emitted when its capacity is declared."""
+
+    name: str
+    weight: int
+    reclaimable: bool
+    capability: dict[str, str]
+
+
+class Placement(NamedTuple):
+    lws_annotations: dict[str, str]
+    lws_labels: dict[str, str]
+    scheduler_name: str | None
+    pod_annotations: dict[str, str]
+    queue: Queue | None = None
+
+
+def _network_topology(profile: Profile) -> dict[str, str]:
+    intent = profile.scheduling.network_topology
+    kept = {}
+    if intent is not None and intent.mode is not None:
+        kept[NETWORK_TOPOLOGY_MODE] = intent.mode
+    if intent is not None and intent.highest_tier_allowed is not None:
+        kept[NETWORK_TOPOLOGY_TIER] = str(intent.highest_tier_allowed)
+    return kept
+
+
+def placement(profile: Profile) -> Placement:
+    sched = profile.scheduling
+    annotations = {EXCLUSIVE_TOPOLOGY: sched.exclusive_topology} if sched.exclusive_topology else {}
+    if sched.scheduler == "volcano":
+        if sched.queue:
+            annotations[VOLCANO_QUEUE_ANNOTATION] = sched.queue
+        annotations.update(sched.pod_group_annotations)
+        annotations.update(_network_topology(profile))
+        queue = None
+        if sched.queue_capacity:
+            queue = Queue(sched.queue, 1, True, {k: str(v) for k, v in sched.queue_capacity.items()})
+        return Placement(annotations, {}, "volcano", {}, queue)
+    if sched.scheduler == "kueue":
+        pod = {KUEUE_TOPOLOGY: sched.required_topology, KUEUE_GROUP: profile.name} if sched.required_topology else {}
+        return Placement(annotations, {KUEUE_QUEUE_LABEL: sched.queue}, None, pod)
+    return Placement(annotations, {}, None, {})

@@ -1,0 +1,136 @@
+"""The LeaderWorkerSet and what its pods need: the leader Service, the launch scripts ConfigMap and
+the leader's ServiceAccount, Role and RoleBinding. Leader and worker pods differ only where the
+runtime says (command, ports, tools) and in the leader's probes."""
+
+from typing import NamedTuple
+
+from lwsgen.derive import naming, pods
+from lwsgen.derive.context import Context
+from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Volume
+from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Port, Role, RoleRule
+
+LAUNCH_VOLUME, TOOLS_VOLUME = "launch-scripts", "tools"
+SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
+
+
+class LeaderWorkerSet(NamedTuple):
+    meta: Meta
+    replicas: int | None
+    startup_policy: str
+    max_unavailable: int | str | None
+    max_surge: int | str | None
+    partition: int | None
+    size: int
+    restart_policy: str
+    leader: Pod
+    worker: Pod
+
+
+class Service(NamedTuple):
+    meta: Meta
+    type: str
+    selector: dict[str, str]
+    ports: tuple[Port, ...]
+    source_ranges: tuple[str, ...] | None
+
+
+class Data(NamedTuple):
+    """An object that is metadata and a mapping of data (ConfigMap)."""
+
+    meta: Meta
+    data: dict[str, str]
+
+
+class Named(NamedTuple):
+    meta: Meta
+
+
+class Rules(NamedTuple):
+    meta: Meta
+    rules: tuple[RoleRule, ...]
+
+
+class Binding(NamedTuple):
+    meta: Meta
+    role: str
+    account: str
+
+
+def _env(ctx: Context, role: Role) -> tuple[EnvVar, ...]:
+    profile = ctx.profile
+    env = list(role.env)
+    if not profile.lws.supports("LWS_WORKER_INDEX"):
+        # LeaderWorkerSet < 0.6 does not inject it; commands use $(LWS_WORKER_INDEX), so derive it from the label.
+        env.append(EnvVar("LWS_WORKER_INDEX", field_path=f"metadata.labels['{naming.WORKER_INDEX_LABEL}']"))
+    secret = profile.model.token_secret
+    if secret is not None:
+        env.append(EnvVar("HF_TOKEN", secret_name=secret.name, secret_key=secret.key))
+    return (*env, *pods.profile_env(profile))
+
+
+def _volumes(ctx: Context, role: Role) -> tuple[tuple[Volume, ...], tuple[Mount, ...]]:
+    shm_volume, shm_mount = pods.shm(ctx.profile)
+    model_volumes, model_mounts = pods.model_storage(ctx.profile)
+    volumes, mounts = [shm_volume, *model_volumes], [shm_mount, *model_mounts]
+    if ctx.parts.scripts:
+        volume, mount = pods.config_map_volume(LAUNCH_VOLUME, ctx.names.launch, SCRIPTS_MOUNT)
+        volumes.append(volume)
+        mounts.append(mount)
+    if role.tool_installers:
+        volumes.append(Volume(TOOLS_VOLUME, empty_dir=EmptyDir()))
+        mounts.append(Mount(TOOLS_VOLUME, TOOLS_MOUNT, True))
+    return tuple(volumes), tuple(mounts)
+
+
+def role_pod(ctx: Context, side: str, role: Role) -> Pod:
+    """The leader or worker pod template of the LeaderWorkerSet."""
+    profile, parts = ctx.profile, ctx.parts
+    volumes, mounts = _volumes(ctx, role)
+    probes = None
+    if side == "leader":
+        probes = pods.probes(profile, parts.probes.port, parts.probes.startup_path, parts.probes.readiness_path)
+    main = pods.container(side, profile.image, role.command, args=role.args, env=_env(ctx, role), ports=role.ports,
+                          resources=pods.equal(pods.node_amounts(profile)), mounts=mounts, probes=probes,
+                          security=pods.container_security(profile))
+    tools = tuple(pods.helper_container(name, image, command, (Mount(TOOLS_VOLUME, TOOLS_MOUNT),))
+                  for name, image, command in role.tool_installers)
+    annotations = {**ctx.placement.pod_annotations, **({SCRIPTS_HASH_ANNOTATION: ctx.scripts_hash} if parts.scripts else {})}
+    return pods.pod(profile, ctx.placement, labels=naming.labels(profile.name, profile.runtime, side, profile.labels),
+                    annotations=annotations, containers=(main,), volumes=volumes, init_containers=tools,
+                    service_account=ctx.names.launcher if role.api_access else None)
+
+
+def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet:
+    profile, lws = ctx.profile, ctx.profile.lws
+    meta = ctx.meta(kind, profile.name, labels=ctx.placement.lws_labels, annotations=ctx.placement.lws_annotations)
+    return LeaderWorkerSet(meta, profile.fixed_replicas, lws.startup_policy, lws.max_unavailable, lws.max_surge,
+                           lws.partition, profile.group_size, lws.restart_policy,
+                           role_pod(ctx, "leader", ctx.parts.leader), role_pod(ctx, "worker", ctx.parts.worker))
+
+
+def service(ctx: Context, kind) -> Service:
+    profile = ctx.profile
+    ports = {p.name: p for p in ctx.parts.leader.ports}
+    return Service(ctx.meta(kind, ctx.names.service, annotations=profile.service.annotations), profile.service.type,
+                   naming.leader_selector(profile.name), tuple(ports[name] for name in ctx.parts.service_ports),
+                   profile.service.load_balancer_source_ranges or None)
+
+
+def launch_scripts(ctx: Context, kind) -> Data | None:
+    scripts = ctx.parts.scripts
+    return Data(ctx.meta(kind, ctx.names.launch), dict(sorted(scripts.items()))) if scripts else None
+
+
+def service_account(ctx: Context, kind) -> Named | None:
+    return Named(ctx.meta(kind, ctx.names.launcher)) if ctx.api_access else None
+
+
+def role(ctx: Context, kind) -> Rules | None:
+    return Rules(ctx.meta(kind, ctx.names.launcher), ctx.parts.role_rules) if ctx.api_access else None
+
+
+def role_binding(ctx: Context, kind) -> Binding | None:
+    names = ctx.names
+    return Binding(ctx.meta(kind, names.launcher), names.launcher, names.launcher) if ctx.api_access else None
+
+

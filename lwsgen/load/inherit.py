@@ -1,0 +1,103 @@
+"""Profile inheritance: `extends: <relative path>` deep-merges a profile over its base.
+
+Maps merge key by key; lists and scalars in the child replace the base's. Chains are followed,
+a cycle is an error naming the files, and every value keeps the position in the file that set it,
+so a problem points into the base or the overlay, wherever the offending value was written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from lwsgen.problems import Problem, ProblemsError
+from lwsgen.load.source import PathKey, Source, load_mapping
+
+EXTENDS = "extends"
+
+
+def _merge(base: Any, child: Any) -> Any:
+    if isinstance(base, dict) and isinstance(child, dict):
+        merged = dict(base)
+        for key, value in child.items():
+            merged[key] = _merge(base[key], value) if key in base else value
+        return merged
+    return child
+
+
+def _under(path: PathKey, prefix: PathKey) -> bool:
+    return path[: len(prefix)] == prefix
+
+
+def _replaced(child: Any, path: PathKey = ()) -> set[PathKey]:
+    """Paths whose whole subtree the child sets (lists and scalars replace; maps recurse)."""
+    if isinstance(child, dict):
+        return {p for key, value in child.items() for p in _replaced(value, path + (key,))}
+    return {path}
+
+
+def _merge_positions(base: Source, child: Source, merged: Any) -> Source:
+    out = Source(child.file, merged)
+    replaced = _replaced(child.data)
+    for table, base_table, child_table in ((out.values_at, base.values_at, child.values_at), (out.keys_at, base.keys_at, child.keys_at)):
+        for path, position in base_table.items():
+            if not any(_under(path, r) for r in replaced):
+                table[path] = position
+        table.update(child_table)
+    for path in base.values_at:
+        if not any(_under(path, r) for r in replaced):
+            out.files_at[path] = base.file_of(path)
+    for path in child.values_at:
+        out.files_at[path] = child.file_of(path)
+    return out
+
+
+def _display(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -> Source:
+    """A profile with every base it extends merged under it; the result has no `extends`."""
+    resolved = path.resolve()
+    if resolved in chain:
+        names = " -> ".join(_display(p) for p in (*chain, resolved))
+        raise ProblemsError([Problem(display or str(path), 1, 1, EXTENDS, f"extends cycle: {names}", "extends-cycle")])
+    src = load_mapping(path, display)
+    target = src.data.get(EXTENDS)
+    if target is None:
+        return src
+    if not isinstance(target, str) or not target:
+        raise ProblemsError([src.problem((EXTENDS,), "must be the relative path of a base profile", "wrong-type")])
+    base_path = path.parent / target
+    if not base_path.is_file():
+        raise ProblemsError([src.problem((EXTENDS,), f"base profile {target!r} not found (looked for {_display(base_path)})", "missing-base")])
+    # Name the base as the user would: relative to the child's path as it was given.
+    shown = os.path.normpath(os.path.join(os.path.dirname(display or str(path)), target))
+    base = load(base_path, shown, (*chain, resolved))
+    child_data = {k: v for k, v in src.data.items() if k != EXTENDS}
+    merged = _merge(base.data, child_data)
+    return _merge_positions(base, Source(src.file, child_data, src.values_at, src.keys_at, src.files_at), merged)
+
+
+def bases_of(path: Path) -> set[Path]:
+    """Resolved paths of the profiles `path` extends, directly or through a chain (best effort)."""
+    found: set[Path] = set()
+    current = path
+    while True:
+        try:
+            if EXTENDS not in current.read_text(encoding="utf-8", errors="replace"):
+                return found  # no extends anywhere in the file: no need to parse it
+            src = load_mapping(current)
+        except (ProblemsError, OSError):
+            return found
+        target = src.data.get(EXTENDS)
+        if not isinstance(target, str):
+            return found
+        current = (current.parent / target).resolve()
+        if current in found or not current.is_file():
+            return found
+        found.add(current)

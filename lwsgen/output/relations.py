@@ -1,0 +1,94 @@
+"""Rules that span objects: what one object says about another must hold in the set (a Service
+and a PodMonitor select leaders of a LeaderWorkerSet that exists, their ports exist on the leader,
+an autoscaler targets an LWS that exists, every container requests what it limits)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.output.locate import OutputError
+
+
+def _leader_template(lws: dict[str, Any]) -> dict[str, Any]:
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    return lwt.get("leaderTemplate") or lwt["workerTemplate"]
+
+
+def _containers(template: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = template.get("spec", {})
+    return list(spec.get("initContainers", [])) + list(spec.get("containers", []))
+
+
+def _unequal_resources(resources: dict[str, Any]) -> list[str]:
+    """Resources whose request differs from their limit (an omitted request defaults to the limit)."""
+    limits = {k: str(v) for k, v in (resources.get("limits") or {}).items()}
+    requests = {**limits, **{k: str(v) for k, v in (resources.get("requests") or {}).items()}}
+    return sorted(k for k in requests if requests[k] != limits.get(k))
+
+
+def _lws_rules(lws: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    for side in ("leaderTemplate", "workerTemplate"):
+        for index, container in enumerate(lwt.get(side, {}).get("spec", {}).get("containers", [])):
+            unequal = _unequal_resources(container.get("resources", {}))
+            if unequal:
+                yield (("spec", "leaderWorkerTemplate", side, "spec", "containers", index, "resources"),
+                       f"requests must equal limits (a whole node per pod): {', '.join(unequal)} differ")
+
+
+def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    selector = service["spec"].get("selector", {})
+    if LWS_NAME_LABEL not in selector:
+        return  # not a Service of LeaderWorkerSet pods
+    lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
+    if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(selector) != 2:
+        yield ("spec", "selector"), f"must select exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}=\"0\""
+        return
+    if service["metadata"]["name"] == lws["metadata"]["name"]:
+        yield ("metadata", "name"), "must differ from the LeaderWorkerSet name (LWS owns a headless Service of that name)"
+    named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
+    for index, port in enumerate(service["spec"].get("ports", [])):
+        if port.get("targetPort") not in named:
+            yield ("spec", "ports", index, "targetPort"), f"{port.get('targetPort')!r} is not a named port of the leader container"
+
+
+def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    selector = monitor["spec"]["selector"].get("matchLabels", {})
+    lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
+    if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(monitor["spec"]["selector"]) != 1:
+        yield ("spec", "selector"), f"must match exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}=\"0\""
+        return
+    named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
+    for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"]):
+        if endpoint["port"] not in named:
+            yield ("spec", "podMetricsEndpoints", index, "port"), f"{endpoint['port']!r} is not a named port of the leader container"
+
+
+def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    ref = obj["spec"]["scaleTargetRef"]
+    if ref.get("kind") != "LeaderWorkerSet" or ref.get("apiVersion") != "leaderworkerset.x-k8s.io/v1" or ref.get("name") not in lws_by_name:
+        yield ("spec", "scaleTargetRef"), "must target a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) in this set by kind and name"
+    spec = obj["spec"]
+    low, high = spec.get("minReplicas", spec.get("minReplicaCount", 1)), spec.get("maxReplicas", spec.get("maxReplicaCount", 1))
+    if low > high:
+        yield ("spec",), f"minimum {low} is above maximum {high}"
+
+
+CROSS_RULES = {
+    "LeaderWorkerSet": lambda obj, lws: _lws_rules(obj),
+    "Service": _service_rules,
+    "PodMonitor": _podmonitor_rules,
+    "HorizontalPodAutoscaler": _target_rules,
+    "ScaledObject": _target_rules,
+}
+
+
+def cross_object_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, OutputError]]:
+    """(file, document index, error) for rules that span objects."""
+    lws_by_name = {o["metadata"]["name"]: o for docs in objects_by_file.values() for o in docs if o.get("kind") == "LeaderWorkerSet"}
+    for file, docs in objects_by_file.items():
+        for index, obj in enumerate(docs):
+            rules = CROSS_RULES.get(obj.get("kind"))
+            for path, message in rules(obj, lws_by_name) if rules else ():
+                yield file, index, OutputError(path, message, code="cross-object")

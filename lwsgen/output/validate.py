@@ -1,0 +1,225 @@
+"""Stage 6, validate: every emitted object against a strict schema (cross-object rules: relations.py).
+Which schema validates what comes from the table of output kinds (derive/kinds.py).
+
+Core kinds use the strict Kubernetes schemas that kubernetes-validate bundles (as JSON files, read
+without importing that package); custom kinds use the project's schemas in schemas/. Each schema
+is compiled once per process with jsonschema-rs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator
+
+from lwsgen import resources
+from lwsgen.derive import kinds
+from lwsgen.files import atomic_write, cache_dir
+from lwsgen.output.locate import OutputError
+
+K8S_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
+# (apiVersion, kind) -> project schema file, for kinds Kubernetes does not define.
+PROJECT_SCHEMAS = kinds.project_schemas()
+# Files that are not Kubernetes objects, by file name.
+FILE_SCHEMAS = kinds.fragment_schemas()
+
+
+class UnknownKind(Exception):
+    pass
+
+
+@lru_cache(maxsize=1)
+def _k8s_schema_root() -> Path:
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("kubernetes-validate is not installed")
+    return Path(list(spec.submodule_search_locations)[0]) / "kubernetes-json-schema"
+
+
+@lru_cache(maxsize=None)
+def available_versions() -> tuple[str, ...]:
+    found = []
+    for entry in _k8s_schema_root().iterdir():
+        match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+-local-strict", entry.name)
+        if match:
+            found.append((int(match[1]), int(match[2])))
+    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
+
+
+def _schema_dir(version: str) -> Path:
+    return _k8s_schema_root() / f"v{version}.0-local-strict"
+
+
+# Core kinds lwsgen emits: their schemas, and the project's, reach only a few of the ~700
+# Kubernetes definitions. Render compiles each from a self-contained schema text (its own
+# definitions inlined), which jsonschema-rs parses itself: no registry, no Python-side JSON.
+EMITTED_CORE = kinds.core_kinds()
+_REF = re.compile(r'"\$ref":\s*"[^"#]*#/\$defs/([^"]+)"')
+_REF_PREFIX = re.compile(r'("\$ref":\s*")[^"#]*#/\$defs/')
+# Bump when the layout of the cached schema texts changes.
+STRICT_CACHE_FORMAT = 1
+
+
+def _without_descriptions(node: Any) -> Any:
+    """Validation never reads descriptions; they are most of the definitions' bytes."""
+    if isinstance(node, dict):
+        return {k: _without_descriptions(v) for k, v in node.items() if not (k == "description" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_without_descriptions(v) for v in node]
+    return node
+
+
+def _closure(definitions: dict[str, Any], roots: set[str]) -> dict[str, Any]:
+    """The definitions reachable through $ref from the named roots, without their descriptions."""
+    found: dict[str, Any] = {}
+    pending = list(roots)
+    while pending:
+        name = pending.pop()
+        if name in found or name not in definitions:
+            continue
+        found[name] = _without_descriptions(definitions[name])
+        pending += _REF.findall(json.dumps(definitions[name]))
+    return found
+
+
+def self_contained(root: dict[str, Any], definitions: dict[str, Any]) -> str:
+    """root as JSON text with every Kubernetes definition it reaches in its own $defs, and each
+    reference into the definitions file rewritten to point there."""
+    reached = _closure(definitions, set(_REF.findall(json.dumps(root))))
+    own = root.get("$defs", {})
+    if own.keys() & reached.keys():
+        raise RuntimeError(f"schema $defs shadow Kubernetes definitions: {sorted(own.keys() & reached.keys())}")
+    text = json.dumps({**_without_descriptions(root), "$defs": {**own, **reached}}, sort_keys=True)
+    return _REF_PREFIX.sub(r"\1#/$defs/", text)
+
+
+def _strict_sources(version: str) -> dict[str, dict[str, Any]]:
+    """Cache key -> root schema, for every kind and file lwsgen emits."""
+    roots = {f"{a} {k}": json.loads((_schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8")) for a, k in EMITTED_CORE}
+    roots.update({f"{a} {k}": resources.schema(name) for (a, k), name in PROJECT_SCHEMAS.items()})
+    roots.update({name: resources.schema(name) for name in FILE_SCHEMAS.values()})
+    return roots
+
+
+def _strict_cache_path(cache: Path, version: str) -> Path:
+    """Named by what the texts are built from: the bundled Kubernetes definitions (by size and
+    time, they belong to an installed package) and the project's schemas (by content)."""
+    import zlib
+
+    stat = (_schema_dir(version) / "_definitions.json").stat()
+    project = b"".join(resources.schema_bytes(name) for name in sorted({*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values()}))
+    key = f"{STRICT_CACHE_FORMAT}-{stat.st_size}-{stat.st_mtime_ns}-{zlib.crc32(project):08x}"
+    return cache / f"strict-{version}-{key}.json"
+
+
+# Cached texts kept per Kubernetes version: enough for a few lwsgen installs used side by side
+# (a pre-commit environment and a checkout, say) without rebuilding each other's on every run.
+KEPT_PER_VERSION = 4
+
+
+def _store(path: Path, texts: dict[str, str]) -> None:
+    """Write the cache atomically; drop all but the newest few of this version's."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps(texts))
+        version = path.name.split("-")[1]
+        cached = sorted(path.parent.glob(f"strict-{version}-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        # k8s-*: the definitions bundles lwsgen cached before it cached whole schemas.
+        for stale in (*cached[KEPT_PER_VERSION:], *path.parent.glob(f"k8s-{version}-*.json")):
+            stale.unlink(missing_ok=True)
+    except OSError:
+        pass  # no cache directory: build the texts again next time
+
+
+@lru_cache(maxsize=None)
+def strict_texts(version: str) -> dict[str, str]:
+    """Self-contained strict schema texts of what lwsgen emits ("apiVersion kind", or a file
+    schema's name -> JSON text), from the cache or built once and cached."""
+    cache = cache_dir()
+    path = None if cache is None else _strict_cache_path(cache, version)
+    if path is not None and path.is_file():
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            pass  # a damaged cache file is rebuilt
+    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
+    texts = {key: self_contained(root, definitions) for key, root in _strict_sources(version).items()}
+    if path is not None:
+        _store(path, texts)
+    return texts
+
+
+@lru_cache(maxsize=None)
+def _registry(version: str):
+    """All ~700 Kubernetes definitions, for kinds lwsgen does not emit (`lwsgen validate`)."""
+    import jsonschema_rs
+
+    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))
+    return jsonschema_rs.Registry([(K8S_DEFINITIONS, definitions)])
+
+
+def _k8s_file(api_version: str, kind: str) -> str:
+    # kubernetes-validate names files <kind>-<group without domain>-<version>.json, e.g. role-rbac-v1.json
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    return f"{kind.lower()}-{group_version}.json"
+
+
+@lru_cache(maxsize=None)
+def validator(version: str, api_version: str, kind: str):
+    """A compiled strict validator for one apiVersion/kind at one Kubernetes version."""
+    import jsonschema_rs
+
+    text = strict_texts(version).get(f"{api_version} {kind}")
+    if text is not None:
+        return jsonschema_rs.validator_for(text)
+    path = _schema_dir(version) / _k8s_file(api_version, kind)
+    if not path.is_file():
+        raise UnknownKind(f"no schema for {api_version} {kind}")
+    return jsonschema_rs.validator_for(json.loads(path.read_text(encoding="utf-8")), registry=_registry(version))
+
+
+@lru_cache(maxsize=None)
+def _file_validator(version: str, schema_file: str):
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(strict_texts(version)[schema_file])
+
+
+def _located(err) -> OutputError:
+    """An error at its path; an unknown field is reported at its own key."""
+    path = tuple(err.instance_path)
+    if err.kind.name == "additionalProperties":
+        unexpected = err.kind.unexpected
+        more = f" (and {len(unexpected) - 1} more here)" if len(unexpected) > 1 else ""
+        return OutputError(path + (unexpected[0],), f"unknown field {unexpected[0]!r}{more}", at_key=True)
+    return OutputError(path, err.message)
+
+
+def has_schema(obj: dict[str, Any], version: str, file: str = "") -> bool:
+    if file in FILE_SCHEMAS:
+        return True
+    try:
+        validator(version, obj.get("apiVersion"), obj.get("kind"))
+    except (UnknownKind, TypeError, AttributeError):
+        return False
+    return True
+
+
+def schema_errors(obj: dict[str, Any], version: str, file: str = "") -> Iterator[OutputError]:
+    """Every way obj breaks its strict schema."""
+    if file in FILE_SCHEMAS:
+        yield from (_located(err) for err in _file_validator(version, FILE_SCHEMAS[file]).iter_errors(obj))
+        return
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        yield OutputError((), "apiVersion and kind must be strings")
+        return
+    try:
+        compiled = validator(version, api_version, kind)
+    except UnknownKind as err:
+        yield OutputError(("kind",), str(err))
+        return
+    yield from (_located(err) for err in compiled.iter_errors(obj))
