@@ -91,3 +91,38 @@ def test_a_reader_that_stops_early_gets_no_error_and_exit_0(tmp_path):
         err = proc.stderr.read().decode()
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err
+
+
+def _costly(minimal):
+    return merged(minimal, **{"lws.maxSurge": 1})  # valid, but warned about: a surge group needs whole nodes
+
+
+def test_warnings_appear_in_every_format(write_profile, minimal, tmp_path, capsys):
+    path = write_profile(_costly(minimal))
+    out = str(tmp_path / "out")
+    assert main(["render", str(path), "-o", out]) == 0
+    assert ": lws.maxSurge: warning: each surge group" in capsys.readouterr().err
+    assert main(["render", str(path), "-o", out, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    [row] = json.loads(captured.out)
+    assert (row["severity"], row["code"], row["path"]) == ("warning", "costly", "lws.maxSurge")
+    assert "files" in captured.err  # the write report stays out of the JSON
+    assert main(["render", str(path), "-o", out, "--format", "github"]) == 0
+    assert capsys.readouterr().out.startswith(f"::warning file={path},line=")
+    assert main(["validate", str(path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["severity"] == "warning"
+
+
+def test_strict_makes_warnings_errors_in_every_format(write_profile, minimal, tmp_path, capsys):
+    path = write_profile(_costly(minimal))
+    assert main(["render", str(path), "-o", str(tmp_path / "out"), "--strict", "--format", "json"]) == 1
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["severity"] == "error"
+    assert not (tmp_path / "out").exists()
+
+
+def test_warnings_with_stdout_stream_go_to_stderr(write_profile, minimal, capsys):
+    path = write_profile(_costly(minimal))
+    assert main(["render", str(path), "--stdout", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("---\n") and json.loads(captured.err)[0]["severity"] == "warning"
