@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test tools docs check checkov bench clean
+.PHONY: render test lint tools docs check checkov bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,13 @@ tools: $(STAMP)
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
-## test: install what the tests need and run them
-test: tools
+## lint: ruff (line length 120, pyproject.toml) over the code, the tests and the tools
+lint: $(STAMP)
+	$(BIN)/ruff check lwsgen tests tools
+	$(BIN)/ruff format --check --quiet lwsgen tests tools
+
+## test: install what the tests need, lint, and run them
+test: tools lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 ## docs: regenerate every generated block of README.md and docs/ (output kinds, profile fields, runtimes, sizing)

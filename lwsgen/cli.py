@@ -18,52 +18,100 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lwsgen", description=(
-        "Render one model profile into the validated Kubernetes manifests that serve it across "
-        "several GPU nodes with LeaderWorkerSet."))
+    parser = argparse.ArgumentParser(
+        prog="lwsgen",
+        description=(
+            "Render one model profile into the validated Kubernetes manifests that serve it across "
+            "several GPU nodes with LeaderWorkerSet."
+        ),
+    )
     parser.add_argument("--version", action="version", version=f"lwsgen {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    render = commands.add_parser("render", help="render profiles into OUT/<name>/", description=(
-        "Render each profile (or every *.yaml/*.yml profile under a directory) into OUT/<name>/. "
-        "Nothing is written unless every profile is valid."))
+    render = commands.add_parser(
+        "render",
+        help="render profiles into OUT/<name>/",
+        description=(
+            "Render each profile (or every *.yaml/*.yml profile under a directory) into OUT/<name>/. "
+            "Nothing is written unless every profile is valid."
+        ),
+    )
     render.add_argument("paths", nargs="+", metavar="PROFILE_OR_DIR")
     render.add_argument("-o", "--out", default="out", metavar="OUT", help="output root (default: out)")
     mode = render.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="write nothing; report missing, stale or extra files; exit 1 on drift")
+    mode.add_argument(
+        "--check", action="store_true", help="write nothing; report missing, stale or extra files; exit 1 on drift"
+    )
     mode.add_argument("--stdout", action="store_true", help="write nothing; print one multi-document YAML stream")
     render.add_argument("--format", choices=FORMATS, default="text", help="how problems are printed (default: text)")
-    render.add_argument("--strict", action="store_true", help="treat warnings (e.g. a model that does not fit its GPUs) as errors")
-    render.add_argument("-j", "--jobs", type=_positive, default=0, metavar="N",
-                        help="worker processes for large batches (default: one per usable CPU; 1 renders in this process)")
+    render.add_argument(
+        "--strict", action="store_true", help="treat warnings (e.g. a model that does not fit its GPUs) as errors"
+    )
+    render.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive,
+        default=0,
+        metavar="N",
+        help="worker processes for large batches (default: one per usable CPU; 1 renders in this process)",
+    )
 
-    check = commands.add_parser("validate", help="validate profiles and manifests (files or directories)", description=(
-        "Validate profiles and rendered or hand-edited manifests, auto-detected, with the strict validators render "
-        "uses plus cross-object rules over everything given. Exit 0 valid, 1 invalid."))
+    check = commands.add_parser(
+        "validate",
+        help="validate profiles and manifests (files or directories)",
+        description=(
+            "Validate profiles and rendered or hand-edited manifests, auto-detected, with the strict validators render "
+            "uses plus cross-object rules over everything given. Exit 0 valid, 1 invalid."
+        ),
+    )
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=FORMATS, default="text", help="text (default), json, or github annotations")
-    check.add_argument("--kubernetes-version", default="1.33", metavar="X.Y",
-                       help="Kubernetes schemas for manifests (default 1.33; profiles use their kubernetesVersion)")
+    check.add_argument(
+        "--kubernetes-version",
+        default="1.33",
+        metavar="X.Y",
+        help="Kubernetes schemas for manifests (default 1.33; profiles use their kubernetesVersion)",
+    )
 
-    plan = commands.add_parser("plan", help="size a deployment: nodes and tensor x pipeline split for a model on a GPU",
-                                description="Smallest node count and parallelism that hold a model on a GPU type (offline estimate).")
+    plan = commands.add_parser(
+        "plan",
+        help="size a deployment: nodes and tensor x pipeline split for a model on a GPU",
+        description="Smallest node count and parallelism that hold a model on a GPU type (offline estimate).",
+    )
     which = plan.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", metavar="NAME", help="a catalog model (see the README's Sizing section)")
-    which.add_argument("--params", type=float, metavar="BILLIONS", help="parameter count in billions, for a model outside the catalog")
-    plan.add_argument("--dtype", choices=("bf16", "fp16", "fp8", "int8", "int4"), help="weight dtype (default: the model's)")
+    which.add_argument(
+        "--params", type=float, metavar="BILLIONS", help="parameter count in billions, for a model outside the catalog"
+    )
+    plan.add_argument(
+        "--dtype", choices=("bf16", "fp16", "fp8", "int8", "int4"), help="weight dtype (default: the model's)"
+    )
     plan.add_argument("--gpu", required=True, metavar="TYPE", help="GPU type, e.g. h100-80gb")
     plan.add_argument("--gpus-per-node", type=int, default=8, metavar="N", help="GPUs per node (default 8)")
-    plan.add_argument("--context", type=int, default=8192, metavar="TOKENS", help="tokens per sequence for the KV cache (default 8192)")
+    plan.add_argument(
+        "--context",
+        type=int,
+        default=8192,
+        metavar="TOKENS",
+        help="tokens per sequence for the KV cache (default 8192)",
+    )
     plan.add_argument("--concurrency", type=int, default=1, metavar="N", help="sequences held at once (default 1)")
     plan.add_argument("--format", choices=("text", "json"), default="text")
-    plan.add_argument("--emit-profile", metavar="NAME", help="print a profile skeleton for the plan (needs --runtime and --image)")
+    plan.add_argument(
+        "--emit-profile", metavar="NAME", help="print a profile skeleton for the plan (needs --runtime and --image)"
+    )
     plan.add_argument("--runtime", metavar="R", help="runtime of the emitted profile")
     plan.add_argument("--image", metavar="I", help="image of the emitted profile")
 
-    explain = commands.add_parser("explain", help="what a profile will run: groups, pods, ranks, objects, autoscaling path",
-                                  description="Explain what a profile renders to, without writing anything.")
+    explain = commands.add_parser(
+        "explain",
+        help="what a profile will run: groups, pods, ranks, objects, autoscaling path",
+        description="Explain what a profile renders to, without writing anything.",
+    )
     explain.add_argument("profile", metavar="PROFILE")
-    explain.add_argument("--format", choices=("text", "mermaid"), default="text", help="text tree (default) or a mermaid diagram")
+    explain.add_argument(
+        "--format", choices=("text", "mermaid"), default="text", help="text tree (default) or a mermaid diagram"
+    )
 
     commands.add_parser("schema", help="print the profile JSON Schema", description="Print the profile JSON Schema.")
     return parser
@@ -100,7 +148,16 @@ def _duplicate_names(results) -> list:
     for result in results:
         name = result.name
         if name in seen:
-            problems.append(Problem(result.source, 0, 0, "name", f"{name!r} is also the name of {seen[name]}; both would write the same directory", "duplicate-name"))
+            problems.append(
+                Problem(
+                    result.source,
+                    0,
+                    0,
+                    "name",
+                    f"{name!r} is also the name of {seen[name]}; both would write the same directory",
+                    "duplicate-name",
+                )
+            )
         seen.setdefault(name, result.source)
     return problems
 
@@ -159,9 +216,11 @@ def _render(args: argparse.Namespace) -> int:
         reports = [(result, write.write_one(out_root, result)) for result in results]
     for result, report in reports:
         p = result.profile
-        out.write(f"{report.directory}/: {len(result.files)} files, {len(report.changed)} changed"
-                  f"{f', {len(report.removed)} removed' if report.removed else ''} "
-                  f"(group of {p.group_size} pods x {p.gpus_per_pod} GPUs, world size {p.world_size})\n")
+        out.write(
+            f"{report.directory}/: {len(result.files)} files, {len(report.changed)} changed"
+            f"{f', {len(report.removed)} removed' if report.removed else ''} "
+            f"(group of {p.group_size} pods x {p.gpus_per_pod} GPUs, world size {p.world_size})\n"
+        )
     return EXIT_OK
 
 
@@ -170,8 +229,10 @@ def _validate(args: argparse.Namespace) -> int:
     from lwsgen.output.validate import available_versions
 
     if args.kubernetes_version not in available_versions():
-        sys.stderr.write(f"lwsgen validate: no schemas for Kubernetes {args.kubernetes_version}; "
-                         f"available: {', '.join(available_versions())}\n")
+        sys.stderr.write(
+            f"lwsgen validate: no schemas for Kubernetes {args.kubernetes_version}; "
+            f"available: {', '.join(available_versions())}\n"
+        )
         return EXIT_USAGE
     report = validate_paths.run(args.paths, args.kubernetes_version)
     for kind, count in sorted(report.not_checked.items()):

@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lwsgen.check import check
-from lwsgen.derive import derive
 from lwsgen.check.profile import Profile
+from lwsgen.derive import derive
 from lwsgen.load import load
 from lwsgen.load.source import load_documents
 from lwsgen.output import locate, parse, relations, validate
@@ -34,7 +34,9 @@ def load_profile(path: Path, display: str | None = None):
     return profile, src, warnings
 
 
-def _output_problems(out_dir: str, files: dict[str, str], parsed: dict[str, tuple], version: str, profile_file: str) -> list[Problem]:
+def _output_problems(
+    out_dir: str, files: dict[str, str], parsed: dict[str, tuple], version: str, profile_file: str
+) -> list[Problem]:
     found: dict[str, list[tuple[int, locate.OutputError]]] = {}
     for name, docs in parsed.items():
         for index, doc in enumerate(docs):

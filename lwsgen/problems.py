@@ -1,7 +1,8 @@
 """One problem type for every stage, and pure formatters for it."""
 
 import json
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 ERROR, WARNING = "error", "warning"
 
@@ -41,8 +42,18 @@ def format_text(problems: list[Problem]) -> str:
 
 
 def format_json(problems: list[Problem]) -> str:
-    rows = [{"file": p.file, "line": p.line, "column": p.col, "path": p.path, "message": p.message, "code": p.code,
-             "severity": p.severity} for p in sorted(problems)]
+    rows = [
+        {
+            "file": p.file,
+            "line": p.line,
+            "column": p.col,
+            "path": p.path,
+            "message": p.message,
+            "code": p.code,
+            "severity": p.severity,
+        }
+        for p in sorted(problems)
+    ]
     return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -9,33 +9,33 @@ Plain paths, not importlib.resources, whose first use costs ~3 ms of imports in 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 PACKAGE = Path(__file__).resolve().parent
 
 
-@lru_cache(maxsize=None)
+@cache
 def package_dir(name: str) -> Path:
     """The templates or schemas directory: inside the installed package, else the checkout's."""
     installed = PACKAGE / name
     return installed if installed.is_dir() else PACKAGE.parent / name
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema_bytes(name: str) -> bytes:
     """A JSON schema shipped in schemas/, as it is on disk."""
     return (package_dir("schemas") / name).read_bytes()
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema(name: str) -> dict[str, Any]:
     """A JSON schema shipped in schemas/, parsed once."""
     return json.loads(schema_bytes(name))
 
 
-@lru_cache(maxsize=None)
+@cache
 def script(name: str) -> str:
     """A launch script shipped in templates/scripts/ (static text, never templated)."""
     return (package_dir("templates") / "scripts" / name).read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ ECMA regular expressions lack, is spelled out as character classes.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ def _convert(node: Any) -> Any:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_validators(path: Path) -> dict[tuple[str, str], Any]:
     """(apiVersion, kind) -> strict validator for every served version of the CRD."""
     crd = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -67,6 +67,8 @@ def errors(obj: dict[str, Any], crds: Path, kubernetes_version: str = "1.33") ->
             found = [f"{list(e.instance_path)}: {e.message}" for e in validators[key].iter_errors(obj)]
             meta_schema = {"$ref": f"{validate.K8S_DEFINITIONS}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
             meta_validator = jsonschema_rs.validator_for(meta_schema, registry=validate._registry(kubernetes_version))
-            found += [f"metadata{list(e.instance_path)}: {e.message}" for e in meta_validator.iter_errors(obj["metadata"])]
+            found += [
+                f"metadata{list(e.instance_path)}: {e.message}" for e in meta_validator.iter_errors(obj["metadata"])
+            ]
             return found
     raise LookupError(f"no CRD in {crds} defines {key}")

@@ -32,7 +32,9 @@ def test_parallel_and_serial_batches_write_the_same_bytes_and_messages(profiles,
     assert serial.err == parallel.err
 
 
-def test_a_bad_profile_in_a_parallel_batch_writes_nothing_and_is_located(profiles, write_profile, minimal, tmp_path, capsys):
+def test_a_bad_profile_in_a_parallel_batch_writes_nothing_and_is_located(
+    profiles, write_profile, minimal, tmp_path, capsys
+):
     bad = write_profile(merged(minimal, name="model-bad", **{"node.gpus": 0}), "profiles/p99.yaml")
     assert main(["render", str(bad.parent), "-o", str(tmp_path / "out"), "-j", "2"]) == 1
     err = capsys.readouterr().err

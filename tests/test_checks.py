@@ -2,36 +2,42 @@
 
 import pytest
 
-from conftest import problem_codes, merged
+from conftest import merged, problem_codes
 from lwsgen.check.rules import image_problem
 from lwsgen.derive.naming import name_budget
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
 
 
-@pytest.mark.parametrize("image", [
-    "nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
-    "vllm/vllm-openai:v0.8.5",
-    "localhost:5000/team/model:1.0",
-    "registry.example.com:443/a/b/c:tag_1.2-x",
-    "vllm/vllm-openai@sha256:" + "a" * 64,
-    "vllm/vllm-openai:latest@sha256:" + "b" * 64,  # a digest pins even a latest tag
-    "[::1]:5000/img:1",
-    "myorg/team/model:1",
-])
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
+        "vllm/vllm-openai:v0.8.5",
+        "localhost:5000/team/model:1.0",
+        "registry.example.com:443/a/b/c:tag_1.2-x",
+        "vllm/vllm-openai@sha256:" + "a" * 64,
+        "vllm/vllm-openai:latest@sha256:" + "b" * 64,  # a digest pins even a latest tag
+        "[::1]:5000/img:1",
+        "myorg/team/model:1",
+    ],
+)
 def test_pinned_image_references_pass(image):
     assert image_problem(image) is None
 
 
-@pytest.mark.parametrize("image, why", [
-    ("vllm/vllm-openai", "neither tag nor digest"),
-    ("vllm/vllm-openai:latest", "':latest' is not pinned"),
-    ("vllm/vllm-openai:v1 ", "whitespace"),
-    ("vllm/vllm-openai:v1\n", "whitespace"),
-    ("VLLM/upper:1", "not a valid image reference"),
-    ("vllm/vllm-openai:", "not a valid image reference"),
-    ("vllm/vllm-openai@sha256:short", "not a valid image reference"),
-])
+@pytest.mark.parametrize(
+    "image, why",
+    [
+        ("vllm/vllm-openai", "neither tag nor digest"),
+        ("vllm/vllm-openai:latest", "':latest' is not pinned"),
+        ("vllm/vllm-openai:v1 ", "whitespace"),
+        ("vllm/vllm-openai:v1\n", "whitespace"),
+        ("VLLM/upper:1", "not a valid image reference"),
+        ("vllm/vllm-openai:", "not a valid image reference"),
+        ("vllm/vllm-openai@sha256:short", "not a valid image reference"),
+    ],
+)
 def test_bad_image_references_say_why(image, why):
     assert why in image_problem(image)
 
@@ -73,7 +79,9 @@ def test_the_kubectl_helper_image_is_checked_too(write_profile, minimal):
 
 def test_profile_labels_cannot_override_ours(write_profile, minimal):
     assert _codes(write_profile, merged(minimal, labels={"app.kubernetes.io/name": "x"})) == ["reserved-label"]
-    assert _codes(write_profile, merged(minimal, labels={"leaderworkerset.sigs.k8s.io/name": "x"})) == ["reserved-label"]
+    assert _codes(write_profile, merged(minimal, labels={"leaderworkerset.sigs.k8s.io/name": "x"})) == [
+        "reserved-label"
+    ]
 
 
 def test_percent_rollout_above_100_is_refused(write_profile, minimal):
@@ -81,7 +89,12 @@ def test_percent_rollout_above_100_is_refused(write_profile, minimal):
 
 
 def test_a_runtime_without_metrics_warns_that_no_podmonitor_is_emitted(write_profile, minimal):
-    trtllm = merged(minimal, runtime="trtllm-serve", image="nvcr.io/nvidia/tensorrt-llm/release:0.21.0", monitoring={"enabled": True})
+    trtllm = merged(
+        minimal,
+        runtime="trtllm-serve",
+        image="nvcr.io/nvidia/tensorrt-llm/release:0.21.0",
+        monitoring={"enabled": True},
+    )
     _, _, warnings = load_profile(write_profile(trtllm))
     assert [(w.path, w.code) for w in warnings] == [("monitoring.enabled", "not-emitted")]
     assert "no PodMonitor" in warnings[0].message
@@ -93,4 +106,6 @@ def test_autoscaling_needs_monitoring_and_a_quantity_sized_target(write_profile,
     assert _codes(write_profile, merged(minimal, autoscaling={"enabled": True})) == ["needs-monitoring"]
     on = {"monitoring": {"enabled": True}}
     assert _codes(write_profile, merged(minimal, autoscaling={"enabled": True, "target": 0.8}, **on)) == []
-    assert _codes(write_profile, merged(minimal, autoscaling={"enabled": True, "target": 0.0005}, **on)) == ["bad-target"]
+    assert _codes(write_profile, merged(minimal, autoscaling={"enabled": True, "target": 0.0005}, **on)) == [
+        "bad-target"
+    ]

@@ -20,7 +20,10 @@ def test_version_and_help_exit_zero(capsys):
         assert "usage: lwsgen" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [[], ["render"], ["bogus"], ["render", "p.yaml", "--check", "--stdout"], ["render", "p.yaml", "--format", "xml"]])
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["render"], ["bogus"], ["render", "p.yaml", "--check", "--stdout"], ["render", "p.yaml", "--format", "xml"]],
+)
 def test_usage_errors_exit_two(argv, capsys):
     assert main(argv) == 2
     assert "usage:" in capsys.readouterr().err
@@ -39,10 +42,20 @@ def test_problems_as_json_and_github_annotations(write_profile, minimal, capsys)
     path = write_profile(merged(minimal, **{"node.gpus": 0}))
     assert main(["render", str(path), "--format", "json"]) == 1
     [row] = json.loads(capsys.readouterr().out)
-    assert row == {"file": str(path), "line": 10, "column": 9, "path": "node.gpus",
-                   "message": "0 is out of range; must be at least 1", "code": "out-of-range", "severity": "error"}
+    assert row == {
+        "file": str(path),
+        "line": 10,
+        "column": 9,
+        "path": "node.gpus",
+        "message": "0 is out of range; must be at least 1",
+        "code": "out-of-range",
+        "severity": "error",
+    }
     assert main(["render", str(path), "--format", "github"]) == 1
-    assert capsys.readouterr().out == f"::error file={path},line=10,col=9::node.gpus: 0 is out of range; must be at least 1\n"
+    assert (
+        capsys.readouterr().out
+        == f"::error file={path},line=10,col=9::node.gpus: 0 is out of range; must be at least 1\n"
+    )
 
 
 def test_a_directory_without_profiles_is_an_error(tmp_path, capsys):
@@ -52,24 +65,39 @@ def test_a_directory_without_profiles_is_an_error(tmp_path, capsys):
 
 def test_python_dash_m_renders_with_exit_codes(write_profile, minimal, tmp_path):
     out = tmp_path / "out"
-    ok = subprocess.run([sys.executable, "-m", "lwsgen", "render", str(write_profile(minimal)), "-o", str(out)],
-                        capture_output=True, text=True, cwd=tmp_path)
+    ok = subprocess.run(
+        [sys.executable, "-m", "lwsgen", "render", str(write_profile(minimal)), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stderr
     assert (out / "demo" / "leaderworkerset.yaml").is_file()
-    bad = subprocess.run([sys.executable, "-m", "lwsgen", "render", str(write_profile("name: [", "bad.yaml"))],
-                         capture_output=True, text=True, cwd=tmp_path)
+    bad = subprocess.run(
+        [sys.executable, "-m", "lwsgen", "render", str(write_profile("name: [", "bad.yaml"))],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and "YAML syntax error" in bad.stderr
     # The process skips collecting garbage at exit; what it printed must still all arrive.
-    piped = subprocess.run([sys.executable, "-m", "lwsgen", "render", str(write_profile(minimal)), "--stdout"],
-                           capture_output=True, text=True, cwd=tmp_path)
+    piped = subprocess.run(
+        [sys.executable, "-m", "lwsgen", "render", str(write_profile(minimal)), "--stdout"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert piped.returncode == 0, piped.stderr
     assert (out / "demo" / "leaderworkerset.yaml").read_text() in piped.stdout
     assert piped.stdout.endswith((out / "demo" / "service.yaml").read_text())  # the stream's last object, whole
 
 
 def test_help_imports_no_stage():
-    code = ("import sys\nfrom lwsgen.cli import main\nmain(['--help'])\n"
-            "print(sorted(m for m in ('yaml', 'jinja2', 'jsonschema_rs', 'lwsgen.pipeline') if m in sys.modules), file=sys.stderr)")
+    code = (
+        "import sys\nfrom lwsgen.cli import main\nmain(['--help'])\n"
+        "print(sorted(m for m in ('yaml', 'jinja2', 'jsonschema_rs', 'lwsgen.pipeline') if m in sys.modules), "
+        "file=sys.stderr)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stderr.strip() == "[]"
 
@@ -84,8 +112,12 @@ def test_an_internal_error_is_one_line_without_traceback(write_profile, minimal,
 def test_a_reader_that_stops_early_gets_no_error_and_exit_0(tmp_path):
     """`lwsgen render profiles/ --stdout | head -c 100`: the closed pipe is the reader's choice, not
     a failure. The stream (~117 kB) is larger than a pipe's buffer, so the writer meets it closed."""
-    with subprocess.Popen([sys.executable, "-m", "lwsgen", "render", str(PROFILES), "--stdout"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-m", "lwsgen", "render", str(PROFILES), "--stdout"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    ) as proc:
         proc.stdout.read(100)
         proc.stdout.close()
         err = proc.stderr.read().decode()

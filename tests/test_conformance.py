@@ -14,7 +14,15 @@ from lwsgen.pipeline import render_profile
 CASES = Path(__file__).parent / "cases" / "valid"
 ALL_PROFILES = sorted(PROFILES.glob("*.yaml")) + sorted(CASES.glob("*/profile.yaml"))
 CRDS = SHARED / "crds"
-CORE_KINDS = {"Service", "ConfigMap", "ServiceAccount", "Role", "RoleBinding", "HorizontalPodAutoscaler", "NetworkPolicy"}
+CORE_KINDS = {
+    "Service",
+    "ConfigMap",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "HorizontalPodAutoscaler",
+    "NetworkPolicy",
+}
 NOT_OBJECTS = {"kustomization.yaml", "prometheus-adapter-rules.yaml", "eksctl-nodegroup.yaml"}
 
 
@@ -65,18 +73,72 @@ def test_kubectl_kustomize_builds_every_output_directory(rendered, path, tmp_pat
 
     result = rendered[path]
     write_one(tmp_path, result)
-    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / result.name)],
-                           capture_output=True, text=True, check=True).stdout
+    built = subprocess.run(
+        [tool("kubectl"), "kustomize", str(tmp_path / result.name)], capture_output=True, text=True, check=True
+    ).stdout
     kinds = sorted(doc["kind"] for doc in yaml.safe_load_all(built))
     listed = yaml.safe_load(result.files["kustomization.yaml"])["resources"]
     expected = sorted(yaml.safe_load(result.files[name])["kind"] for name in listed)
     assert kinds == expected
 
 
-AWKWARD = ["08", "1_000", "0o17", "0x1F", "1:30", "24.08", "1e3", ".5", "-1", "y", "N", "yes", "on", "True", "~", "null", "",
-           "0.0.0.0", "512Gi", "9059d6", "--tp", "a: b", "a #b", "a#b", "- x", "? x", "[x]", "{x}", "x, y", "'q'", '"q"', "&a", "*a",
-           "!t", "%p", "@x", "`x`", "|x", ">x", "a |b", "^re$", 'sum(x{namespace="a"}) by (pod)', "  lead", "trail  ", "é ü",
-           "multi\nline\n", "x\n\tindented with a tab\n", "keep\n\n", "strip\nno newline", "  indented\nblock\n", "tab\there\n", "x\u2028y", "\ufeffbom", "---", "..."]
+AWKWARD = [
+    "08",
+    "1_000",
+    "0o17",
+    "0x1F",
+    "1:30",
+    "24.08",
+    "1e3",
+    ".5",
+    "-1",
+    "y",
+    "N",
+    "yes",
+    "on",
+    "True",
+    "~",
+    "null",
+    "",
+    "0.0.0.0",
+    "512Gi",
+    "9059d6",
+    "--tp",
+    "a: b",
+    "a #b",
+    "a#b",
+    "- x",
+    "? x",
+    "[x]",
+    "{x}",
+    "x, y",
+    "'q'",
+    '"q"',
+    "&a",
+    "*a",
+    "!t",
+    "%p",
+    "@x",
+    "`x`",
+    "|x",
+    ">x",
+    "a |b",
+    "^re$",
+    'sum(x{namespace="a"}) by (pod)',
+    "  lead",
+    "trail  ",
+    "é ü",
+    "multi\nline\n",
+    "x\n\tindented with a tab\n",
+    "keep\n\n",
+    "strip\nno newline",
+    "  indented\nblock\n",
+    "tab\there\n",
+    "x\u2028y",
+    "\ufeffbom",
+    "---",
+    "...",
+]
 
 
 @pytest.mark.tools
@@ -87,11 +149,38 @@ def test_go_yaml_readers_take_written_strings_as_the_same_strings(tmp_path):
 
     from lwsgen.output.parse import dump
 
-    pieces = [" ", "\n", "\t", "-", ":", "#", "'", '"', "|", "a", "0", "1", ".", "_", "e", "x", "~", "{", "[", ",", "y", "é"]
+    pieces = [
+        " ",
+        "\n",
+        "\t",
+        "-",
+        ":",
+        "#",
+        "'",
+        '"',
+        "|",
+        "a",
+        "0",
+        "1",
+        ".",
+        "_",
+        "e",
+        "x",
+        "~",
+        "{",
+        "[",
+        ",",
+        "y",
+        "é",
+    ]
     rng = random.Random(0)
     generated = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 7))) for _ in range(2000)]
     data = {f"k{i}": value for i, value in enumerate(AWKWARD + generated)}
-    (tmp_path / "configmap.yaml").write_text(dump(({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": data},)))
+    (tmp_path / "configmap.yaml").write_text(
+        dump(({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": data},))
+    )
     (tmp_path / "kustomization.yaml").write_text(dump(({"resources": ["configmap.yaml"]},)))
-    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    built = subprocess.run(
+        [tool("kubectl"), "kustomize", str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout
     assert yaml.safe_load(built)["data"] == data

@@ -9,15 +9,20 @@ def _lwt(rendered):
     return lws_of(rendered)["spec"]["leaderWorkerTemplate"]
 
 
-@pytest.mark.parametrize("tensor, pipeline, gpus, size, per_pod", [
-    (8, 2, 8, 2, 8),
-    (16, 1, 8, 2, 8),
-    (8, 4, 8, 4, 8),
-    (4, 1, 8, 1, 4),   # world smaller than a node: one pod using world-size GPUs
-    (2, 2, 4, 1, 4),
-])
+@pytest.mark.parametrize(
+    "tensor, pipeline, gpus, size, per_pod",
+    [
+        (8, 2, 8, 2, 8),
+        (16, 1, 8, 2, 8),
+        (8, 4, 8, 4, 8),
+        (4, 1, 8, 1, 4),  # world smaller than a node: one pod using world-size GPUs
+        (2, 2, 4, 1, 4),
+    ],
+)
 def test_group_size_and_gpus_per_pod(render, minimal, tensor, pipeline, gpus, size, per_pod):
-    rendered = render(merged(minimal, **{"parallelism.tensor": tensor, "parallelism.pipeline": pipeline, "node.gpus": gpus}))
+    rendered = render(
+        merged(minimal, **{"parallelism.tensor": tensor, "parallelism.pipeline": pipeline, "node.gpus": gpus})
+    )
     lwt = _lwt(rendered)
     assert lwt["size"] == size
     assert rendered.profile.world_size == tensor * pipeline
@@ -28,24 +33,36 @@ def test_group_size_and_gpus_per_pod(render, minimal, tensor, pipeline, gpus, si
 
 def test_replicas_written_when_static_and_omitted_when_autoscaling(render, minimal):
     assert lws_of(render(merged(minimal, replicas=3)))["spec"]["replicas"] == 3
-    scaled = merged(minimal, replicas=3, **{"autoscaling.enabled": True, "autoscaling.maxReplicas": 4, "monitoring.enabled": True})
+    scaled = merged(
+        minimal, replicas=3, **{"autoscaling.enabled": True, "autoscaling.maxReplicas": 4, "monitoring.enabled": True}
+    )
     assert "replicas" not in lws_of(render(scaled))["spec"]
 
 
 def test_policies_are_written_out_even_at_their_defaults(render, minimal):
     spec = lws_of(render(minimal))["spec"]
     assert spec["startupPolicy"] == "LeaderCreated"
-    assert spec["rolloutStrategy"] == {"type": "RollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0}}
+    assert spec["rolloutStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0},
+    }
     assert spec["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupOnPodRestart"
-    custom = lws_of(render(merged(minimal, lws={"restartPolicy": "None", "maxUnavailable": "25%", "maxSurge": 1})))["spec"]
+    custom = lws_of(render(merged(minimal, lws={"restartPolicy": "None", "maxUnavailable": "25%", "maxSurge": 1})))[
+        "spec"
+    ]
     assert custom["leaderWorkerTemplate"]["restartPolicy"] == "None"
     assert custom["rolloutStrategy"]["rollingUpdateConfiguration"] == {"maxUnavailable": "25%", "maxSurge": 1}
 
 
 def test_service_selects_leaders_of_this_lws_only_under_another_name(render, minimal):
-    service = objects_of(render(merged(minimal, service={"annotations": {"a/b": "c"}, "loadBalancerSourceRanges": ["10.0.0.0/8"]})))["service.yaml"]
+    service = objects_of(
+        render(merged(minimal, service={"annotations": {"a/b": "c"}, "loadBalancerSourceRanges": ["10.0.0.0/8"]}))
+    )["service.yaml"]
     assert service["metadata"]["name"] == "demo-leader"
-    assert service["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "demo", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    assert service["spec"]["selector"] == {
+        "leaderworkerset.sigs.k8s.io/name": "demo",
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+    }
     assert service["spec"]["type"] == "LoadBalancer"
     assert service["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
     assert service["metadata"]["annotations"] == {"a/b": "c"}
@@ -65,11 +82,22 @@ def test_recommended_labels_on_every_object_and_profile_labels_never_selected(re
 
 
 def test_node_selection_is_identical_on_leader_and_workers(render, minimal):
-    profile = merged(minimal, node={"gpus": 8, "gpuProduct": "NVIDIA-H100-80GB-HBM3", "instanceType": "p5.48xlarge",
-                                    "nodeSelector": {"pool": "gpu"}, "efa": 32, "rdmaResource": {"rdma/ib": 2},
-                                    "cpu": "64", "memory": "512Gi", "shmSize": "256Gi"},
-                     scheduling={"priorityClassName": "high", "exclusiveTopology": "topology.kubernetes.io/zone"},
-                     imagePullSecrets=["ngc"])
+    profile = merged(
+        minimal,
+        node={
+            "gpus": 8,
+            "gpuProduct": "NVIDIA-H100-80GB-HBM3",
+            "instanceType": "p5.48xlarge",
+            "nodeSelector": {"pool": "gpu"},
+            "efa": 32,
+            "rdmaResource": {"rdma/ib": 2},
+            "cpu": "64",
+            "memory": "512Gi",
+            "shmSize": "256Gi",
+        },
+        scheduling={"priorityClassName": "high", "exclusiveTopology": "topology.kubernetes.io/zone"},
+        imagePullSecrets=["ngc"],
+    )
     rendered = render(profile)
     lwt = _lwt(rendered)
     leader, worker = lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]
@@ -77,13 +105,18 @@ def test_node_selection_is_identical_on_leader_and_workers(render, minimal):
         assert leader[key] == worker[key], key
     assert leader["nodeSelector"] == {"node.kubernetes.io/instance-type": "p5.48xlarge", "pool": "gpu"}
     term = leader["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-    assert term["matchExpressions"] == [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}]
+    assert term["matchExpressions"] == [
+        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}
+    ]
     assert leader["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert leader["imagePullSecrets"] == [{"name": "ngc"}]
     for spec in (leader, worker):
         resources = spec["containers"][0]["resources"]
-        assert resources["requests"] == resources["limits"] == {
-            "cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "rdma/ib": "2", "vpc.amazonaws.com/efa": "32"}
+        assert (
+            resources["requests"]
+            == resources["limits"]
+            == {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "rdma/ib": "2", "vpc.amazonaws.com/efa": "32"}
+        )
         shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
         assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "256Gi"}
     annotations = lws_of(rendered)["metadata"]["annotations"]
@@ -100,12 +133,16 @@ def test_model_claim_mounted_on_leader_and_workers(render, minimal):
     lwt = _lwt(render(merged(minimal, storage={"claimName": "efs-claim", "mountPath": "/models"})))
     for side in ("leaderTemplate", "workerTemplate"):
         spec = lwt[side]["spec"]
-        assert {"name": "model", "persistentVolumeClaim": {"claimName": "efs-claim", "readOnly": True}} in spec["volumes"]
+        assert {"name": "model", "persistentVolumeClaim": {"claimName": "efs-claim", "readOnly": True}} in spec[
+            "volumes"
+        ]
         assert {"name": "model", "mountPath": "/models", "readOnly": True} in spec["containers"][0]["volumeMounts"]
 
 
 def test_startup_probe_budget_follows_the_model_load_timeout(render, minimal):
-    leader = _lwt(render(merged(minimal, **{"model.loadTimeoutSeconds": 3600})))["leaderTemplate"]["spec"]["containers"][0]
+    leader = _lwt(render(merged(minimal, **{"model.loadTimeoutSeconds": 3600})))["leaderTemplate"]["spec"][
+        "containers"
+    ][0]
     assert leader["startupProbe"]["periodSeconds"] * leader["startupProbe"]["failureThreshold"] == 3600
 
 

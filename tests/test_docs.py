@@ -3,7 +3,6 @@
 import shutil
 
 from conftest import REPO
-
 from lwsgen.commands import docs
 from lwsgen.derive.kinds import KINDS
 

@@ -4,8 +4,8 @@ import pytest
 import yaml
 
 from conftest import PROFILES, REPO, SHARED, lws_of, objects_of
-from lwsgen.pipeline import render_profile
 from lwsgen.output.write import drift
+from lwsgen.pipeline import render_profile
 
 EXAMPLES = sorted(PROFILES.glob("*.yaml"))
 
@@ -42,7 +42,9 @@ def test_triton_example_has_the_awsome_inference_shape():
         spec = lwt[side]["spec"]
         assert spec["nodeSelector"] == worker["template"]["spec"]["nodeSelector"]
         limits = spec["containers"][0]["resources"]["limits"]
-        assert limits["vpc.amazonaws.com/efa"] == str(worker["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"])
+        assert limits["vpc.amazonaws.com/efa"] == str(
+            worker["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
+        )
         assert {"name": "model", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}} in spec["volumes"]
     assert lwt["leaderTemplate"]["spec"]["containers"][0]["image"].startswith("nvcr.io/nvidia/tritonserver:")
     assert "replicas" not in lws_of(result)["spec"]  # autoscaled, min 1 max 2 as in awsome-inference
@@ -58,7 +60,10 @@ def test_vllm_example_has_the_lws_example_shape():
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     assert leader["image"] == upstream_leader["image"]
     assert leader["resources"]["limits"]["memory"] == upstream_leader["resources"]["limits"]["memory"]
-    assert leader["resources"]["limits"]["ephemeral-storage"] == upstream_leader["resources"]["limits"]["ephemeral-storage"]
+    assert (
+        leader["resources"]["limits"]["ephemeral-storage"]
+        == upstream_leader["resources"]["limits"]["ephemeral-storage"]
+    )
     assert "meta-llama/Llama-3.1-405B-Instruct" in upstream_leader["command"][-1]
     assert leader["args"][leader["args"].index("--model") + 1] == "meta-llama/Llama-3.1-405B-Instruct"
     service = objects_of(result)["service.yaml"]

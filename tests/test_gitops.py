@@ -21,17 +21,22 @@ def rendered_repo(write_profile, minimal, tmp_path):
     return profile, out
 
 
-@pytest.mark.parametrize("drift, expected", [
-    ("missing", "{out}/demo/service.yaml: missing"),
-    ("stale", "{out}/demo/service.yaml: stale (differs from what {profiles} renders)"),
-    ("extra", "{out}/demo/notes.yaml: extra (not rendered from {profiles})"),
-])
+@pytest.mark.parametrize(
+    "drift, expected",
+    [
+        ("missing", "{out}/demo/service.yaml: missing"),
+        ("stale", "{out}/demo/service.yaml: stale (differs from what {profiles} renders)"),
+        ("extra", "{out}/demo/notes.yaml: extra (not rendered from {profiles})"),
+    ],
+)
 def test_check_reports_each_kind_of_drift_and_exits_1(rendered_repo, capsys, drift, expected):
     profile, out = rendered_repo
     directory = out / "demo"
-    {"missing": lambda: (directory / "service.yaml").unlink(),
-     "stale": lambda: (directory / "service.yaml").write_text("kind: Service\n"),
-     "extra": lambda: (directory / "notes.yaml").write_text("x: 1\n")}[drift]()
+    {
+        "missing": lambda: (directory / "service.yaml").unlink(),
+        "stale": lambda: (directory / "service.yaml").write_text("kind: Service\n"),
+        "extra": lambda: (directory / "notes.yaml").write_text("x: 1\n"),
+    }[drift]()
     before = {p.name: p.read_bytes() for p in directory.iterdir()}
     capsys.readouterr()
     assert main(["render", str(profile.parent), "-o", str(out), "--check"]) == 1
@@ -84,7 +89,8 @@ def test_validate_points_at_the_offending_key_of_hand_edited_manifests(write_pro
     assert code == 1
     assert captured.out.splitlines() == [
         f"{path}:13:11: spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resoures: unknown field 'resoures'",
-        f'{path}:21:5: spec.selector: must select exactly leaderworkerset.sigs.k8s.io/name=<a LeaderWorkerSet in this set> '
+        f"{path}:21:5: spec.selector: must select exactly leaderworkerset.sigs.k8s.io/name=<a LeaderWorkerSet in "
+        "this set> "
         'and leaderworkerset.sigs.k8s.io/worker-index="0"',
     ]
 
@@ -96,15 +102,24 @@ def test_validate_formats_json_and_github(write_profile, capsys):
     assert code == 1 and [(r["line"], r["column"]) for r in rows] == [(13, 11), (21, 5)]
     assert set(rows[0]) == {"file", "line", "column", "path", "message", "code", "severity"}
     code, captured = _validate(capsys, path, "--format", "github")
-    assert captured.out.splitlines()[0] == (f"::error file={path},line=13,col=11::"
-                                           "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resoures: unknown field 'resoures'")
+    assert captured.out.splitlines()[0] == (
+        f"::error file={path},line=13,col=11::"
+        "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resoures: unknown field 'resoures'"
+    )
 
 
 def test_validate_checks_cross_object_rules_across_files(rendered_repo, write_profile, capsys):
     _, out = rendered_repo
-    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
-           "spec": {"scaleTargetRef": {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "nope"},
-                    "minReplicas": 1, "maxReplicas": 2}}
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "x"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "nope"},
+            "minReplicas": 1,
+            "maxReplicas": 2,
+        },
+    }
     path = write_profile(hpa, "extra/hpa.yaml")
     code, captured = _validate(capsys, out, path)
     assert code == 1 and "spec.scaleTargetRef: must target a LeaderWorkerSet" in captured.out
@@ -120,7 +135,9 @@ def test_validate_reports_profile_problems_like_render(write_profile, minimal, c
 
 
 def test_unknown_kinds_are_listed_as_not_checked(write_profile, capsys):
-    path = write_profile({"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "c"}, "spec": {}}, "c.yaml")
+    path = write_profile(
+        {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "c"}, "spec": {}}, "c.yaml"
+    )
     code, captured = _validate(capsys, path)
     assert code == 0 and "not checked: 1 cert-manager.io/v1 Certificate" in captured.err
 
@@ -149,8 +166,10 @@ monitoring: {enabled: false}
 
 def test_extends_deep_merges_maps_and_replaces_lists_and_scalars(write_profile, render):
     write_profile(BASE, "base.yaml")
-    overlay = write_profile("extends: ../base.yaml\nname: prod-llama\nnode:\n  cpu: '64'\n  tolerations: []\nenv: {FI_PROVIDER: efa}\n",
-                            "prod/llama.yaml")
+    overlay = write_profile(
+        "extends: ../base.yaml\nname: prod-llama\nnode:\n  cpu: '64'\n  tolerations: []\nenv: {FI_PROVIDER: efa}\n",
+        "prod/llama.yaml",
+    )
     from lwsgen.pipeline import render_profile
 
     lws = lws_of(render_profile(overlay))
@@ -193,20 +212,44 @@ def test_a_directory_renders_overlays_not_their_base(write_profile, tmp_path, ca
     out = tmp_path / "out"
     assert main(["render", str(tmp_path / "profiles"), "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["prod-llama", "staging-llama"]
-    assert main(["render", str(tmp_path / "profiles" / "base.yaml"), "-o", str(out)]) == 1  # named: rendered, has no name
+    assert (
+        main(["render", str(tmp_path / "profiles" / "base.yaml"), "-o", str(out)]) == 1
+    )  # named: rendered, has no name
     assert "missing required field 'name'" in capsys.readouterr().err
 
 
 def test_sync_waves_order_rbac_workload_monitoring_autoscaler(render, minimal):
-    profile = merged(minimal, runtime="triton-trtllm", image="nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
-                     model={"path": "/models/repo"}, gitops={"argocd": {"syncWaves": True}},
-                     monitoring={"enabled": True}, autoscaling={"enabled": True, "metric": "queue-compute-ratio"})
-    waves = {o["kind"]: o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
-             for name, o in objects_of(render(profile)).items() if "metadata" in o and "annotations" in o["metadata"]}
-    assert waves == {"ServiceAccount": "-1", "Role": "-1", "RoleBinding": "-1", "ConfigMap": "-1", "NetworkPolicy": "-1", "LeaderWorkerSet": "0",
-                     "Service": "0", "PodMonitor": "1", "PrometheusRule": "1", "HorizontalPodAutoscaler": "2"}
-    assert all("annotations" not in o["metadata"] or "argocd.argoproj.io/sync-wave" not in o["metadata"]["annotations"]
-               for o in objects_of(render(merged(profile, gitops={"argocd": {"syncWaves": False}}))).values() if "metadata" in o)
+    profile = merged(
+        minimal,
+        runtime="triton-trtllm",
+        image="nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
+        model={"path": "/models/repo"},
+        gitops={"argocd": {"syncWaves": True}},
+        monitoring={"enabled": True},
+        autoscaling={"enabled": True, "metric": "queue-compute-ratio"},
+    )
+    waves = {
+        o["kind"]: o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
+        for name, o in objects_of(render(profile)).items()
+        if "metadata" in o and "annotations" in o["metadata"]
+    }
+    assert waves == {
+        "ServiceAccount": "-1",
+        "Role": "-1",
+        "RoleBinding": "-1",
+        "ConfigMap": "-1",
+        "NetworkPolicy": "-1",
+        "LeaderWorkerSet": "0",
+        "Service": "0",
+        "PodMonitor": "1",
+        "PrometheusRule": "1",
+        "HorizontalPodAutoscaler": "2",
+    }
+    assert all(
+        "annotations" not in o["metadata"] or "argocd.argoproj.io/sync-wave" not in o["metadata"]["annotations"]
+        for o in objects_of(render(merged(profile, gitops={"argocd": {"syncWaves": False}}))).values()
+        if "metadata" in o
+    )
 
 
 def _health(obj: dict) -> tuple[str, str]:
@@ -222,16 +265,40 @@ def _health(obj: dict) -> tuple[str, str]:
 LWS = {"metadata": {"generation": 3}, "spec": {"replicas": 2}}
 
 
-@pytest.mark.parametrize("status, expected", [
-    (None, ("Progressing", "Waiting for the LeaderWorkerSet controller")),
-    ({"observedGeneration": 2}, ("Progressing", "Waiting for the controller to observe generation 3")),
-    ({"observedGeneration": 3, "readyReplicas": 1, "updatedReplicas": 2, "conditions": [{"type": "Progressing", "status": "True"}]},
-     ("Progressing", "1 of 2 groups ready")),
-    ({"observedGeneration": 3, "readyReplicas": 2, "updatedReplicas": 1, "conditions": [{"type": "UpdateInProgress", "status": "True"}]},
-     ("Progressing", "Rolling update: 1 of 2 groups updated, 2 ready")),
-    ({"observedGeneration": 3, "readyReplicas": 2, "updatedReplicas": 2, "conditions": [{"type": "Available", "status": "True"}]},
-     ("Healthy", "2 of 2 groups ready")),
-])
+@pytest.mark.parametrize(
+    "status, expected",
+    [
+        (None, ("Progressing", "Waiting for the LeaderWorkerSet controller")),
+        ({"observedGeneration": 2}, ("Progressing", "Waiting for the controller to observe generation 3")),
+        (
+            {
+                "observedGeneration": 3,
+                "readyReplicas": 1,
+                "updatedReplicas": 2,
+                "conditions": [{"type": "Progressing", "status": "True"}],
+            },
+            ("Progressing", "1 of 2 groups ready"),
+        ),
+        (
+            {
+                "observedGeneration": 3,
+                "readyReplicas": 2,
+                "updatedReplicas": 1,
+                "conditions": [{"type": "UpdateInProgress", "status": "True"}],
+            },
+            ("Progressing", "Rolling update: 1 of 2 groups updated, 2 ready"),
+        ),
+        (
+            {
+                "observedGeneration": 3,
+                "readyReplicas": 2,
+                "updatedReplicas": 2,
+                "conditions": [{"type": "Available", "status": "True"}],
+            },
+            ("Healthy", "2 of 2 groups ready"),
+        ),
+    ],
+)
 def test_argocd_health_check_for_leaderworkerset(status, expected):
     obj = dict(LWS, **({"status": status} if status is not None else {}))
     assert _health(obj) == expected
@@ -243,7 +310,10 @@ def test_pre_commit_hooks_run_lwsgen_commands_that_pass_on_a_current_repo(render
     assert set(hooks) == {"lwsgen-validate", "lwsgen-check"}
     monkeypatch.chdir(out.parent)
     shutil.move(str(profile.parent), str(out.parent / "profiles"))
-    for hook, files in (("lwsgen-check", []), ("lwsgen-validate", ["profiles/demo.yaml", "out/demo/leaderworkerset.yaml"])):
+    for hook, files in (
+        ("lwsgen-check", []),
+        ("lwsgen-validate", ["profiles/demo.yaml", "out/demo/leaderworkerset.yaml"]),
+    ):
         entry = shlex.split(hooks[hook]["entry"])
         assert entry[0] == "lwsgen"
         argv = entry[1:] + hooks[hook].get("args", []) + (files if hooks[hook].get("pass_filenames", True) else [])

@@ -13,7 +13,9 @@ from lwsgen.derive.kinds import KINDS, Document, Kind
 
 
 def test_every_kind_has_its_template_and_every_template_a_kind():
-    templates = {p.name.removesuffix(".yaml.j2") for p in (REPO / "templates").glob("*.yaml.j2") if not p.name.startswith("_")}
+    templates = {
+        p.name.removesuffix(".yaml.j2") for p in (REPO / "templates").glob("*.yaml.j2") if not p.name.startswith("_")
+    }
     assert templates == {k.key for k in KINDS}
 
 
@@ -30,8 +32,10 @@ def test_schemas_come_from_the_table():
 
     assert validate.PROJECT_SCHEMAS[("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")] == "leaderworkerset.schema.json"
     assert ("v1", "Service") in validate.EMITTED_CORE and ("batch/v1", "Job") in validate.EMITTED_CORE
-    assert validate.FILE_SCHEMAS == {"prometheus-adapter-rules.yaml": "prometheus-adapter-rules.schema.json",
-                                     "eksctl-nodegroup.yaml": "eksctl-nodegroup.schema.json"}
+    assert validate.FILE_SCHEMAS == {
+        "prometheus-adapter-rules.yaml": "prometheus-adapter-rules.schema.json",
+        "eksctl-nodegroup.yaml": "eksctl-nodegroup.schema.json",
+    }
     for kind in KINDS:
         for document in kind.documents:
             if document.schema:
@@ -40,8 +44,15 @@ def test_schemas_come_from_the_table():
 
 def test_emitted_files_are_the_kinds_whose_builders_gave_values(render, minimal):
     rendered = render(merged(minimal, **{"monitoring.enabled": True}))
-    expected = {"leaderworkerset.yaml", "service.yaml", "configmap.yaml", "networkpolicy.yaml", "podmonitor.yaml",
-                "prometheusrule.yaml", "kustomization.yaml"}
+    expected = {
+        "leaderworkerset.yaml",
+        "service.yaml",
+        "configmap.yaml",
+        "networkpolicy.yaml",
+        "podmonitor.yaml",
+        "prometheusrule.yaml",
+        "kustomization.yaml",
+    }
     assert set(rendered.files) == expected
     listed = yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
     assert listed == sorted(expected - {"kustomization.yaml"})
@@ -72,8 +83,15 @@ def test_adding_a_kind_is_a_template_a_builder_and_one_entry(render, minimal, tm
     from lwsgen.render import environment
 
     (tmp_path / "poddisruptionbudget.yaml.j2").write_text(PDB_TEMPLATE)
-    pdb = Kind("poddisruptionbudget", (Document("policy/v1", "PodDisruptionBudget"),), "a PodDisruptionBudget", "always",
-               _budget, "disruption-budget", wave=1)
+    pdb = Kind(
+        "poddisruptionbudget",
+        (Document("policy/v1", "PodDisruptionBudget"),),
+        "a PodDisruptionBudget",
+        "always",
+        _budget,
+        "disruption-budget",
+        wave=1,
+    )
     table = (*KINDS[:-1], pdb, KINDS[-1])
     monkeypatch.setattr(kinds, "KINDS", table)
     monkeypatch.setattr(kinds, "BY_KEY", {k.key: k for k in table})
@@ -87,7 +105,9 @@ def test_adding_a_kind_is_a_template_a_builder_and_one_entry(render, minimal, tm
     assert "poddisruptionbudget.yaml" in yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
 
     # and it is validated strictly like every other kind
-    monkeypatch.setattr(_budget, "__code__", (lambda ctx, kind: Budget(ctx.meta(kind, ctx.profile.name), {"bad key!": 1})).__code__)
+    monkeypatch.setattr(
+        _budget, "__code__", (lambda ctx, kind: Budget(ctx.meta(kind, ctx.profile.name), {"bad key!": 1})).__code__
+    )
     from lwsgen.problems import ProblemsError
 
     with pytest.raises(ProblemsError) as err:

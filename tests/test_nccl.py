@@ -13,7 +13,14 @@ from lwsgen.pipeline import render_profile
 from runtimes.scripts import bin_dir, fake, run
 from runtimes.test_all_runtimes import profile_for
 
-NODE = {"gpus": 8, "instanceType": "p5.48xlarge", "gpuProduct": "NVIDIA-H100-80GB-HBM3", "efa": 32, "cpu": "64", "memory": "512Gi"}
+NODE = {
+    "gpus": 8,
+    "instanceType": "p5.48xlarge",
+    "gpuProduct": "NVIDIA-H100-80GB-HBM3",
+    "efa": 32,
+    "cpu": "64",
+    "memory": "512Gi",
+}
 
 
 def _docs(rendered, name="nccl-test.yaml"):
@@ -24,7 +31,13 @@ def _worker_spec(rendered):
     return lws_of(rendered)["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
 
 
-MPI = {"enabled": True, "launcher": "mpijob", "image": "registry.example.com/nccl-tests:2.16.4", "maxBytes": "16G", "minBusBandwidthGBps": 100}
+MPI = {
+    "enabled": True,
+    "launcher": "mpijob",
+    "image": "registry.example.com/nccl-tests:2.16.4",
+    "maxBytes": "16G",
+    "minBusBandwidthGBps": 100,
+}
 
 
 def test_mpijob_runs_all_reduce_on_exactly_one_groups_shape(render):
@@ -46,8 +59,10 @@ def test_mpijob_runs_all_reduce_on_exactly_one_groups_shape(render):
     assert args[args.index("-np") + 1] == "16" and args[args.index("-N") + 1] == "8"
     assert args[-9:] == ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2", "-g", "1"]
     env = {e["name"]: e["value"] for e in launcher["env"]}
-    assert env["FI_PROVIDER"] == "efa" and env["FI_EFA_USE_DEVICE_RDMA"] == "1" and env["LWSGEN_MIN_BUS_BW_GBPS"] == "100"
-    assert ["-x", "FI_PROVIDER"] == args[args.index("FI_PROVIDER") - 1: args.index("FI_PROVIDER") + 1]
+    assert (
+        env["FI_PROVIDER"] == "efa" and env["FI_EFA_USE_DEVICE_RDMA"] == "1" and env["LWSGEN_MIN_BUS_BW_GBPS"] == "100"
+    )
+    assert ["-x", "FI_PROVIDER"] == args[args.index("FI_PROVIDER") - 1 : args.index("FI_PROVIDER") + 1]
     assert job["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0, "activeDeadlineSeconds": 1800}
 
 
@@ -80,11 +95,25 @@ def test_indexed_job_needs_no_operator_and_runs_on_the_serving_image(render):
     pod = spec["template"]["spec"]
     assert pod["subdomain"] == service["metadata"]["name"] == job["metadata"]["name"] == "demo-nccl-test"
     assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"] is True
-    assert pod["containers"][0]["image"] == _worker_spec(rendered)["containers"][0]["image"] == "vllm/vllm-openai:v0.8.5"
+    assert (
+        pod["containers"][0]["image"] == _worker_spec(rendered)["containers"][0]["image"] == "vllm/vllm-openai:v0.8.5"
+    )
     assert set(service["spec"]["selector"].items()) <= set(spec["template"]["metadata"]["labels"].items())
     command = pod["containers"][0]["command"]
-    assert command == ["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "--node-rank", "$(JOB_COMPLETION_INDEX)",
-                       "--master-addr", "demo-nccl-test-0.demo-nccl-test", "--master-port", "29500", "/lwsgen/nccl/nccl_allreduce.py"]
+    assert command == [
+        "torchrun",
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "8",
+        "--node-rank",
+        "$(JOB_COMPLETION_INDEX)",
+        "--master-addr",
+        "demo-nccl-test-0.demo-nccl-test",
+        "--master-port",
+        "29500",
+        "/lwsgen/nccl/nccl_allreduce.py",
+    ]
     for key in ("nodeSelector", "affinity", "tolerations"):
         assert pod[key] == _worker_spec(rendered)[key]
     assert "nccl_allreduce.py" in docs["ConfigMap"]["data"]
@@ -99,18 +128,45 @@ def test_the_test_is_outside_the_serving_kustomization(render):
 
 
 def test_volcano_gang_and_kueue_queue_carry_over(render):
-    volcano = _docs(render(profile_for("vllm", node=NODE, ncclTest=MPI, scheduling={"scheduler": "volcano", "queue": "gpu"})))["MPIJob"]
+    volcano = _docs(
+        render(profile_for("vllm", node=NODE, ncclTest=MPI, scheduling={"scheduler": "volcano", "queue": "gpu"}))
+    )["MPIJob"]
     assert volcano["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 3, "queue": "gpu"}
     assert volcano["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["schedulerName"] == "volcano"
-    kueue = _docs(render(profile_for("vllm", node=NODE, ncclTest={**MPI, "launcher": "job"}, scheduling={"scheduler": "kueue", "queue": "team"})))["Job"]
+    kueue = _docs(
+        render(
+            profile_for(
+                "vllm",
+                node=NODE,
+                ncclTest={**MPI, "launcher": "job"},
+                scheduling={"scheduler": "kueue", "queue": "team"},
+            )
+        )
+    )["Job"]
     assert kueue["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team"
 
 
 def test_images_the_launchers_need_are_required(write_profile):
-    assert problem_codes(write_profile(profile_for("vllm", ncclTest={"enabled": True, "launcher": "mpijob"}))) == ["missing-image"]
-    assert problem_codes(write_profile(profile_for("llamacpp", ncclTest={"enabled": True, "launcher": "job"}))) == ["missing-image"]
-    assert problem_codes(write_profile(profile_for("llamacpp", ncclTest={"enabled": True, "launcher": "job", "image": "nvcr.io/nvidia/pytorch:25.01-py3"}))) == []
-    assert problem_codes(write_profile(profile_for("vllm", ncclTest={"enabled": True, "launcher": "mpijob", "image": "nccl:latest"}))) == ["bad-image"]
+    assert problem_codes(write_profile(profile_for("vllm", ncclTest={"enabled": True, "launcher": "mpijob"}))) == [
+        "missing-image"
+    ]
+    assert problem_codes(write_profile(profile_for("llamacpp", ncclTest={"enabled": True, "launcher": "job"}))) == [
+        "missing-image"
+    ]
+    assert (
+        problem_codes(
+            write_profile(
+                profile_for(
+                    "llamacpp",
+                    ncclTest={"enabled": True, "launcher": "job", "image": "nvcr.io/nvidia/pytorch:25.01-py3"},
+                )
+            )
+        )
+        == []
+    )
+    assert problem_codes(
+        write_profile(profile_for("vllm", ncclTest={"enabled": True, "launcher": "mpijob", "image": "nccl:latest"}))
+    ) == ["bad-image"]
 
 
 NCCL_TESTS_OUTPUT = """\
@@ -124,14 +180,17 @@ NCCL_TESTS_OUTPUT = """\
 """
 
 
-@pytest.mark.parametrize("bar, code, verdict", [
-    ("100", 0, "lwsgen nccl-test: PASS: bus bandwidth 324.71 GB/s at 17179869184 bytes, required 100 GB/s"),
-    ("400", 1, "lwsgen nccl-test: FAIL: bus bandwidth 324.71 GB/s at 17179869184 bytes, required 400 GB/s"),
-    ("0", 0, "lwsgen nccl-test: PASS: bus bandwidth 324.71 GB/s at 17179869184 bytes, required 0 GB/s"),
-])
+@pytest.mark.parametrize(
+    "bar, code, verdict",
+    [
+        ("100", 0, "lwsgen nccl-test: PASS: bus bandwidth 324.71 GB/s at 17179869184 bytes, required 100 GB/s"),
+        ("400", 1, "lwsgen nccl-test: FAIL: bus bandwidth 324.71 GB/s at 17179869184 bytes, required 400 GB/s"),
+        ("0", 0, "lwsgen nccl-test: PASS: bus bandwidth 324.71 GB/s at 17179869184 bytes, required 0 GB/s"),
+    ],
+)
 def test_mpi_verdict_reads_the_bus_bandwidth_at_the_largest_size(tmp_path, bar, code, verdict):
     (tmp_path / "out.txt").write_text(NCCL_TESTS_OUTPUT)
-    fake(bin_dir(tmp_path), "mpirun", f'cat {tmp_path / "out.txt"}')
+    fake(bin_dir(tmp_path), "mpirun", f"cat {tmp_path / 'out.txt'}")
     proc, _ = run("nccl-mpi-verdict.sh", tmp_path, {"LWSGEN_MIN_BUS_BW_GBPS": bar}, ("mpirun", "-np", "16"))
     assert proc.returncode == code
     assert proc.stdout.splitlines()[-1] == verdict
@@ -142,7 +201,10 @@ def test_mpi_verdict_fails_without_a_result(tmp_path):
     fake(bin_dir(tmp_path), "mpirun", 'echo "NCCL WARN connect failed"; exit 3')
     proc, _ = run("nccl-mpi-verdict.sh", tmp_path, {"LWSGEN_MIN_BUS_BW_GBPS": "0"}, ("mpirun",))
     assert proc.returncode == 1
-    assert proc.stdout.splitlines()[-1] == "lwsgen nccl-test: FAIL: all_reduce_perf printed no result (mpirun exit status 3)"
+    assert (
+        proc.stdout.splitlines()[-1]
+        == "lwsgen nccl-test: FAIL: all_reduce_perf printed no result (mpirun exit status 3)"
+    )
 
 
 @pytest.fixture
@@ -159,9 +221,16 @@ def test_allreduce_script_computes_bus_bandwidth_as_nccl_tests(allreduce):
     # 1 GiB in 10 ms over 16 ranks: algbw 107.37 GB/s, busbw x 2*15/16 = 201.33 GB/s
     assert allreduce.bus_bandwidth(2**30, 0.01, 16) == pytest.approx(107.3741824 * 30 / 16)
     assert allreduce.bus_bandwidth(1000, 1.0, 2) == pytest.approx(1e-6)
-    assert allreduce.parse_size("16G") == 16 * 2**30 and allreduce.parse_size("512K") == 512 * 1024 and allreduce.parse_size("64") == 64
+    assert (
+        allreduce.parse_size("16G") == 16 * 2**30
+        and allreduce.parse_size("512K") == 512 * 1024
+        and allreduce.parse_size("64") == 64
+    )
     assert allreduce.sizes(64) == [8, 16, 32, 64]
-    assert allreduce.verdict(2**30, 201.33, 250) == (False, "lwsgen nccl-test: FAIL: bus bandwidth 201.33 GB/s at 1073741824 bytes, required 250 GB/s")
+    assert allreduce.verdict(2**30, 201.33, 250) == (
+        False,
+        "lwsgen nccl-test: FAIL: bus bandwidth 201.33 GB/s at 1073741824 bytes, required 250 GB/s",
+    )
     assert allreduce.verdict(2**30, 201.33, 0)[0] is True
 
 
@@ -172,8 +241,14 @@ def test_allreduce_script_compiles(tmp_path):
 
 
 def test_eksctl_node_group_matches_what_the_lws_selects(render):
-    rendered = render(profile_for("vllm", node={**NODE, "nodeSelector": {"pool": "gpu"}},
-                                  autoscaling={"enabled": True, "maxReplicas": 3}, monitoring={"enabled": True}))
+    rendered = render(
+        profile_for(
+            "vllm",
+            node={**NODE, "nodeSelector": {"pool": "gpu"}},
+            autoscaling={"enabled": True, "maxReplicas": 3},
+            monitoring={"enabled": True},
+        )
+    )
     [group] = yaml.safe_load(rendered.files["eksctl-nodegroup.yaml"])["nodeGroups"]
     assert group["instanceType"] == "p5.48xlarge" and group["efaEnabled"] is True
     assert (group["minSize"], group["maxSize"]) == (0, 6)  # 3 groups x 2 nodes
@@ -185,7 +260,9 @@ def test_eksctl_node_group_matches_what_the_lws_selects(render):
     assert tags["k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"] == "32"
     assert tags["k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu"] == "true:NoSchedule"
     worker = _worker_spec(rendered)
-    assert set(worker["nodeSelector"].items()) - {("node.kubernetes.io/instance-type", "p5.48xlarge")} <= set(group["labels"].items())
+    assert set(worker["nodeSelector"].items()) - {("node.kubernetes.io/instance-type", "p5.48xlarge")} <= set(
+        group["labels"].items()
+    )
 
 
 def test_no_eksctl_fragment_without_an_instance_type(render):

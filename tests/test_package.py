@@ -6,29 +6,72 @@ import zipfile
 
 import pytest
 
-from conftest import REPO, PROFILES
+from conftest import PROFILES, REPO
 
 
 @pytest.mark.tools
 def test_wheel_carries_templates_and_schemas_and_renders_outside_the_repo(tmp_path):
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(wheels), str(REPO)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-w",
+            str(wheels),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+    )
     [wheel] = wheels.glob("lwsgen-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "lwsgen/templates/leaderworkerset.yaml.j2" in names
     assert "lwsgen/templates/scripts/mpi-leader.sh" in names
     assert "lwsgen/schemas/profile.schema.json" in names
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check",
-                    "--target", str(target), str(wheel)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                           "import lwsgen.cli as c; print(c.__file__); sys.exit(c.main(sys.argv[2:]))",
-                           str(target), "render", str(PROFILES / "triton-llama3-405b.yaml"), "-o", "out"],
-                          cwd=elsewhere, capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "import lwsgen.cli as c; print(c.__file__); sys.exit(c.main(sys.argv[2:]))",
+            str(target),
+            "render",
+            str(PROFILES / "triton-llama3-405b.yaml"),
+            "-o",
+            "out",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(str(target))
     assert (elsewhere / "out" / "triton-llama3-405b" / "leaderworkerset.yaml").is_file()

@@ -10,8 +10,8 @@ from lwsgen.pipeline import render_profile
 
 EXAMPLES = sorted(PROFILES.glob("*.yaml"))
 # Measured on this project's machine class (2 cores) when the guard was written.
-RENDER_MS_PER_PROFILE = 4.5   # steady state, whole pipeline without writing, over the examples
-HELP_MS = 40.0                # `python -m lwsgen --help`, a new process
+RENDER_MS_PER_PROFILE = 4.5  # steady state, whole pipeline without writing, over the examples
+HELP_MS = 40.0  # `python -m lwsgen --help`, a new process
 # A cold `lwsgen render` of one profile, new process, minus importing yaml, jinja2 and jsonschema_rs
 # (the floor lwsgen cannot go below): imports, validators, templates, parse-back, write.
 OWN_COLD_MS = 35.0
@@ -32,7 +32,9 @@ def test_rendering_a_profile_stays_within_3x_of_its_measured_cost():
 def test_a_cold_render_stays_within_3x_of_its_measured_cost(tmp_path):
     render = [sys.executable, "-m", "lwsgen", "render", str(EXAMPLES[0]), "-o", str(tmp_path)]
     floor = [sys.executable, "-c", "import yaml, jinja2, jsonschema_rs"]
-    subprocess.run(render, check=True, capture_output=True)  # fills the template and schema caches, as any second run finds them
+    subprocess.run(
+        render, check=True, capture_output=True
+    )  # fills the template and schema caches, as any second run finds them
     fastest = {}
     for _ in range(7):  # interleaved, so machine noise hits both; the minimum is the steadiest figure
         for name, command in (("render", render), ("floor", floor)):
@@ -53,11 +55,19 @@ def test_help_stays_within_3x_of_its_measured_cost():
 
 
 def test_schemas_and_validators_are_compiled_once_per_process():
-    from lwsgen.output import validate
     from lwsgen.check.schema import _validator
+    from lwsgen.output import validate
 
     render_profile(EXAMPLES[0])
-    before = (validate.validator.cache_info().misses, validate.strict_texts.cache_info().misses, _validator.cache_info().misses)
+    before = (
+        validate.validator.cache_info().misses,
+        validate.strict_texts.cache_info().misses,
+        _validator.cache_info().misses,
+    )
     render_profile(EXAMPLES[0])
-    after = (validate.validator.cache_info().misses, validate.strict_texts.cache_info().misses, _validator.cache_info().misses)
+    after = (
+        validate.validator.cache_info().misses,
+        validate.strict_texts.cache_info().misses,
+        _validator.cache_info().misses,
+    )
     assert after == before

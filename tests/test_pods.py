@@ -7,16 +7,35 @@ import yaml
 from conftest import lws_of, merged
 
 SHAPE = {
-    "node.gpus": 8, "node.gpuProduct": "NVIDIA-H100-80GB-HBM3", "node.instanceType": "p5.48xlarge", "node.cpu": "64",
-    "node.memory": "512Gi", "node.shmSize": "256Gi", "node.rdmaResource": {"rdma/ib": 4},
-    "node.nodeSelector": {"pool": "gpu"}, "node.tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
-    "env": {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5"}, "imagePullSecrets": ["ngc"],
-    "scheduling.scheduler": "volcano", "scheduling.queue": "gpu", "scheduling.priorityClassName": "inference",
+    "node.gpus": 8,
+    "node.gpuProduct": "NVIDIA-H100-80GB-HBM3",
+    "node.instanceType": "p5.48xlarge",
+    "node.cpu": "64",
+    "node.memory": "512Gi",
+    "node.shmSize": "256Gi",
+    "node.rdmaResource": {"rdma/ib": 4},
+    "node.nodeSelector": {"pool": "gpu"},
+    "node.tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+    "env": {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5"},
+    "imagePullSecrets": ["ngc"],
+    "scheduling.scheduler": "volcano",
+    "scheduling.queue": "gpu",
+    "scheduling.priorityClassName": "inference",
     "security.runAsUser": 1000,
 }
-TEST = {"mpijob": {"enabled": True, "launcher": "mpijob", "image": "registry.example.com/nccl-tests:2.16.4"},
-        "job": {"enabled": True, "launcher": "job", "image": "nvcr.io/nvidia/pytorch:24.07-py3"}}
-PLACEMENT = ("nodeSelector", "affinity", "tolerations", "schedulerName", "priorityClassName", "imagePullSecrets", "securityContext")
+TEST = {
+    "mpijob": {"enabled": True, "launcher": "mpijob", "image": "registry.example.com/nccl-tests:2.16.4"},
+    "job": {"enabled": True, "launcher": "job", "image": "nvcr.io/nvidia/pytorch:24.07-py3"},
+}
+PLACEMENT = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "schedulerName",
+    "priorityClassName",
+    "imagePullSecrets",
+    "securityContext",
+)
 
 
 def _test_pod(rendered, launcher):

@@ -10,9 +10,9 @@ P = [
 
 
 def test_text_is_sorted_by_file_line_and_column():
-    assert format_text(P) == ("a.yaml:2:7: name: too long\n"
-                              "a.yaml:10:2: bad: 50%, really\nyes\n"
-                              "b.yaml:3:1: node.gpus: too few\n")
+    assert format_text(P) == (
+        "a.yaml:2:7: name: too long\na.yaml:10:2: bad: 50%, really\nyes\nb.yaml:3:1: node.gpus: too few\n"
+    )
 
 
 def test_github_escapes_data_and_properties():
@@ -23,7 +23,8 @@ def test_github_escapes_data_and_properties():
 def test_json_rows_have_every_field():
     assert format_json(P[2:]) == (
         '[\n  {\n    "file": "a.yaml",\n    "line": 2,\n    "column": 7,\n    "path": "name",\n'
-        '    "message": "too long",\n    "code": "name-too-long",\n    "severity": "error"\n  }\n]\n')
+        '    "message": "too long",\n    "code": "name-too-long",\n    "severity": "error"\n  }\n]\n'
+    )
 
 
 def test_warnings_keep_their_severity_in_every_format():

@@ -3,11 +3,10 @@ derived numbers are computed in one place."""
 
 import pytest
 
+from conftest import merged
 from lwsgen.check import profile as typed
 from lwsgen.check.schema import profile_schema, with_defaults
 from lwsgen.pipeline import load_profile
-
-from conftest import merged
 
 
 def _resolve(node):
@@ -49,7 +48,9 @@ def test_profile_is_frozen_all_the_way_down(write_profile, minimal):
 
 @pytest.mark.parametrize("tensor, pipeline, gpus, group, per_pod", [(8, 2, 8, 2, 8), (4, 1, 8, 1, 4), (16, 4, 8, 8, 8)])
 def test_derived_numbers(minimal, tensor, pipeline, gpus, group, per_pod):
-    data = with_defaults(merged(minimal, **{"parallelism.tensor": tensor, "parallelism.pipeline": pipeline, "node.gpus": gpus}))
+    data = with_defaults(
+        merged(minimal, **{"parallelism.tensor": tensor, "parallelism.pipeline": pipeline, "node.gpus": gpus})
+    )
     profile = typed.from_data(data)
     assert (profile.world_size, profile.group_size, profile.gpus_per_pod) == (tensor * pipeline, group, per_pod)
 
@@ -57,7 +58,9 @@ def test_derived_numbers(minimal, tensor, pipeline, gpus, group, per_pod):
 def test_groups_at_most_follow_autoscaling(minimal):
     fixed = typed.from_data(with_defaults(merged(minimal, replicas=3)))
     assert (fixed.groups_at_most, fixed.highest_group_index, fixed.fixed_replicas) == (3, 2, 3)
-    scaled = typed.from_data(with_defaults(merged(minimal, replicas=3, autoscaling={"enabled": True, "maxReplicas": 7})))
+    scaled = typed.from_data(
+        with_defaults(merged(minimal, replicas=3, autoscaling={"enabled": True, "maxReplicas": 7}))
+    )
     assert (scaled.groups_at_most, scaled.highest_group_index, scaled.fixed_replicas) == (7, 6, None)
 
 

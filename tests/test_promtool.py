@@ -59,7 +59,9 @@ def test_every_emitted_group_and_record_has_a_unit_test():
     for rule_file in RULE_FILES:
         for group in _groups(rule_file):
             suffix = group["name"].rsplit(".", 1)[1]
-            assert (rule_file.parent.name, suffix) in tested, f"no tests/promtool/{rule_file.parent.name}-{suffix}-test.yaml"
+            assert (rule_file.parent.name, suffix) in tested, (
+                f"no tests/promtool/{rule_file.parent.name}-{suffix}-test.yaml"
+            )
             test = yaml.safe_load((PROMTOOL_TESTS / f"{rule_file.parent.name}-{suffix}-test.yaml").read_text())
             checked = {e["expr"] for t in test["tests"] for e in t["promql_expr_test"]}
             for rule in group["rules"]:
@@ -88,8 +90,12 @@ def test_adapter_and_keda_queries_are_valid_promql(tmp_path):
     for adapter in (REPO / "out").glob("*/prometheus-adapter-rules.yaml"):
         for rule in yaml.safe_load(adapter.read_text())["rules"]:
             series = rule["seriesQuery"].split("{", 1)[0]
-            exprs.append(rule["metricsQuery"].replace("<<.Series>>", series).replace("<<.GroupBy>>", "pod")
-                         .replace("<<.LabelMatchers>>", 'namespace="inference",pod=~"a-0|a-1"'))
+            exprs.append(
+                rule["metricsQuery"]
+                .replace("<<.Series>>", series)
+                .replace("<<.GroupBy>>", "pod")
+                .replace("<<.LabelMatchers>>", 'namespace="inference",pod=~"a-0|a-1"')
+            )
     for scaled in (REPO / "out").glob("*/scaledobject.yaml"):
         exprs += [t["metadata"]["query"] for t in yaml.safe_load(scaled.read_text())["spec"]["triggers"]]
     assert len(exprs) >= 2

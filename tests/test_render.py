@@ -11,10 +11,35 @@ from lwsgen import render as render_module
 from lwsgen.render import q, to_yaml_scalar
 
 NASTY = [
-    "plain", "", "multi\nline\n", "key: value", "# comment", "'single' \"double\"", "{{ jinja }}", "{% if x %}",
-    "$(LWS_LEADER_ADDRESS)", "- item", "&anchor *alias", "!!python/object:os.system", "yes", "no", "null", "~", "0x1F",
-    "1e3", "08", "tab\there", "\u2028line separator", "\x85next line", "\x7fdel", "emoji 🚀", "trailing space ",
-    "\ufeffbom", "back\\slash", "---", "...",
+    "plain",
+    "",
+    "multi\nline\n",
+    "key: value",
+    "# comment",
+    "'single' \"double\"",
+    "{{ jinja }}",
+    "{% if x %}",
+    "$(LWS_LEADER_ADDRESS)",
+    "- item",
+    "&anchor *alias",
+    "!!python/object:os.system",
+    "yes",
+    "no",
+    "null",
+    "~",
+    "0x1F",
+    "1e3",
+    "08",
+    "tab\there",
+    "\u2028line separator",
+    "\x85next line",
+    "\x7fdel",
+    "emoji 🚀",
+    "trailing space ",
+    "\ufeffbom",
+    "back\\slash",
+    "---",
+    "...",
 ]
 
 
@@ -25,7 +50,11 @@ def test_any_string_round_trips_through_q(value):
 
 yaml_text = st.text(st.characters(exclude_categories=("Cs",)))
 json_like = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False, allow_infinity=False) | yaml_text,
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | yaml_text,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(yaml_text, inner, max_size=4),
     max_leaves=20,
 )
@@ -39,8 +68,14 @@ def test_any_value_round_trips_through_q(value):
 
 def test_profile_strings_cannot_change_structure(render, minimal):
     evil = "x\nspec:\n  replicas: 99\n# {{ d.name }}"
-    rendered = render(merged(minimal, annotations={"note": evil}, env={"EVIL": evil},
-                             **{"model.extraArgs": ["--chat-template", "{{ messages }}{% for m in x %}", "two words", evil]}))
+    rendered = render(
+        merged(
+            minimal,
+            annotations={"note": evil},
+            env={"EVIL": evil},
+            **{"model.extraArgs": ["--chat-template", "{{ messages }}{% for m in x %}", "two words", evil]},
+        )
+    )
     lws = lws_of(rendered)
     assert lws["metadata"]["annotations"]["note"] == evil
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
@@ -62,9 +97,9 @@ def test_undefined_values_are_errors_not_blanks():
 
 
 def test_every_template_uses_only_q_in_its_placeholders():
-    from lwsgen.resources import package_dir
-
     import re
+
+    from lwsgen.resources import package_dir
 
     for template in package_dir("templates").iterdir():
         if template.name.endswith(".j2"):
@@ -74,10 +109,46 @@ def test_every_template_uses_only_q_in_its_placeholders():
 
 # The writer and the parse-back fast path must agree with PyYAML, pure and libyaml alike. Strings
 # are drawn from YAML's awkward corners too: indentation, line breaks, indicators, resolvable words.
-awkward_text = st.lists(st.sampled_from([" ", "\n", "\t", "-", ":", "#", "'", '"', "|", ">", "a", "1", ".", "~", "yes", "null",
-                                         "0x1", "é", "\u2028", "\x85", "\ufeff", "\r", "---", "..."]), max_size=8).map("".join) | yaml_text
+awkward_text = (
+    st.lists(
+        st.sampled_from(
+            [
+                " ",
+                "\n",
+                "\t",
+                "-",
+                ":",
+                "#",
+                "'",
+                '"',
+                "|",
+                ">",
+                "a",
+                "1",
+                ".",
+                "~",
+                "yes",
+                "null",
+                "0x1",
+                "é",
+                "\u2028",
+                "\x85",
+                "\ufeff",
+                "\r",
+                "---",
+                "...",
+            ]
+        ),
+        max_size=8,
+    ).map("".join)
+    | yaml_text
+)
 emitted = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False, allow_infinity=False) | awkward_text,
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | awkward_text,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(awkward_text, inner, max_size=4),
     max_leaves=20,
 )
@@ -104,15 +175,30 @@ def test_keys_too_long_for_an_implicit_key_are_written_explicitly(value):
     assert yaml.safe_load(dump((doc,))) == doc
 
 
-@pytest.mark.parametrize("value", ["08", "1_000", "0o17", "0b101", "1:30", "24.08", "1e3", ".5", "-1", "+1", "y", "N", "yes", "~", "Null"])
+@pytest.mark.parametrize(
+    "value", ["08", "1_000", "0o17", "0b101", "1:30", "24.08", "1e3", ".5", "-1", "+1", "y", "N", "yes", "~", "Null"]
+)
 def test_strings_any_yaml_reader_could_take_for_numbers_or_booleans_are_quoted(value):
     from lwsgen.output.emit import string
 
     assert string(value) == f"'{value}'"
 
 
-@pytest.mark.parametrize("value", ["512Gi", "100m", "0.0.0.0", "9059d6", "--tp", "nvcr.io/x:24.08", "$(LWS_LEADER_ADDRESS):6379", "a b",
-                                   'sum(x{namespace="a"}) by (pod)', "cp \"$(command -v k)\" /b && chmod 0555 /b"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "512Gi",
+        "100m",
+        "0.0.0.0",
+        "9059d6",
+        "--tp",
+        "nvcr.io/x:24.08",
+        "$(LWS_LEADER_ADDRESS):6379",
+        "a b",
+        'sum(x{namespace="a"}) by (pod)',
+        'cp "$(command -v k)" /b && chmod 0555 /b',
+    ],
+)
 def test_ordinary_strings_stay_plain(value):
     from lwsgen.output.emit import string
 
@@ -129,11 +215,22 @@ def test_top_level_keys_that_look_like_document_markers_stay_keys():
 def test_written_yaml_is_plain_where_plain_reads_the_same():
     from lwsgen.output.parse import dump
 
-    text = dump(({"image": "nvcr.io/nvidia/tritonserver:24.08-trtllm-python-py3", "arg": "--tp", "on": "yes", "tag": "08",
-                  "script": "set -e\nexec x\n"},))
-    assert text == ("image: nvcr.io/nvidia/tritonserver:24.08-trtllm-python-py3\narg: --tp\n"
-                    "'on': 'yes'\ntag: '08'\n"
-                    "script: |\n  set -e\n  exec x\n")
+    text = dump(
+        (
+            {
+                "image": "nvcr.io/nvidia/tritonserver:24.08-trtllm-python-py3",
+                "arg": "--tp",
+                "on": "yes",
+                "tag": "08",
+                "script": "set -e\nexec x\n",
+            },
+        )
+    )
+    assert text == (
+        "image: nvcr.io/nvidia/tritonserver:24.08-trtllm-python-py3\narg: --tp\n"
+        "'on': 'yes'\ntag: '08'\n"
+        "script: |\n  set -e\n  exec x\n"
+    )
 
 
 def prune_nulls(value):

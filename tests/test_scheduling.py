@@ -3,10 +3,10 @@
 import pytest
 import yaml
 
-from conftest import problem_codes, lws_of, merged, objects_of
+from conftest import lws_of, merged, objects_of, problem_codes
+from lwsgen.check.profile import MIN_LWS
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
-from lwsgen.check.profile import MIN_LWS
 
 
 def _templates(rendered):
@@ -18,7 +18,13 @@ def _codes(write_profile, profile):
     return problem_codes(write_profile(profile))
 
 
-VOLCANO = {"scheduling": {"scheduler": "volcano", "queue": "inference", "podGroupAnnotations": {"volcano.sh/sla-waiting-time": "10m"}}}
+VOLCANO = {
+    "scheduling": {
+        "scheduler": "volcano",
+        "queue": "inference",
+        "podGroupAnnotations": {"volcano.sh/sla-waiting-time": "10m"},
+    }
+}
 
 
 def test_volcano_gang_scheduling_on_both_templates_and_queue_as_lws_annotation(render, minimal):
@@ -36,14 +42,24 @@ def test_a_declared_queue_capacity_emits_the_queue_outside_the_kustomization(ren
     profile["scheduling"]["queueCapacity"] = {"nvidia.com/gpu": 64, "memory": "4Ti"}
     rendered = render(profile)
     queue = objects_of(rendered)["volcano-queue.yaml"]
-    assert queue["kind"] == "Queue" and queue["metadata"]["name"] == "inference" and "namespace" not in queue["metadata"]
+    assert (
+        queue["kind"] == "Queue" and queue["metadata"]["name"] == "inference" and "namespace" not in queue["metadata"]
+    )
     assert queue["spec"]["capability"] == {"nvidia.com/gpu": "64", "memory": "4Ti"}
     assert "volcano-queue.yaml" not in yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
 
 
-def test_network_topology_falls_back_to_exclusive_topology_with_a_warning_and_keeps_the_intent(write_profile, render, minimal):
-    profile = merged(minimal, scheduling={"scheduler": "volcano", "exclusiveTopology": "topology.k8s.aws/network-node-layer-3",
-                                          "networkTopology": {"mode": "hard", "highestTierAllowed": 2}})
+def test_network_topology_falls_back_to_exclusive_topology_with_a_warning_and_keeps_the_intent(
+    write_profile, render, minimal
+):
+    profile = merged(
+        minimal,
+        scheduling={
+            "scheduler": "volcano",
+            "exclusiveTopology": "topology.k8s.aws/network-node-layer-3",
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
+        },
+    )
     _, _, warnings = load_profile(write_profile(profile))
     [warning] = warnings
     assert warning.path == "scheduling.networkTopology" and "networkTopology is not honoured" in warning.message
@@ -59,12 +75,23 @@ def test_network_topology_without_a_key_is_refused(write_profile, minimal):
 
 
 def test_exclusive_topology_works_with_any_scheduler(render, minimal):
-    annotations = lws_of(render(merged(minimal, scheduling={"exclusiveTopology": "cloud.google.com/gke-nodepool"})))["metadata"]["annotations"]
+    annotations = lws_of(render(merged(minimal, scheduling={"exclusiveTopology": "cloud.google.com/gke-nodepool"})))[
+        "metadata"
+    ]["annotations"]
     assert annotations == {"leaderworkerset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}
 
 
 def test_kueue_queue_label_and_topology_aware_podset_annotations(render, minimal):
-    rendered = render(merged(minimal, scheduling={"scheduler": "kueue", "queue": "team-a", "requiredTopology": "cloud.google.com/gce-topology-block"}))
+    rendered = render(
+        merged(
+            minimal,
+            scheduling={
+                "scheduler": "kueue",
+                "queue": "team-a",
+                "requiredTopology": "cloud.google.com/gce-topology-block",
+            },
+        )
+    )
     lws = lws_of(rendered)
     assert lws["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
     for template in _templates(rendered):
@@ -79,13 +106,16 @@ def test_kueue_without_topology_adds_no_podset_annotations(render, minimal):
         assert not any(k.startswith("kueue.x-k8s.io/") for k in template["metadata"]["annotations"])
 
 
-@pytest.mark.parametrize("scheduling, code", [
-    ({"scheduler": "kueue"}, "missing-queue"),
-    ({"queue": "q"}, "not-applicable"),
-    ({"requiredTopology": "topology.kubernetes.io/zone"}, "not-applicable"),
-    ({"scheduler": "kueue", "queue": "q", "podGroupAnnotations": {"volcano.sh/x": "y"}}, "not-applicable"),
-    ({"scheduler": "volcano", "queueCapacity": {"cpu": "8"}}, "missing-queue"),
-])
+@pytest.mark.parametrize(
+    "scheduling, code",
+    [
+        ({"scheduler": "kueue"}, "missing-queue"),
+        ({"queue": "q"}, "not-applicable"),
+        ({"requiredTopology": "topology.kubernetes.io/zone"}, "not-applicable"),
+        ({"scheduler": "kueue", "queue": "q", "podGroupAnnotations": {"volcano.sh/x": "y"}}, "not-applicable"),
+        ({"scheduler": "volcano", "queueCapacity": {"cpu": "8"}}, "missing-queue"),
+    ],
+)
 def test_scheduling_fields_the_scheduler_cannot_honour_are_refused(write_profile, minimal, scheduling, code):
     assert _codes(write_profile, merged(minimal, scheduling=scheduling)) == [code]
 
@@ -115,7 +145,9 @@ def test_below_lws_0_6_the_worker_index_comes_from_the_downward_api(render, mini
     old = merged(minimal, runtime="sglang", image="lmsysorg/sglang:v0.4.6.post1-cu124", **{"lws.version": "0.5"})
     for template in _templates(render(old)):
         [env] = [e for e in template["spec"]["containers"][0]["env"] if e["name"] == "LWS_WORKER_INDEX"]
-        assert env["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"
+        assert (
+            env["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']"
+        )
     for template in _templates(render(merged(old, **{"lws.version": "0.6"}))):
         assert all(e["name"] != "LWS_WORKER_INDEX" for e in template["spec"]["containers"][0]["env"])
 

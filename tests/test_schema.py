@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from conftest import REPO, SHARED
-from lwsgen.commands import docs
 from lwsgen.check.schema import profile_schema, with_defaults
+from lwsgen.commands import docs
 
 
 def _contract_paths():
@@ -20,8 +20,20 @@ def _contract_paths():
     def walk(node, prefix):
         for key, value in node.items():
             paths.append(prefix + key)
-            if isinstance(value, dict) and value and key not in ("env", "labels", "annotations", "nodeSelector",
-                                                                  "rdmaResource", "prometheusLabels", "tokenSecret"):
+            if (
+                isinstance(value, dict)
+                and value
+                and key
+                not in (
+                    "env",
+                    "labels",
+                    "annotations",
+                    "nodeSelector",
+                    "rdmaResource",
+                    "prometheusLabels",
+                    "tokenSecret",
+                )
+            ):
                 walk(value, prefix + key + ".")
 
     walk(yaml.safe_load(block), "")
@@ -63,16 +75,28 @@ def test_every_object_is_closed_and_every_property_described():
 
 
 def test_defaults_are_filled_in():
-    filled = with_defaults({"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}})
+    filled = with_defaults(
+        {"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}}
+    )
     assert filled["namespace"] == "default"
     assert filled["parallelism"] == {"tensor": 1, "pipeline": 1}
     assert filled["node"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert filled["node"]["gpuResource"] == "nvidia.com/gpu"
     assert filled["service"]["type"] == "LoadBalancer"
-    assert filled["monitoring"] == {"enabled": True, "prometheusLabels": {"release": "prometheus"}, "interval": "15s", "namespace": "monitoring"}
+    assert filled["monitoring"] == {
+        "enabled": True,
+        "prometheusLabels": {"release": "prometheus"},
+        "interval": "15s",
+        "namespace": "monitoring",
+    }
     assert filled["security"] == {"networkPolicy": True, "addCapabilities": []}
-    assert filled["lws"] == {"version": "0.10", "restartPolicy": "RecreateGroupOnPodRestart", "startupPolicy": "LeaderCreated",
-                             "maxUnavailable": 1, "maxSurge": 0}
+    assert filled["lws"] == {
+        "version": "0.10",
+        "restartPolicy": "RecreateGroupOnPodRestart",
+        "startupPolicy": "LeaderCreated",
+        "maxUnavailable": 1,
+        "maxSurge": 0,
+    }
     assert filled["autoscaling"]["scaleDownStabilizationSeconds"] == 600
     assert "storage" not in filled  # optional without a default stays absent
 
@@ -80,7 +104,9 @@ def test_defaults_are_filled_in():
 def test_defaults_never_alias_the_schema():
     first = with_defaults({"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}})
     first["node"]["tolerations"].append({"key": "mutated"})
-    second = with_defaults({"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}})
+    second = with_defaults(
+        {"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}}
+    )
     assert len(second["node"]["tolerations"]) == 1
 
 

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import PROFILES, REPO, lws_of, objects_of
-from lwsgen.cli import main
 from lwsgen.check.schema import profile_schema
+from lwsgen.cli import main
 from runtimes.test_all_runtimes import IMAGES, profile_for
 
 RUNTIMES = sorted(IMAGES)
@@ -52,9 +52,15 @@ def test_ipc_lock_only_where_rdma_is_requested(render, node):
 
 
 def test_run_as_user_makes_serving_containers_non_root(render):
-    for spec in _pod_specs(render(profile_for("vllm", security={"runAsUser": 1000, "addCapabilities": ["SYS_PTRACE"]}))).values():
-        assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": True,
-                                           "runAsUser": 1000, "runAsGroup": 1000}
+    for spec in _pod_specs(
+        render(profile_for("vllm", security={"runAsUser": 1000, "addCapabilities": ["SYS_PTRACE"]}))
+    ).values():
+        assert spec["securityContext"] == {
+            "seccompProfile": {"type": "RuntimeDefault"},
+            "runAsNonRoot": True,
+            "runAsUser": 1000,
+            "runAsGroup": 1000,
+        }
         security = spec["containers"][0]["securityContext"]
         assert security["runAsNonRoot"] is True and security["runAsUser"] == 1000
         assert security["capabilities"] == {"drop": ["ALL"], "add": ["SYS_PTRACE"]}
@@ -82,8 +88,10 @@ def test_network_policy_opens_serving_ports_group_traffic_and_metrics_only(rende
 def test_serving_ports_can_be_limited_to_cidrs_and_namespaces(render):
     service = {"allowedSources": ["10.0.0.0/8"], "allowedNamespaces": ["gateway"]}
     serving = objects_of(render(profile_for("vllm", service=service)))["networkpolicy.yaml"]["spec"]["ingress"][0]
-    assert serving["from"] == [{"ipBlock": {"cidr": "10.0.0.0/8"}},
-                               {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateway"}}}]
+    assert serving["from"] == [
+        {"ipBlock": {"cidr": "10.0.0.0/8"}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateway"}}},
+    ]
 
 
 def test_network_policy_can_be_turned_off(render):
@@ -95,17 +103,23 @@ profile_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(annotation=profile_text, env=profile_text, args=st.lists(profile_text, max_size=4), served=profile_text.filter(bool))
+@given(
+    annotation=profile_text, env=profile_text, args=st.lists(profile_text, max_size=4), served=profile_text.filter(bool)
+)
 def test_profile_strings_round_trip_byte_for_byte(render, annotation, env, args, served):
-    profile = profile_for("vllm", annotations={"note": annotation}, env={"VALUE": env},
-                          model={"path": "/models/m", "extraArgs": args, "servedName": served})
+    profile = profile_for(
+        "vllm",
+        annotations={"note": annotation},
+        env={"VALUE": env},
+        model={"path": "/models/m", "extraArgs": args, "servedName": served},
+    )
     rendered = render(profile)
     lws = lws_of(rendered)
     assert lws["metadata"]["annotations"]["note"] == annotation
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     assert {"name": "VALUE", "value": env} in leader["env"]
     assert leader["args"][leader["args"].index("--served-model-name") + 1] == served
-    assert leader["args"][len(leader["args"]) - len(args):] == args
+    assert leader["args"][len(leader["args"]) - len(args) :] == args
     assert set(lws) == {"apiVersion", "kind", "metadata", "spec"}
 
 
@@ -118,7 +132,9 @@ def test_an_unpaired_surrogate_is_refused_not_crashed_on(write_profile, capsys):
 
 # Fuzzing: profiles drawn from the schema, valid-leaning (to exercise rendering and output
 # validation) and junk-leaning (to exercise every refusal), plus mutated examples.
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 100), st.text(max_size=8), st.lists(st.integers(), max_size=2))
+JUNK = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 100), st.text(max_size=8), st.lists(st.integers(), max_size=2)
+)
 REALISTIC = st.sampled_from(["demo", "/models/m", "8Gi", "team-a", "topology.kubernetes.io/zone", "x"])
 
 
@@ -140,10 +156,16 @@ def _valid_value(node, junk):
     if kind == "object" and "properties" in node:
         fields = {name: _from_schema(sub, junk) for name, sub in node["properties"].items()}
         required = set(node.get("required", []))
-        return st.fixed_dictionaries({k: v for k, v in fields.items() if k in required},
-                                     optional={k: v for k, v in fields.items() if k not in required})
+        return st.fixed_dictionaries(
+            {k: v for k, v in fields.items() if k in required},
+            optional={k: v for k, v in fields.items() if k not in required},
+        )
     if kind == "object":
-        return st.dictionaries(st.from_regex(r"[a-z]{1,8}(/[a-z]{1,8})?", fullmatch=True), st.from_regex(r"[a-z0-9]{0,8}", fullmatch=True), max_size=2)
+        return st.dictionaries(
+            st.from_regex(r"[a-z]{1,8}(/[a-z]{1,8})?", fullmatch=True),
+            st.from_regex(r"[a-z0-9]{0,8}", fullmatch=True),
+            max_size=2,
+        )
     if kind == "integer":
         low = node.get("minimum", 0)
         return st.integers(low, min(node.get("maximum", low + 64), low + 64))
@@ -163,15 +185,25 @@ def _valid_value(node, junk):
 def _profiles(junk: bool):
     """A valid core (name, runtime, image, model, node, parallelism) under schema-drawn optional sections."""
     schema = profile_schema()
-    sections = {k: _from_schema(v, junk) for k, v in schema["properties"].items()
-                if k not in ("name", "runtime", "image", "model", "node", "parallelism", "extends")}
-    core = st.fixed_dictionaries({
-        "name": st.from_regex(r"[a-z][a-z0-9-]{0,20}[a-z0-9]", fullmatch=True),
-        "runtime": st.sampled_from(sorted(IMAGES)),
-        "model": st.fixed_dictionaries({"path": st.just("/models/m")}, optional={"extraArgs": st.lists(st.text(max_size=10), max_size=3)}),
-        "node": st.fixed_dictionaries({"gpus": st.sampled_from([1, 2, 4, 8])}),
-        "parallelism": st.fixed_dictionaries({"tensor": st.sampled_from([1, 2, 4, 8, 16]), "pipeline": st.sampled_from([1, 2])}),
-    }, optional=sections)
+    sections = {
+        k: _from_schema(v, junk)
+        for k, v in schema["properties"].items()
+        if k not in ("name", "runtime", "image", "model", "node", "parallelism", "extends")
+    }
+    core = st.fixed_dictionaries(
+        {
+            "name": st.from_regex(r"[a-z][a-z0-9-]{0,20}[a-z0-9]", fullmatch=True),
+            "runtime": st.sampled_from(sorted(IMAGES)),
+            "model": st.fixed_dictionaries(
+                {"path": st.just("/models/m")}, optional={"extraArgs": st.lists(st.text(max_size=10), max_size=3)}
+            ),
+            "node": st.fixed_dictionaries({"gpus": st.sampled_from([1, 2, 4, 8])}),
+            "parallelism": st.fixed_dictionaries(
+                {"tensor": st.sampled_from([1, 2, 4, 8, 16]), "pipeline": st.sampled_from([1, 2])}
+            ),
+        },
+        optional=sections,
+    )
     return core.map(lambda p: {**p, "image": IMAGES[p["runtime"]]})
 
 
@@ -179,8 +211,8 @@ def _run(tmp_path: Path, text: str) -> tuple[int, str]:
     path = tmp_path / "fuzz.yaml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     out = tmp_path / "out"
-    from io import StringIO
     from contextlib import redirect_stderr, redirect_stdout
+    from io import StringIO
 
     err = StringIO()
     with redirect_stdout(StringIO()), redirect_stderr(err):
@@ -188,8 +220,14 @@ def _run(tmp_path: Path, text: str) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-FUZZ = settings(max_examples=150, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
 def test_schema_drawn_profiles_exit_0_or_1_and_what_renders_passes_validate(tmp_path_factory):
     codes: list[int] = []
 
@@ -218,7 +256,23 @@ def test_junk_in_any_field_exits_1_with_a_message_never_a_traceback(tmp_path, pr
 
 
 EXAMPLES = [p.read_text() for p in sorted(PROFILES.glob("*.yaml"))]
-ODD_VALUES = ["0", "-1", "99999", "null", "[]", "{}", "x", '""', "1.5", "true", "{{ x }}", "\\t", "~", "2024-01-01", "!!binary aGk="]
+ODD_VALUES = [
+    "0",
+    "-1",
+    "99999",
+    "null",
+    "[]",
+    "{}",
+    "x",
+    '""',
+    "1.5",
+    "true",
+    "{{ x }}",
+    "\\t",
+    "~",
+    "2024-01-01",
+    "!!binary aGk=",
+]
 
 
 def _mutate(text: str, rng: random.Random) -> str:
@@ -238,7 +292,9 @@ def _mutate(text: str, rng: random.Random) -> str:
         elif choice == 4:
             lines[i] = " " * rng.randint(0, 4) + lines[i]
         else:
-            lines.insert(i, rng.choice(["---", "%YAML 1.1", "&a x: 1", "<<: *a", "bogus: 1", "- item", "? key", "\x00"]))
+            lines.insert(
+                i, rng.choice(["---", "%YAML 1.1", "&a x: 1", "<<: *a", "bogus: 1", "- item", "? key", "\x00"])
+            )
         if not lines:
             lines = [""]
     return "\n".join(lines) + "\n"
@@ -259,8 +315,13 @@ def test_a_second_render_into_the_same_directory_waits_for_the_first(write_profi
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with locked(out):
-        proc = subprocess.Popen([sys.executable, "-m", "lwsgen", "render", str(profile), "-o", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lwsgen", "render", str(profile), "-o", str(out)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         ready, _, _ = select.select([proc.stderr], [], [], 20)
         assert ready and "waiting for another render" in proc.stderr.readline()
         time.sleep(0.2)

@@ -5,9 +5,8 @@ import json
 import pytest
 import yaml
 
-from conftest import PROFILES, REPO, merged
+from conftest import PROFILES, merged
 from lwsgen.check import sizing
-from lwsgen.commands import docs
 from lwsgen.cli import main
 from lwsgen.pipeline import load_profile
 from runtimes.test_all_runtimes import profile_for
@@ -18,25 +17,38 @@ def _plan(capsys, *args):
     return code, capsys.readouterr()
 
 
-@pytest.mark.parametrize("model, dtype, gpu, nodes, tensor, pipeline", [
-    ("llama-3.1-405b", "bf16", "h100-80gb", 2, 8, 2),    # 405B in BF16 needs two 8x H100 nodes
-    ("llama-3.1-405b", "fp8", "h100-80gb", 1, 8, 1),     # in FP8 one
-    ("deepseek-r1", "fp8", "h200-141gb", 1, 8, 1),       # DeepSeek-R1 FP8 fits one 8x H200 node
-    ("deepseek-r1", "fp8", "h100-80gb", 2, 16, 1),       # but needs two 8x H100 nodes (61 layers: no pipeline 2)
-    ("llama-3.1-70b", "bf16", "h100-80gb", 1, 8, 1),
-])
+@pytest.mark.parametrize(
+    "model, dtype, gpu, nodes, tensor, pipeline",
+    [
+        ("llama-3.1-405b", "bf16", "h100-80gb", 2, 8, 2),  # 405B in BF16 needs two 8x H100 nodes
+        ("llama-3.1-405b", "fp8", "h100-80gb", 1, 8, 1),  # in FP8 one
+        ("deepseek-r1", "fp8", "h200-141gb", 1, 8, 1),  # DeepSeek-R1 FP8 fits one 8x H200 node
+        ("deepseek-r1", "fp8", "h100-80gb", 2, 16, 1),  # but needs two 8x H100 nodes (61 layers: no pipeline 2)
+        ("llama-3.1-70b", "bf16", "h100-80gb", 1, 8, 1),
+    ],
+)
 def test_published_layouts(capsys, model, dtype, gpu, nodes, tensor, pipeline):
     code, captured = _plan(capsys, "--model", model, "--dtype", dtype, "--gpu", gpu, "--format", "json")
     result = json.loads(captured.out)
     assert code == 0 and result["fits"] is True
-    assert (result["nodes"], result["parallelism"]["tensor"], result["parallelism"]["pipeline"]) == (nodes, tensor, pipeline)
-    assert result["gpusPerNode"] == 8 and set(result["memoryPerGpuGB"]) == {"weights", "kvCache", "overhead", "usable", "free"}
+    assert (result["nodes"], result["parallelism"]["tensor"], result["parallelism"]["pipeline"]) == (
+        nodes,
+        tensor,
+        pipeline,
+    )
+    assert result["gpusPerNode"] == 8 and set(result["memoryPerGpuGB"]) == {
+        "weights",
+        "kvCache",
+        "overhead",
+        "usable",
+        "free",
+    }
 
 
 def test_memory_formula_on_hand_computed_cases():
     llama70 = sizing.MODELS["llama-3.1-70b"]
     mem = sizing.memory_per_gpu(70.6, "bf16", sizing.GPUS["h100-80gb"], 8, 1, llama70, 8192)
-    assert mem.weights == pytest.approx(70.6 * 2 / 8)                      # 17.65 GB
+    assert mem.weights == pytest.approx(70.6 * 2 / 8)  # 17.65 GB
     assert mem.kv_cache == pytest.approx(2 * 80 * 1 * 128 * 2 * 8192 / 1e9)  # 8 KV heads over 8 ranks: 1 each, 0.336 GB
     assert mem.usable == pytest.approx(72.0) and mem.free == pytest.approx(72.0 - 17.65 - 0.33554432 - 3.0)
     # pipeline 2 halves the layers a GPU caches; tensor 16 cannot split 8 KV heads further
@@ -44,12 +56,26 @@ def test_memory_formula_on_hand_computed_cases():
     assert sizing.kv_bytes_per_gpu(llama70, 16, 1, 1000) == sizing.kv_bytes_per_gpu(llama70, 8, 1, 1000)
     # latent attention: 576 elements per token and layer, on every rank
     assert sizing.kv_bytes_per_gpu(sizing.MODELS["deepseek-r1"], 16, 1, 1000) == 576 * 61 * 2 * 1000
-    assert sizing.memory_per_gpu(671, "fp8", sizing.GPUS["h100-80gb"], 16, 1, None, 10**6).weights == pytest.approx(671 / 16)
+    assert sizing.memory_per_gpu(671, "fp8", sizing.GPUS["h100-80gb"], 16, 1, None, 10**6).weights == pytest.approx(
+        671 / 16
+    )
 
 
 def test_concurrency_and_context_grow_the_kv_cache_into_more_nodes(capsys):
     _, small = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "a100-80gb", "--format", "json")
-    _, large = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "a100-80gb", "--context", "131072", "--concurrency", "64", "--format", "json")
+    _, large = _plan(
+        capsys,
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "a100-80gb",
+        "--context",
+        "131072",
+        "--concurrency",
+        "64",
+        "--format",
+        "json",
+    )
     assert json.loads(small.out)["nodes"] == 1 and json.loads(large.out)["nodes"] > 1
 
 
@@ -73,8 +99,13 @@ def test_params_for_models_outside_the_catalog(capsys):
     assert result["memoryPerGpuGB"]["kvCache"] == 0 and "KV cache not counted" in result["warnings"][0]
 
 
-@pytest.mark.parametrize("args, known", [(["--model", "llama-4", "--gpu", "h100-80gb"], "llama-3.1-405b"),
-                                         (["--model", "llama-3.1-8b", "--gpu", "mi300x"], "h100-80gb")])
+@pytest.mark.parametrize(
+    "args, known",
+    [
+        (["--model", "llama-4", "--gpu", "h100-80gb"], "llama-3.1-405b"),
+        (["--model", "llama-3.1-8b", "--gpu", "mi300x"], "h100-80gb"),
+    ],
+)
 def test_unknown_names_exit_1_with_the_known_ones(capsys, args, known):
     code, captured = _plan(capsys, *args)
     assert code == 1 and "known:" in captured.err and known in captured.err
@@ -86,22 +117,44 @@ def test_a_model_that_fits_nowhere_exits_1(capsys):
 
 
 def test_emitted_profile_renders(capsys, tmp_path):
-    code, captured = _plan(capsys, "--model", "llama-3.1-405b", "--gpu", "h100-80gb", "--emit-profile", "llama",
-                           "--runtime", "vllm", "--image", "vllm/vllm-openai:v0.8.5")
+    code, captured = _plan(
+        capsys,
+        "--model",
+        "llama-3.1-405b",
+        "--gpu",
+        "h100-80gb",
+        "--emit-profile",
+        "llama",
+        "--runtime",
+        "vllm",
+        "--image",
+        "vllm/vllm-openai:v0.8.5",
+    )
     assert code == 0
     profile = yaml.safe_load(captured.out)
-    assert profile["parallelism"] == {"tensor": 8, "pipeline": 2} and profile["node"]["gpuProduct"] == "NVIDIA-H100-80GB-HBM3"
+    assert (
+        profile["parallelism"] == {"tensor": 8, "pipeline": 2}
+        and profile["node"]["gpuProduct"] == "NVIDIA-H100-80GB-HBM3"
+    )
     path = tmp_path / "llama.yaml"
     path.write_text(captured.out)
     assert main(["render", str(path), "-o", str(tmp_path / "out"), "--strict"]) == 0
 
 
 def test_render_warns_when_the_group_cannot_hold_the_model_and_strict_fails(write_profile, capsys, tmp_path):
-    small = profile_for("vllm", model={"path": "/m", "family": "llama-3.1-405b"},
-                        parallelism={"tensor": 8}, node={"gpus": 8, "gpuProduct": "NVIDIA-H100-80GB-HBM3"})
+    small = profile_for(
+        "vllm",
+        model={"path": "/m", "family": "llama-3.1-405b"},
+        parallelism={"tensor": 8},
+        node={"gpus": 8, "gpuProduct": "NVIDIA-H100-80GB-HBM3"},
+    )
     _, _, warnings = load_profile(write_profile(small))
     [warning] = warnings
-    assert warning.code == "does-not-fit" and warning.path == "model.family" and "405.9B parameters in bf16" in warning.message
+    assert (
+        warning.code == "does-not-fit"
+        and warning.path == "model.family"
+        and "405.9B parameters in bf16" in warning.message
+    )
     path = write_profile(small)
     assert main(["render", str(path), "-o", str(tmp_path / "out")]) == 0
     assert main(["render", str(path), "-o", str(tmp_path / "strict"), "--strict"]) == 1
@@ -116,8 +169,14 @@ def test_explain_shows_ranks_stages_objects_selectors_and_the_autoscaling_path(c
     assert "world size 16 = 2 pods x 8 GPUs per group" in out
     assert "triton-llama3-405b-0 (leader): ranks 0-7, pipeline stage 0" in out
     assert "triton-llama3-405b-0-1 (worker): ranks 8-15, pipeline stage 1" in out
-    assert "nccl-test.yaml: ConfigMap triton-llama3-405b-nccl-test, MPIJob triton-llama3-405b-nccl-test (outside the kustomization)" in out
-    assert "Service: leaderworkerset.sigs.k8s.io/name=triton-llama3-405b, leaderworkerset.sigs.k8s.io/worker-index=0" in out
+    assert (
+        "nccl-test.yaml: ConfigMap triton-llama3-405b-nccl-test, MPIJob triton-llama3-405b-nccl-test (outside the "
+        "kustomization)" in out
+    )
+    assert (
+        "Service: leaderworkerset.sigs.k8s.io/name=triton-llama3-405b, leaderworkerset.sigs.k8s.io/worker-index=0"
+        in out
+    )
     assert "recording rule namespace_pod:triton_queue_compute:ratio_rate1m" in out
     assert "custom metric triton_queue_compute_ratio_rate1m" in out
 
@@ -127,5 +186,6 @@ def test_explain_mermaid_and_tensor_across_nodes(capsys):
     out = capsys.readouterr().out
     assert out.startswith("flowchart LR") and "KEDA ScaledObject" in out and "p0 <-->|group traffic| p1" in out
     assert main(["explain", str(PROFILES / "sglang-deepseek-r1.yaml")]) == 0
-    assert "sglang-deepseek-r1-0-1 (worker): ranks 8-15, pipeline stage 0" in capsys.readouterr().out  # TP 16 spans both pods
-
+    assert (
+        "sglang-deepseek-r1-0-1 (worker): ranks 8-15, pipeline stage 0" in capsys.readouterr().out
+    )  # TP 16 spans both pods

@@ -13,7 +13,9 @@ from lwsgen.output import validate
 
 STATEMENT = re.compile(r"\{%-?\s*(.*?)\s*-?%\}", re.S)
 ALLOWED_STATEMENT = re.compile(
-    r"(from \"_k8s\.yaml\.j2\" import [\w, ]+|macro \w+\(\w+\)|endmacro|for \w+ in [\w.]+|endfor|if [\w.]+ is not none|endif)")
+    r"(from \"_k8s\.yaml\.j2\" import [\w, ]+|macro \w+\(\w+\)|endmacro"
+    r"|for \w+ in [\w.]+|endfor|if [\w.]+ is not none|endif)"
+)
 
 
 def _templates():

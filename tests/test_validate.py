@@ -50,7 +50,8 @@ def test_kubernetes_version_selects_the_schemas(render, minimal):
 
 def test_unknown_kind_is_a_problem_not_a_crash():
     assert _errors({"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "x"}}) == [
-        (("kind",), "no schema for example.com/v1 Gizmo")]
+        (("kind",), "no schema for example.com/v1 Gizmo")
+    ]
 
 
 def _cross(files):
@@ -63,7 +64,10 @@ def test_service_must_select_leaders_of_an_lws_in_the_set(render, minimal):
     assert _cross({"s": (service,), "l": (lws,)}) == []
     service["spec"]["selector"] = {"leaderworkerset.sigs.k8s.io/name": "demo", "role": "leader"}
     assert _cross({"s": (service,), "l": (lws,)})[0][:2] == ("s", ("spec", "selector"))
-    service["spec"]["selector"] = {"leaderworkerset.sigs.k8s.io/name": "other", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    service["spec"]["selector"] = {
+        "leaderworkerset.sigs.k8s.io/name": "other",
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+    }
     assert _cross({"s": (service,), "l": (lws,)})[0][:2] == ("s", ("spec", "selector"))
 
 
@@ -109,16 +113,23 @@ def test_self_contained_schemas_validate_like_the_full_definitions(render, minim
 
     out = objects_of(render(minimal))
     lws = out["leaderworkerset.yaml"]
-    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = "root"
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = (
+        "root"
+    )
     lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["volumes"][0]["bogus"] = 1
     service = out["service.yaml"]
     service["spec"]["ports"][0]["port"] = "http"
-    cases = [(lws, validate.resources.schema("leaderworkerset.schema.json"), "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet"),
-             (service, json.loads((validate._schema_dir("1.33") / "service-v1.json").read_text()), "v1 Service")]
+    cases = [
+        (lws, validate.resources.schema("leaderworkerset.schema.json"), "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet"),
+        (service, json.loads((validate._schema_dir("1.33") / "service-v1.json").read_text()), "v1 Service"),
+    ]
     for obj, schema, key in cases:
         full = jsonschema_rs.validator_for(schema, registry=validate._registry("1.33"))
         contained = jsonschema_rs.validator_for(validate.strict_texts("1.33")[key])
-        verdicts = [sorted((list(e.instance_path), e.message) for e in checker.iter_errors(obj)) for checker in (full, contained)]
+        verdicts = [
+            sorted((list(e.instance_path), e.message) for e in checker.iter_errors(obj))
+            for checker in (full, contained)
+        ]
         assert verdicts[0] == verdicts[1] and verdicts[0], key
 
 
@@ -146,8 +157,17 @@ def test_self_contained_schemas_are_cached_per_input_and_rebuilt_when_damaged(tm
 def test_kinds_lwsgen_does_not_emit_use_the_full_definitions(write_profile, capsys):
     from lwsgen.cli import main
 
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
-                  "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
-                           "spec": {"containers": [{"name": "c", "image": "i:1", "bogus": 1}]}}}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i:1", "bogus": 1}]},
+            },
+        },
+    }
     assert main(["validate", str(write_profile(deployment, "d.yaml"))]) == 1
     assert "unknown field 'bogus'" in capsys.readouterr().out

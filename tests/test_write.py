@@ -1,7 +1,5 @@
 """Stages 5 and 7: one kind per file, a kustomization, atomic all-or-nothing writes, drift checks."""
 
-
-
 import yaml
 
 from conftest import merged
@@ -17,9 +15,21 @@ def test_one_kind_per_file_and_a_kustomization_listing_them(write_profile, minim
     assert main(["render", str(write_profile(minimal)), "-o", str(out)]) == 0
     directory = out / "demo"
     files = sorted(p.name for p in directory.iterdir())
-    assert files == [".lwsgen-files", "configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "networkpolicy.yaml", "service.yaml"]
+    assert files == [
+        ".lwsgen-files",
+        "configmap.yaml",
+        "kustomization.yaml",
+        "leaderworkerset.yaml",
+        "networkpolicy.yaml",
+        "service.yaml",
+    ]
     kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
-    assert kustomization["resources"] == ["configmap.yaml", "leaderworkerset.yaml", "networkpolicy.yaml", "service.yaml"]
+    assert kustomization["resources"] == [
+        "configmap.yaml",
+        "leaderworkerset.yaml",
+        "networkpolicy.yaml",
+        "service.yaml",
+    ]
     for name in kustomization["resources"]:
         docs = list(yaml.safe_load_all((directory / name).read_text()))
         assert len({d["kind"] for d in docs}) == 1
@@ -52,8 +62,12 @@ def test_a_failing_profile_in_a_batch_leaves_every_output_untouched(write_profil
 
 def test_files_no_longer_emitted_are_removed_and_foreign_files_kept(write_profile, minimal, tmp_path):
     out = tmp_path / "out"
-    triton = merged(minimal, runtime="triton-trtllm", image="nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
-                    model={"path": "/models/repo"})
+    triton = merged(
+        minimal,
+        runtime="triton-trtllm",
+        image="nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
+        model={"path": "/models/repo"},
+    )
     path = write_profile(triton)
     assert main(["render", str(path), "-o", str(out)]) == 0
     assert (out / "demo" / "role.yaml").exists()

@@ -62,7 +62,7 @@ def generate(profiles: Path, count: int, target: Path) -> None:
     target.mkdir(parents=True)
     for i in range(count):
         source = examples[i % len(examples)]
-        text = re.sub(r"^name: (\S+)$", lambda m: f"name: {m.group(1)}-{i}", source.read_text(), count=1, flags=re.M)
+        text = re.sub(r"^name: (\S+)$", rf"name: \g<1>-{i}", source.read_text(), count=1, flags=re.M)
         (target / f"p{i:04d}.yaml").write_text(text)
 
 
@@ -74,17 +74,31 @@ def main(argv: list[str]) -> int:
         work = Path(scratch)
         out = work / "out"
         timed([lwsgen, "render", str(example), "-o", str(out)])  # warm-up
-        one = interleaved({"render": [lwsgen, "render", str(example), "-o", str(out)],
-                           "kustomize": [kubectl, "kustomize", str(out / "triton-llama3-405b")],
-                           "help": [lwsgen, "--help"]}, runs=21)
+        one = interleaved(
+            {
+                "render": [lwsgen, "render", str(example), "-o", str(out)],
+                "kustomize": [kubectl, "kustomize", str(out / "triton-llama3-405b")],
+                "help": [lwsgen, "--help"],
+            },
+            runs=21,
+        )
         for count in (1, 300):
             generate(repo / "profiles", count, work / f"batch{count}")
         timed([lwsgen, "render", str(work / "batch300"), "-o", str(work / "warm")])
-        batch = interleaved({n: [lwsgen, "render", str(work / f"batch{n}"), "-o", str(work / f"o{n}")] for n in (1, 300)}, runs=5)
+        batch = interleaved(
+            {n: [lwsgen, "render", str(work / f"batch{n}"), "-o", str(work / f"o{n}")] for n in (1, 300)}, runs=5
+        )
         marginal = (batch[300] - batch[1]) / 299
         # The same batch in one process, and the CPU it costs whatever the number of processes.
-        serial = interleaved({n: [lwsgen, "render", str(work / f"batch{n}"), "-o", str(work / f"s{n}"), "-j", "1"] for n in (1, 300)}, runs=3)
-        cpu = interleaved({n: [lwsgen, "render", str(work / f"batch{n}"), "-o", str(work / f"c{n}")] for n in (1, 300)}, runs=3, cpu=True)
+        serial = interleaved(
+            {n: [lwsgen, "render", str(work / f"batch{n}"), "-o", str(work / f"s{n}"), "-j", "1"] for n in (1, 300)},
+            runs=3,
+        )
+        cpu = interleaved(
+            {n: [lwsgen, "render", str(work / f"batch{n}"), "-o", str(work / f"c{n}")] for n in (1, 300)},
+            runs=3,
+            cpu=True,
+        )
         memory = {}
         for count in (500, 1000):
             generate(repo / "profiles", count, work / f"mem{count}")
@@ -105,8 +119,11 @@ def main(argv: list[str]) -> int:
         ("  same batch in one process (-j 1)", f"{(serial[300] - serial[1]) / 299:.2f} ms", ""),
         ("  CPU time per profile, all processes", f"{(cpu[300] - cpu[1]) / 299:.2f} ms", ""),
         ("peak RSS, 1 / 500 / 1000 profiles", f"{memory[1]:.0f} / {memory[500]:.0f} / {memory[1000]:.0f} MB", ""),
-        ("memory growth for 1000 profiles", f"{growth:.0f} MB ({per_profile[0]*1000:.0f} / {per_profile[1]*1000:.0f} kB per profile)",
-         growth < 200 and linear),
+        (
+            "memory growth for 1000 profiles",
+            f"{growth:.0f} MB ({per_profile[0] * 1000:.0f} / {per_profile[1] * 1000:.0f} kB per profile)",
+            growth < 200 and linear,
+        ),
         ("lwsgen --help", f"{one['help']:.1f} ms", one["help"] < 100),
     ]
     width = max(len(r[0]) for r in rows)

@@ -29,17 +29,28 @@ def pods(lws_file: Path, prefix: str) -> dict[str, dict]:
             template = lwt.get(side)
             if template:
                 name = f"{prefix}{doc['metadata']['name']}-{side.removesuffix('Template')}"
-                labels = {**template.get("metadata", {}).get("labels", {}), "leaderworkerset.sigs.k8s.io/name": doc["metadata"]["name"],
-                          "leaderworkerset.sigs.k8s.io/worker-index": "0" if side == "leaderTemplate" else "1"}
-                metadata = {**template.get("metadata", {}), "name": name, "labels": labels,
-                            "namespace": doc["metadata"].get("namespace", "default")}
+                labels = {
+                    **template.get("metadata", {}).get("labels", {}),
+                    "leaderworkerset.sigs.k8s.io/name": doc["metadata"]["name"],
+                    "leaderworkerset.sigs.k8s.io/worker-index": "0" if side == "leaderTemplate" else "1",
+                }
+                metadata = {
+                    **template.get("metadata", {}),
+                    "name": name,
+                    "labels": labels,
+                    "namespace": doc["metadata"].get("namespace", "default"),
+                }
                 found[name] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
     return found
 
 
 def network_policies(directory: Path) -> list[dict]:
-    return [doc for path in sorted(directory.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())
-            if doc and doc.get("kind") == "NetworkPolicy"]
+    return [
+        doc
+        for path in sorted(directory.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("kind") == "NetworkPolicy"
+    ]
 
 
 def scan(checkov: str, manifests: dict[str, dict], policies: list[dict]) -> dict[str, list[str]]:
@@ -48,8 +59,11 @@ def scan(checkov: str, manifests: dict[str, dict], policies: list[dict]) -> dict
             Path(scratch, f"{name}.yaml").write_text(yaml.safe_dump(pod))
         for index, policy in enumerate(policies):
             Path(scratch, f"zz-networkpolicy-{index}.yaml").write_text(yaml.safe_dump(policy))
-        proc = subprocess.run([checkov, "-d", scratch, "--framework", "kubernetes", "-o", "json", "--quiet", "--compact"],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [checkov, "-d", scratch, "--framework", "kubernetes", "-o", "json", "--quiet", "--compact"],
+            capture_output=True,
+            text=True,
+        )
     report = json.loads(proc.stdout or "{}")
     reports = report if isinstance(report, list) else [report]
     failed: dict[str, list[str]] = {name: [] for name in manifests}

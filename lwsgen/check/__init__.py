@@ -19,7 +19,16 @@ def check(src: Source) -> tuple[Profile, list[Problem]]:
     if problems:
         raise ProblemsError(problems)
     if profile.kubernetes_version not in available_versions():
-        raise ProblemsError([src.problem(("kubernetesVersion",), (
-            f"no bundled Kubernetes schemas for {profile.kubernetes_version}; available: {', '.join(available_versions())}"),
-            "unknown-version")])
+        raise ProblemsError(
+            [
+                src.problem(
+                    ("kubernetesVersion",),
+                    (
+                        f"no bundled Kubernetes schemas for {profile.kubernetes_version}; available: "
+                        f"{', '.join(available_versions())}"
+                    ),
+                    "unknown-version",
+                )
+            ]
+        )
     return profile, rules.warnings(profile, src)

@@ -12,15 +12,34 @@ def check(profile: Profile, src: Source, caps) -> list[Problem]:
         return []
     problems = []
     if test.launcher == "mpijob" and not test.image:
-        problems.append(src.problem(("ncclTest", "image"), (
-            "the mpijob launcher needs an image with nccl-tests (all_reduce_perf), OpenMPI and sshd; "
-            "set ncclTest.image, or use launcher job, which runs on the serving image"), "missing-image"))
+        problems.append(
+            src.problem(
+                ("ncclTest", "image"),
+                (
+                    "the mpijob launcher needs an image with nccl-tests (all_reduce_perf), OpenMPI and sshd; "
+                    "set ncclTest.image, or use launcher job, which runs on the serving image"
+                ),
+                "missing-image",
+            )
+        )
     if test.launcher == "job" and not test.image and not caps.image_has_pytorch:
-        problems.append(src.problem(("ncclTest", "image"), (
-            f"the job launcher runs PyTorch, which the {profile.runtime} image lacks; "
-            "set ncclTest.image to an image with PyTorch and NCCL"), "missing-image"))
+        problems.append(
+            src.problem(
+                ("ncclTest", "image"),
+                (
+                    f"the job launcher runs PyTorch, which the {profile.runtime} image lacks; "
+                    "set ncclTest.image to an image with PyTorch and NCCL"
+                ),
+                "missing-image",
+            )
+        )
     hostname = f"{profile.name}{NCCL_SUFFIX}-{profile.group_size - 1}"
     if test.launcher == "job" and len(hostname) > 63:
-        problems.append(src.problem(("name",), f"the NCCL test pod hostname {hostname!r} would exceed 63 characters; "
-                                    "shorten the name", "name-too-long"))
+        problems.append(
+            src.problem(
+                ("name",),
+                f"the NCCL test pod hostname {hostname!r} would exceed 63 characters; shorten the name",
+                "name-too-long",
+            )
+        )
     return problems

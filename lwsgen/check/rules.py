@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from lwsgen import runtimes
 from lwsgen.check import nccl, scheduling
@@ -14,14 +14,23 @@ from lwsgen.problems import Problem
 
 # Docker reference grammar (distribution/reference), anchored.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_DOMAIN = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
 IMAGE_RE = re.compile(
     rf"^(?:(?P<domain>{_DOMAIN})/)?(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)"
     r"(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
 )
 
 # Environment variables lwsgen or LeaderWorkerSet set on the containers themselves.
-RESERVED_ENV = ("LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX", "HF_TOKEN", "GROUP_KEY", "POD_NAME", "POD_NAMESPACE")
+RESERVED_ENV = (
+    "LWS_LEADER_ADDRESS",
+    "LWS_GROUP_SIZE",
+    "LWS_WORKER_INDEX",
+    "HF_TOKEN",
+    "GROUP_KEY",
+    "POD_NAME",
+    "POD_NAMESPACE",
+)
 
 Rule = Callable[[Profile, Source], list[Problem]]
 
@@ -46,9 +55,11 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
     if world <= gpus or world % gpus == 0:
         return []
     par = profile.parallelism
-    message = (f"world size {world} (tensor {par.tensor} x pipeline {par.pipeline}) is not a multiple of "
-               f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: "
-               + "; ".join(_layouts(world, gpus)))
+    message = (
+        f"world size {world} (tensor {par.tensor} x pipeline {par.pipeline}) is not a multiple of "
+        f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: "
+        + "; ".join(_layouts(world, gpus))
+    )
     field = ("parallelism", "tensor") if ("parallelism", "tensor") in src.values_at else ("node", "gpus")
     return [src.problem(field, message, "not-divisible")]
 
@@ -59,18 +70,30 @@ def check_name_budget(profile: Profile, src: Source) -> list[Problem]:
     if len(profile.name) <= budget:
         return []
     longest = max(SUFFIXES.values(), key=len)
-    return [src.problem(("name",), (
-        f"{len(profile.name)} characters is too long; at most {budget} fit with group indexes up to {top}: "
-        f"LeaderWorkerSet labels worker pods with the StatefulSet revision '<name>-{top}-<10-char hash>' (63 at most), "
-        f"and derived names such as '<name>{longest}' must stay DNS labels"), "name-too-long")]
+    return [
+        src.problem(
+            ("name",),
+            (
+                f"{len(profile.name)} characters is too long; at most {budget} fit with group indexes up to {top}: "
+                f"LeaderWorkerSet labels worker pods with the StatefulSet revision '<name>-{top}-<10-char hash>' (63 "
+                "at most), "
+                f"and derived names such as '<name>{longest}' must stay DNS labels"
+            ),
+            "name-too-long",
+        )
+    ]
 
 
 def check_replicas(profile: Profile, src: Source) -> list[Problem]:
     scaling = profile.autoscaling
     if scaling.min_replicas > scaling.max_replicas:
-        return [src.problem(("autoscaling", "minReplicas"),
-                            f"minReplicas {scaling.min_replicas} is greater than maxReplicas {scaling.max_replicas}",
-                            "min-above-max")]
+        return [
+            src.problem(
+                ("autoscaling", "minReplicas"),
+                f"minReplicas {scaling.min_replicas} is greater than maxReplicas {scaling.max_replicas}",
+                "min-above-max",
+            )
+        ]
     return []
 
 
@@ -96,8 +119,11 @@ def image_problem(image: str) -> str | None:
 
 def check_images(profile: Profile, src: Source) -> list[Problem]:
     problems = []
-    for path, value in ((("image",), profile.image), (("launch", "kubectlImage"), profile.launch.kubectl_image),
-                        (("ncclTest", "image"), profile.nccl_test.image)):
+    for path, value in (
+        (("image",), profile.image),
+        (("launch", "kubectlImage"), profile.launch.kubectl_image),
+        (("ncclTest", "image"), profile.nccl_test.image),
+    ):
         if not value:
             continue
         why = image_problem(value)
@@ -110,15 +136,27 @@ def check_images(profile: Profile, src: Source) -> list[Problem]:
 def check_service(profile: Profile, src: Source) -> list[Problem]:
     service = profile.service
     if service.load_balancer_source_ranges and service.type != "LoadBalancer":
-        return [src.problem(("service", "loadBalancerSourceRanges"),
-                            f"only applies to service.type LoadBalancer, not {service.type}", "not-applicable")]
+        return [
+            src.problem(
+                ("service", "loadBalancerSourceRanges"),
+                f"only applies to service.type LoadBalancer, not {service.type}",
+                "not-applicable",
+            )
+        ]
     return []
 
 
 def check_env(profile: Profile, src: Source) -> list[Problem]:
-    return [src.problem(("env", name), f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}",
-                        "reserved-env", key=True)
-            for name in profile.env if name in RESERVED_ENV or name.startswith("LWSGEN_")]
+    return [
+        src.problem(
+            ("env", name),
+            f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}",
+            "reserved-env",
+            key=True,
+        )
+        for name in profile.env
+        if name in RESERVED_ENV or name.startswith("LWSGEN_")
+    ]
 
 
 OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/")
@@ -126,8 +164,17 @@ OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/")
 
 def check_labels(profile: Profile, src: Source) -> list[Problem]:
     fields = ((("labels",), profile.labels), (("monitoring", "prometheusLabels"), profile.monitoring.prometheus_labels))
-    return [src.problem((*field, key), f"{key} is set by lwsgen or LeaderWorkerSet; use your own label key", "reserved-label", key=True)
-            for field, labels in fields for key in labels if key.startswith(OWN_LABEL_PREFIXES)]
+    return [
+        src.problem(
+            (*field, key),
+            f"{key} is set by lwsgen or LeaderWorkerSet; use your own label key",
+            "reserved-label",
+            key=True,
+        )
+        for field, labels in fields
+        for key in labels
+        if key.startswith(OWN_LABEL_PREFIXES)
+    ]
 
 
 def check_autoscaling(profile: Profile, src: Source) -> list[Problem]:
@@ -136,12 +183,22 @@ def check_autoscaling(profile: Profile, src: Source) -> list[Problem]:
         return []
     problems = []
     if not profile.monitoring.enabled:
-        problems.append(src.problem(("autoscaling", "enabled"), (
-            "autoscaling reads the recording rules that monitoring emits; set monitoring.enabled to true"), "needs-monitoring"))
+        problems.append(
+            src.problem(
+                ("autoscaling", "enabled"),
+                ("autoscaling reads the recording rules that monitoring emits; set monitoring.enabled to true"),
+                "needs-monitoring",
+            )
+        )
     milli = scaling.target * 1000
     if abs(milli - round(milli)) > 1e-9:
-        problems.append(src.problem(("autoscaling", "target"), (
-            f"{scaling.target} is finer than a Kubernetes quantity can say; use at most 3 decimals"), "bad-target"))
+        problems.append(
+            src.problem(
+                ("autoscaling", "target"),
+                (f"{scaling.target} is finer than a Kubernetes quantity can say; use at most 3 decimals"),
+                "bad-target",
+            )
+        )
     return problems
 
 
@@ -149,7 +206,14 @@ def check_node_selector(profile: Profile, src: Source) -> list[Problem]:
     node = profile.node
     key = "node.kubernetes.io/instance-type"
     if node.instance_type is not None and node.node_selector.get(key, node.instance_type) != node.instance_type:
-        return [src.problem(("node", "nodeSelector", key), f"conflicts with node.instanceType {node.instance_type!r}", "conflict", key=True)]
+        return [
+            src.problem(
+                ("node", "nodeSelector", key),
+                f"conflicts with node.instanceType {node.instance_type!r}",
+                "conflict",
+                key=True,
+            )
+        ]
     return []
 
 
@@ -160,32 +224,64 @@ def check_rollout(profile: Profile, src: Source) -> list[Problem]:
         if isinstance(value, str) and int(value[:-1]) > 100:
             problems.append(src.problem(("lws", field), f"{value} is more than 100%", "out-of-range"))
     if lws.max_unavailable in (0, "0%") and lws.max_surge in (0, "0%"):
-        problems.append(src.problem(("lws", "maxUnavailable"),
-                                    "maxUnavailable and maxSurge cannot both be 0: a rolling update could never proceed",
-                                    "rollout-stuck"))
+        problems.append(
+            src.problem(
+                ("lws", "maxUnavailable"),
+                "maxUnavailable and maxSurge cannot both be 0: a rolling update could never proceed",
+                "rollout-stuck",
+            )
+        )
     return problems
 
 
 def check_runtime(profile: Profile, src: Source) -> list[Problem]:
     plugin = runtimes.get(profile.runtime)
     if plugin is None:
-        return [src.problem(("runtime",), f"{profile.runtime!r} is not available in this version of lwsgen; "
-                            f"available: {', '.join(runtimes.known())}", "unknown-runtime")]
+        return [
+            src.problem(
+                ("runtime",),
+                f"{profile.runtime!r} is not available in this version of lwsgen; "
+                f"available: {', '.join(runtimes.known())}",
+                "unknown-runtime",
+            )
+        ]
     problems = [src.problem(path, message, code) for path, message, code in runtimes.checks(plugin, profile)]
     caps = plugin.CAPABILITIES
     if profile.lws.startup_policy == "LeaderReady" and caps.leader_ready_needs_workers:
-        problems.append(src.problem(("lws", "startupPolicy"), (
-            f"LeaderReady would deadlock with {profile.runtime}: its leader is only ready after the workers start, "
-            "and LeaderReady creates the workers only once the leader is ready; use LeaderCreated"), "startup-deadlock"))
+        problems.append(
+            src.problem(
+                ("lws", "startupPolicy"),
+                (
+                    f"LeaderReady would deadlock with {profile.runtime}: its leader is only ready after the workers "
+                    "start, "
+                    "and LeaderReady creates the workers only once the leader is ready; use LeaderCreated"
+                ),
+                "startup-deadlock",
+            )
+        )
     if profile.parallelism.pipeline > 1 and not caps.pipeline_parallel:
-        problems.append(src.problem(("parallelism", "pipeline"), (
-            f"{profile.runtime} has no separate pipeline degree; set parallelism.tensor to the number of GPUs "
-            f"({profile.world_size}) and pipeline to 1"), "not-supported"))
+        problems.append(
+            src.problem(
+                ("parallelism", "pipeline"),
+                (
+                    f"{profile.runtime} has no separate pipeline degree; set parallelism.tensor to the number of GPUs "
+                    f"({profile.world_size}) and pipeline to 1"
+                ),
+                "not-supported",
+            )
+        )
     scaling = profile.autoscaling
     if scaling.enabled and scaling.metric not in caps.autoscaling_metrics:
-        problems.append(src.problem(("autoscaling", "metric"), (
-            f"{profile.runtime} cannot produce {scaling.metric}; it supports: {', '.join(caps.autoscaling_metrics)}"),
-            "not-supported"))
+        problems.append(
+            src.problem(
+                ("autoscaling", "metric"),
+                (
+                    f"{profile.runtime} cannot produce {scaling.metric}; it supports: "
+                    f"{', '.join(caps.autoscaling_metrics)}"
+                ),
+                "not-supported",
+            )
+        )
     return problems
 
 
@@ -194,8 +290,19 @@ def check_nccl_test(profile: Profile, src: Source) -> list[Problem]:
 
 
 RULES: tuple[Rule, ...] = (
-    check_runtime, check_divisible, check_name_budget, check_replicas, check_images, check_service,
-    check_env, check_labels, check_autoscaling, check_node_selector, check_rollout, scheduling.check, check_nccl_test,
+    check_runtime,
+    check_divisible,
+    check_name_budget,
+    check_replicas,
+    check_images,
+    check_service,
+    check_env,
+    check_labels,
+    check_autoscaling,
+    check_node_selector,
+    check_rollout,
+    scheduling.check,
+    check_nccl_test,
 )
 
 
@@ -214,7 +321,14 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
         out.append(src.problem(field, too_small, "does-not-fit"))
     caps = runtimes.get(profile.runtime).CAPABILITIES
     if profile.monitoring.enabled and not caps.metrics:
-        out.append(src.problem(("monitoring", "enabled"), (
-            f"{profile.runtime} exposes no Prometheus metrics, so no PodMonitor is emitted; "
-            "the group GPU utilisation is still recorded from DCGM"), "not-emitted"))
+        out.append(
+            src.problem(
+                ("monitoring", "enabled"),
+                (
+                    f"{profile.runtime} exposes no Prometheus metrics, so no PodMonitor is emitted; "
+                    "the group GPU utilisation is still recorded from DCGM"
+                ),
+                "not-emitted",
+            )
+        )
     return [problem._replace(severity="warning") for problem in out]

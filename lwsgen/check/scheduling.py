@@ -15,14 +15,23 @@ from lwsgen.problems import Problem
 
 def _too_old(profile: Profile, src: Source, path: tuple, feature: str, what: str) -> Problem:
     need = ".".join(map(str, MIN_LWS[feature]))
-    return src.problem(path, f"{what} needs LeaderWorkerSet {need} or newer; lws.version is {profile.lws.version}", "lws-too-old")
+    return src.problem(
+        path, f"{what} needs LeaderWorkerSet {need} or newer; lws.version is {profile.lws.version}", "lws-too-old"
+    )
 
 
 def _version_problems(profile: Profile, src: Source) -> list[Problem]:
     lws, problems = profile.lws, []
     if lws.restart_policy == "RecreateGroupAfterStart" and not lws.supports("RecreateGroupAfterStart"):
-        problems.append(_too_old(profile, src, ("lws", "restartPolicy"), "RecreateGroupAfterStart",
-                                 "restartPolicy RecreateGroupAfterStart"))
+        problems.append(
+            _too_old(
+                profile,
+                src,
+                ("lws", "restartPolicy"),
+                "RecreateGroupAfterStart",
+                "restartPolicy RecreateGroupAfterStart",
+            )
+        )
     if lws.partition is not None and not lws.supports("partition"):
         problems.append(_too_old(profile, src, ("lws", "partition"), "partition", "a rolling-update partition"))
     if profile.scheduling.scheduler == "volcano" and not lws.supports("volcano"):
@@ -34,28 +43,64 @@ def _scheduler_problems(profile: Profile, src: Source) -> list[Problem]:
     sched = profile.scheduling
     scheduler, problems = sched.scheduler, []
     if sched.queue and scheduler == "default":
-        problems.append(src.problem(("scheduling", "queue"), "a queue needs scheduler volcano or kueue; the default scheduler has none",
-                                    "not-applicable"))
+        problems.append(
+            src.problem(
+                ("scheduling", "queue"),
+                "a queue needs scheduler volcano or kueue; the default scheduler has none",
+                "not-applicable",
+            )
+        )
     if scheduler == "kueue" and not sched.queue:
-        problems.append(src.problem(("scheduling", "scheduler"), "Kueue admits workloads from a LocalQueue: set scheduling.queue",
-                                    "missing-queue"))
+        problems.append(
+            src.problem(
+                ("scheduling", "scheduler"),
+                "Kueue admits workloads from a LocalQueue: set scheduling.queue",
+                "missing-queue",
+            )
+        )
     if sched.required_topology and scheduler != "kueue":
-        problems.append(src.problem(("scheduling", "requiredTopology"), (
-            f"requiredTopology is Kueue topology-aware scheduling, not available with scheduler {scheduler}; "
-            "use scheduling.exclusiveTopology for one group per topology domain"), "not-applicable"))
-    volcano_only = ((("queueCapacity", sched.queue_capacity), "the Volcano Queue"),
-                    (("podGroupAnnotations", sched.pod_group_annotations), "PodGroup annotations"),
-                    (("networkTopology", _topology_intent(profile)), "HyperNode network topology"))
+        problems.append(
+            src.problem(
+                ("scheduling", "requiredTopology"),
+                (
+                    f"requiredTopology is Kueue topology-aware scheduling, not available with scheduler {scheduler}; "
+                    "use scheduling.exclusiveTopology for one group per topology domain"
+                ),
+                "not-applicable",
+            )
+        )
+    volcano_only = (
+        (("queueCapacity", sched.queue_capacity), "the Volcano Queue"),
+        (("podGroupAnnotations", sched.pod_group_annotations), "PodGroup annotations"),
+        (("networkTopology", _topology_intent(profile)), "HyperNode network topology"),
+    )
     for (field_name, value), what in volcano_only:
         if value and scheduler != "volcano":
-            problems.append(src.problem(("scheduling", field_name), f"{what}: only with scheduler volcano, not {scheduler}",
-                                        "not-applicable"))
+            problems.append(
+                src.problem(
+                    ("scheduling", field_name),
+                    f"{what}: only with scheduler volcano, not {scheduler}",
+                    "not-applicable",
+                )
+            )
     if sched.queue_capacity and not sched.queue:
-        problems.append(src.problem(("scheduling", "queueCapacity"), "name the queue in scheduling.queue to emit it", "missing-queue"))
+        problems.append(
+            src.problem(
+                ("scheduling", "queueCapacity"), "name the queue in scheduling.queue to emit it", "missing-queue"
+            )
+        )
     if _topology_intent(profile) and scheduler == "volcano" and not sched.exclusive_topology:
-        problems.append(src.problem(("scheduling", "networkTopology"), (
-            "LeaderWorkerSet-created PodGroups do not carry Volcano networkTopology today, so it would be dropped; "
-            "name a node label key in scheduling.exclusiveTopology for the placement that works"), "not-honoured"))
+        problems.append(
+            src.problem(
+                ("scheduling", "networkTopology"),
+                (
+                    "LeaderWorkerSet-created PodGroups do not carry Volcano networkTopology today, so it would be "
+                    "dropped; "
+                    "name a node label key in scheduling.exclusiveTopology for the placement that works"
+                ),
+                "not-honoured",
+            )
+        )
     return problems
 
 
@@ -71,13 +116,28 @@ def check(profile: Profile, src: Source) -> list[Problem]:
 def warnings(profile: Profile, src: Source) -> list[Problem]:
     sched, out = profile.scheduling, []
     if _topology_intent(profile) and sched.exclusive_topology and sched.scheduler == "volcano":
-        out.append(src.problem(("scheduling", "networkTopology"), (
-            "networkTopology is not honoured by LeaderWorkerSet-created PodGroups today; groups are placed with "
-            f"exclusive-topology on {sched.exclusive_topology} instead, and the intent is kept in the "
-            f"{NETWORK_TOPOLOGY_MODE} and {NETWORK_TOPOLOGY_TIER} annotations for when Volcano reads them"), "not-honoured"))
+        out.append(
+            src.problem(
+                ("scheduling", "networkTopology"),
+                (
+                    "networkTopology is not honoured by LeaderWorkerSet-created PodGroups today; groups are placed "
+                    "with "
+                    f"exclusive-topology on {sched.exclusive_topology} instead, and the intent is kept in the "
+                    f"{NETWORK_TOPOLOGY_MODE} and {NETWORK_TOPOLOGY_TIER} annotations for when Volcano reads them"
+                ),
+                "not-honoured",
+            )
+        )
     if profile.lws.max_surge not in (0, "0%", None):
         group = profile.group_size
-        out.append(src.problem(("lws", "maxSurge"), (
-            f"each surge group needs a whole extra set of {group} node{'s' if group > 1 else ''} "
-            "free during a rollout"), "costly"))
+        out.append(
+            src.problem(
+                ("lws", "maxSurge"),
+                (
+                    f"each surge group needs a whole extra set of {group} node{'s' if group > 1 else ''} "
+                    "free during a rollout"
+                ),
+                "costly",
+            )
+        )
     return out

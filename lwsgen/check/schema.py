@@ -9,23 +9,29 @@ from functools import lru_cache
 from typing import Any
 
 from lwsgen import resources
-from lwsgen.problems import Problem
 from lwsgen.load.source import Source
+from lwsgen.problems import Problem
 
 PROFILE_SCHEMA = "profile.schema.json"
 
 # What a pattern means, for messages a person can act on.
 PATTERN_HELP = {
-    "^[a-z]([-a-z0-9]*[a-z0-9])?$": "a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
+    "^[a-z]([-a-z0-9]*[a-z0-9])?$": (
+        "a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit"
+    ),
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS-1123 label: lower-case letters, digits and '-'",
     "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$": "a DNS-1123 subdomain: lower-case letters, digits, '-' and '.'",
     "^[0-9]+%$": "an integer or a percentage such as '25%'",
     "^([0-9]+(ms|s|m|h))+$": "a duration such as 15s, 1m or 500ms",
     "^1\\.[0-9]+$": "a Kubernetes minor version such as 1.33",
     "^0\\.[0-9]+(\\.[0-9]+)?$": "an LWS version such as 0.10 or 0.7.0",
-    "^[-._a-zA-Z][-._a-zA-Z0-9]*$": "an environment variable name: letters, digits, '_', '-', '.', not starting with a digit",
+    "^[-._a-zA-Z][-._a-zA-Z0-9]*$": (
+        "an environment variable name: letters, digits, '_', '-', '.', not starting with a digit"
+    ),
     "^/": "an absolute path",
-    "^volcano\\.sh/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$": "a volcano.sh/ annotation key (LeaderWorkerSet copies only those onto the PodGroup)",
+    "^volcano\\.sh/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$": (
+        "a volcano.sh/ annotation key (LeaderWorkerSet copies only those onto the PodGroup)"
+    ),
 }
 QUANTITY_HELP = "a Kubernetes quantity such as 64, 500m, 512Gi or 1.5Ti"
 
@@ -55,13 +61,27 @@ def _allowed_fields(schema_path: list) -> list[str]:
     return sorted(parent.get("properties", {}))
 
 
-_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
-               "object": "a mapping", "array": "a list", "null": "null"}
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
 
 
 def _json_type(value: Any) -> str:
     """The JSON Schema type name of a loaded YAML value."""
-    for python, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object")):
+    for python, name in (
+        (bool, "boolean"),
+        (int, "integer"),
+        (float, "number"),
+        (str, "string"),
+        (list, "array"),
+        (dict, "object"),
+    ):
         if isinstance(value, python):
             return name
     return "null"
@@ -98,9 +118,16 @@ def _describe(err, src: Source) -> Problem:
         inner = kind.error
         bad = inner.instance
         pattern = getattr(inner.kind, "pattern", "")
-        return src.problem(path + (bad,), f"key {bad!r} is not {_pattern_help(pattern, schema_path)}", "bad-key", key=True)
+        return src.problem(
+            path + (bad,), f"key {bad!r} is not {_pattern_help(pattern, schema_path)}", "bad-key", key=True
+        )
     if name in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        words = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}
+        words = {
+            "minimum": "at least",
+            "maximum": "at most",
+            "exclusiveMinimum": "more than",
+            "exclusiveMaximum": "less than",
+        }
         return src.problem(path, f"{instance} is out of range; must be {words[name]} {kind.limit}", "out-of-range")
     if name in ("minLength", "maxLength"):
         words = "at least" if name == "minLength" else "at most"
@@ -115,7 +142,11 @@ def _non_json_values(data: Any, path: tuple, src: Source, out: list[Problem]) ->
     if isinstance(data, dict):
         for key, value in data.items():
             if isinstance(key, str) and any("\ud800" <= ch <= "\udfff" for ch in key):
-                out.append(src.problem(path, "a key contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text"))
+                out.append(
+                    src.problem(
+                        path, "a key contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text"
+                    )
+                )
                 continue
             _non_json_values(value, path + (key,), src, out)
     elif isinstance(data, list):
@@ -124,7 +155,9 @@ def _non_json_values(data: Any, path: tuple, src: Source, out: list[Problem]) ->
     elif isinstance(data, (datetime.date, datetime.datetime)):
         out.append(src.problem(path, f"YAML read {data!s} as a date; quote it to make it a string", "wrong-type"))
     elif isinstance(data, str) and any("\ud800" <= ch <= "\udfff" for ch in data):
-        out.append(src.problem(path, "contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text"))
+        out.append(
+            src.problem(path, "contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text")
+        )
     elif isinstance(data, bytes):
         out.append(src.problem(path, "binary values are not allowed; use a string", "wrong-type"))
     elif isinstance(data, float) and not math.isfinite(data):
@@ -157,4 +190,3 @@ def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
     filled = copy.deepcopy(data)
     _fill(profile_schema(), filled)
     return filled
-

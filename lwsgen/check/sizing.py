@@ -57,13 +57,13 @@ MODELS = {
 
 # Memory from NVIDIA's data sheets (GB = 10^9 bytes); product = the GPU feature discovery label.
 GPUS = {
-    "h100-80gb": Gpu(80, "NVIDIA-H100-80GB-HBM3"),    # nvidia.com/en-us/data-center/h100/
-    "h200-141gb": Gpu(141, "NVIDIA-H200"),            # nvidia.com/en-us/data-center/h200/
-    "b200-192gb": Gpu(192, "NVIDIA-B200"),            # nvidia.com/en-us/data-center/dgx-b200/ (8 x 192 GB HBM3e)
-    "a100-80gb": Gpu(80, "NVIDIA-A100-SXM4-80GB"),    # nvidia.com/en-us/data-center/a100/
-    "a100-40gb": Gpu(40, "NVIDIA-A100-SXM4-40GB"),    # nvidia.com/en-us/data-center/a100/
-    "l40s-48gb": Gpu(48, "NVIDIA-L40S"),              # nvidia.com/en-us/data-center/l40s/
-    "a10g-24gb": Gpu(24, "NVIDIA-A10G"),              # aws.amazon.com/ec2/instance-types/g5/ (A10G 24 GB)
+    "h100-80gb": Gpu(80, "NVIDIA-H100-80GB-HBM3"),  # nvidia.com/en-us/data-center/h100/
+    "h200-141gb": Gpu(141, "NVIDIA-H200"),  # nvidia.com/en-us/data-center/h200/
+    "b200-192gb": Gpu(192, "NVIDIA-B200"),  # nvidia.com/en-us/data-center/dgx-b200/ (8 x 192 GB HBM3e)
+    "a100-80gb": Gpu(80, "NVIDIA-A100-SXM4-80GB"),  # nvidia.com/en-us/data-center/a100/
+    "a100-40gb": Gpu(40, "NVIDIA-A100-SXM4-40GB"),  # nvidia.com/en-us/data-center/a100/
+    "l40s-48gb": Gpu(48, "NVIDIA-L40S"),  # nvidia.com/en-us/data-center/l40s/
+    "a10g-24gb": Gpu(24, "NVIDIA-A10G"),  # aws.amazon.com/ec2/instance-types/g5/ (A10G 24 GB)
 }
 
 
@@ -110,7 +110,9 @@ def kv_bytes_per_gpu(m: Model, tensor: int, pipeline: int, tokens: int) -> float
     return 2 * layers * math.ceil(m.kv_heads / tensor) * m.head_dim * KV_BYTES * tokens
 
 
-def memory_per_gpu(params_b: float, dtype: str, g: Gpu, tensor: int, pipeline: int, m: Model | None, tokens: int) -> Memory:
+def memory_per_gpu(
+    params_b: float, dtype: str, g: Gpu, tensor: int, pipeline: int, m: Model | None, tokens: int
+) -> Memory:
     weights = params_b * 1e9 * DTYPE_BYTES[dtype] / (tensor * pipeline) / 1e9
     kv = kv_bytes_per_gpu(m, tensor, pipeline, tokens) / 1e9 if m else 0.0
     return Memory(weights, kv, OVERHEAD_GB, g.memory_gb * USABLE_FRACTION)
@@ -124,10 +126,18 @@ class Layout(NamedTuple):
 
     def to_dict(self) -> dict:
         mem = self.memory
-        return {"nodes": self.nodes, "parallelism": {"tensor": self.tensor, "pipeline": self.pipeline},
-                "memoryPerGpuGB": {"weights": round(mem.weights, 2), "kvCache": round(mem.kv_cache, 2),
-                                   "overhead": round(mem.overhead, 2), "usable": round(mem.usable, 2), "free": round(mem.free, 2)},
-                "fits": mem.fits}
+        return {
+            "nodes": self.nodes,
+            "parallelism": {"tensor": self.tensor, "pipeline": self.pipeline},
+            "memoryPerGpuGB": {
+                "weights": round(mem.weights, 2),
+                "kvCache": round(mem.kv_cache, 2),
+                "overhead": round(mem.overhead, 2),
+                "usable": round(mem.usable, 2),
+                "free": round(mem.free, 2),
+            },
+            "fits": mem.fits,
+        }
 
 
 def _valid(m: Model | None, tensor: int, pipeline: int) -> bool:
@@ -148,16 +158,24 @@ class Plan(NamedTuple):
     warnings: tuple[str, ...]
 
 
-def plan(params_b: float, dtype: str, g: Gpu, gpus_per_node: int, m: Model | None, context: int, concurrency: int) -> Plan:
+def plan(
+    params_b: float, dtype: str, g: Gpu, gpus_per_node: int, m: Model | None, context: int, concurrency: int
+) -> Plan:
     tokens = context * concurrency
     for nodes in range(1, MAX_NODES + 1):
-        fitting = [Layout(nodes, t, p, memory_per_gpu(params_b, dtype, g, t, p, m, tokens)) for t, p in layouts(m, nodes, gpus_per_node)]
+        fitting = [
+            Layout(nodes, t, p, memory_per_gpu(params_b, dtype, g, t, p, m, tokens))
+            for t, p in layouts(m, nodes, gpus_per_node)
+        ]
         fitting = [layout for layout in fitting if layout.memory.fits]
         if fitting:
             chosen, alternative = fitting[0], (fitting[1] if len(fitting) > 1 else None)
             warnings = []
             if m and not m.mla_kv_dim and chosen.tensor > m.kv_heads:
-                warnings.append(f"tensor {chosen.tensor} exceeds the model's {m.kv_heads} KV heads: each is replicated on {chosen.tensor // m.kv_heads} ranks")
+                warnings.append(
+                    f"tensor {chosen.tensor} exceeds the model's {m.kv_heads} KV heads: each is replicated on "
+                    f"{chosen.tensor // m.kv_heads} ranks"
+                )
             if m is None:
                 warnings.append("no layers or heads known (--params): KV cache not counted, splits not checked")
             return Plan(chosen, alternative, tuple(warnings))
@@ -178,6 +196,9 @@ def fits_profile(profile) -> str | None:
     memory = memory_per_gpu(params, dtype, g, tensor, pipeline, m, 2048)
     if memory.fits:
         return None
-    return (f"{params:g}B parameters in {dtype} need {memory.weights + memory.kv_cache + memory.overhead:.1f} GB per GPU "
-            f"(weights {memory.weights:.1f}, KV cache {memory.kv_cache:.1f}, overhead {memory.overhead:.1f}) with tensor {tensor} x "
-            f"pipeline {pipeline}, more than the {memory.usable:.1f} GB usable of a {g.product}; try `lwsgen plan`")
+    return (
+        f"{params:g}B parameters in {dtype} need {memory.weights + memory.kv_cache + memory.overhead:.1f} GB per GPU "
+        f"(weights {memory.weights:.1f}, KV cache {memory.kv_cache:.1f}, overhead {memory.overhead:.1f}) with tensor "
+        f"{tensor} x "
+        f"pipeline {pipeline}, more than the {memory.usable:.1f} GB usable of a {g.product}; try `lwsgen plan`"
+    )

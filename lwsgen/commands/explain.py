@@ -32,27 +32,35 @@ def _autoscaling_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
         metric = hpa["metrics"][0]["pods"]["metric"]["name"]
         rule = objects["prometheus-adapter-rules.yaml"][0]["rules"][0]
         record = rule["name"]["matches"].strip("^$")
-        return [f"recording rule {record} (PrometheusRule, one value per leader pod)",
-                f"prometheus-adapter serves it as custom metric {metric} (prometheus-adapter-rules.yaml)",
-                f"HorizontalPodAutoscaler: average {hpa['metrics'][0]['pods']['target']['averageValue']} per group, "
-                f"{hpa['minReplicas']}..{hpa['maxReplicas']} groups",
-                f"LeaderWorkerSet {hpa['scaleTargetRef']['name']} (scale subresource; the HPA sees leader pods only)"]
+        return [
+            f"recording rule {record} (PrometheusRule, one value per leader pod)",
+            f"prometheus-adapter serves it as custom metric {metric} (prometheus-adapter-rules.yaml)",
+            f"HorizontalPodAutoscaler: average {hpa['metrics'][0]['pods']['target']['averageValue']} per group, "
+            f"{hpa['minReplicas']}..{hpa['maxReplicas']} groups",
+            f"LeaderWorkerSet {hpa['scaleTargetRef']['name']} (scale subresource; the HPA sees leader pods only)",
+        ]
     if "scaledobject.yaml" in objects:
         spec = objects["scaledobject.yaml"][0]["spec"]
         trigger = spec["triggers"][0]["metadata"]
-        return [f"KEDA query {trigger['query']} at {trigger['serverAddress']}",
-                f"ScaledObject: threshold {trigger['threshold']} per group (AverageValue), {spec['minReplicaCount']}..{spec['maxReplicaCount']} groups",
-                f"LeaderWorkerSet {spec['scaleTargetRef']['name']}"]
+        return [
+            f"KEDA query {trigger['query']} at {trigger['serverAddress']}",
+            f"ScaledObject: threshold {trigger['threshold']} per group (AverageValue), "
+            f"{spec['minReplicaCount']}..{spec['maxReplicaCount']} groups",
+            f"LeaderWorkerSet {spec['scaleTargetRef']['name']}",
+        ]
     return []
 
 
 def text(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
-    lines = [f"{d.name} ({d.runtime}) in namespace {d.namespace}",
-             f"├─ world size {d.world_size} = {d.group_size} pod{'s' if d.group_size > 1 else ''} x {d.gpus_per_pod} GPUs per group; "
-             f"{'autoscaled' if d.fixed_replicas is None else f'{d.replicas} group' + ('s' if d.replicas != 1 else '')}",
-             "├─ group 0"]
+    lines = [
+        f"{d.name} ({d.runtime}) in namespace {d.namespace}",
+        f"├─ world size {d.world_size} = {d.group_size} pod{'s' if d.group_size > 1 else ''} x {d.gpus_per_pod} GPUs "
+        "per group; "
+        f"{'autoscaled' if d.fixed_replicas is None else f'{d.replicas} group' + ('s' if d.replicas != 1 else '')}",
+        "├─ group 0",
+    ]
     group = pods(result)
     for i, (name, role, ranks, stages) in enumerate(group):
         branch = "└─" if i == len(group) - 1 else "├─"
@@ -62,8 +70,14 @@ def text(result: Rendered) -> str:
     names = list(objects)
     for i, name in enumerate(names):
         branch = "└─" if i == len(names) - 1 else "├─"
-        kinds = ", ".join(f"{o.get('kind', 'fragment')} {o.get('metadata', {}).get('name', '')}".strip() for o in objects[name])
-        listed = "" if name == "kustomization.yaml" or name in yaml.safe_load(result.files["kustomization.yaml"])["resources"] else " (outside the kustomization)"
+        kinds = ", ".join(
+            f"{o.get('kind', 'fragment')} {o.get('metadata', {}).get('name', '')}".strip() for o in objects[name]
+        )
+        listed = (
+            ""
+            if name == "kustomization.yaml" or name in yaml.safe_load(result.files["kustomization.yaml"])["resources"]
+            else " (outside the kustomization)"
+        )
         lines.append(f"│  {branch} {name}: {kinds}{listed}")
     selectors = [("Service", objects["service.yaml"][0]["spec"]["selector"])]
     if "podmonitor.yaml" in objects:
@@ -86,7 +100,7 @@ def mermaid(result: Rendered) -> str:
     objects = _objects(result)
     lines = ["flowchart LR", f'  svc["Service {d.name}-leader"]']
     lines.append(f'  subgraph g0["group 0 of LeaderWorkerSet {d.name}"]')
-    for index, (name, role, ranks, stages) in enumerate(pods(result)):
+    for index, (name, role, ranks, _stages) in enumerate(pods(result)):
         lines.append(f'    p{index}["{name} ({role})<br/>ranks {ranks.start}-{ranks.stop - 1}"]')
     lines.append("  end")
     lines.append("  svc -->|leaders only| p0")

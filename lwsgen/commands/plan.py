@@ -46,16 +46,21 @@ def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: siz
 
 def _text(args: Namespace, result: sizing.Plan, params: float, dtype: str) -> str:
     what = args.model or f"{params:g}B parameters"
-    head = f"{what} in {dtype} on {args.gpu} x {args.gpus_per_node} per node, {args.context} tokens x {args.concurrency}:\n"
+    shape = f"{args.gpu} x {args.gpus_per_node} per node, {args.context} tokens x {args.concurrency}"
+    head = f"{what} in {dtype} on {shape}:\n"
     if not result.chosen:
         return head + "".join(f"  {w}\n" for w in result.warnings)
     lines = [head]
     for label, layout in (("plan", result.chosen), ("or", result.alternative)):
         if layout:
             mem = layout.memory
-            lines.append(f"  {label}: {layout.nodes} node{'s' if layout.nodes > 1 else ''}, tensor {layout.tensor} x pipeline {layout.pipeline}"
-                         f" = {layout.tensor * layout.pipeline} GPUs; per GPU {mem.weights:.1f} GB weights + {mem.kv_cache:.2f} GB KV cache"
-                         f" + {mem.overhead:.1f} GB overhead of {mem.usable:.1f} GB usable ({mem.free:.1f} GB free)\n")
+            lines.append(
+                f"  {label}: {layout.nodes} node{'s' if layout.nodes > 1 else ''}, tensor {layout.tensor} x pipeline "
+                f"{layout.pipeline}"
+                f" = {layout.tensor * layout.pipeline} GPUs; per GPU {mem.weights:.1f} GB weights + "
+                f"{mem.kv_cache:.2f} GB KV cache"
+                f" + {mem.overhead:.1f} GB overhead of {mem.usable:.1f} GB usable ({mem.free:.1f} GB free)\n"
+            )
     lines += [f"  warning: {w}\n" for w in result.warnings]
     return "".join(lines)
 
@@ -70,10 +75,23 @@ def run(args: Namespace) -> tuple[str, bool]:
             raise PlanError("; ".join(result.warnings))
         return profile_skeleton(args, result, g, m, dtype), True
     if args.format == "json":
-        body = {"model": args.model, "params": params, "dtype": dtype, "gpu": args.gpu, "gpusPerNode": args.gpus_per_node,
-                "context": args.context, "concurrency": args.concurrency, "fits": result.chosen is not None,
-                **(result.chosen.to_dict() if result.chosen else {"nodes": None, "parallelism": None, "memoryPerGpuGB": None}),
-                "alternative": result.alternative.to_dict() if result.alternative else None, "warnings": list(result.warnings)}
+        body = {
+            "model": args.model,
+            "params": params,
+            "dtype": dtype,
+            "gpu": args.gpu,
+            "gpusPerNode": args.gpus_per_node,
+            "context": args.context,
+            "concurrency": args.concurrency,
+            "fits": result.chosen is not None,
+            **(
+                result.chosen.to_dict()
+                if result.chosen
+                else {"nodes": None, "parallelism": None, "memoryPerGpuGB": None}
+            ),
+            "alternative": result.alternative.to_dict() if result.alternative else None,
+            "warnings": list(result.warnings),
+        }
         body["fits"] = result.chosen is not None
         return json.dumps(body, indent=2) + "\n", result.chosen is not None
     return _text(args, result, params, dtype), result.chosen is not None

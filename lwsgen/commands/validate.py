@@ -83,14 +83,22 @@ def run(paths: list[str], kubernetes_version: str) -> Report:
         for doc in docs:
             data = doc.data
             if not (_is_object(data) or path.name in validate.FILE_SCHEMAS):
-                report.problems.append(doc.problem((), "neither a profile (runtime, ...) nor a Kubernetes object (apiVersion, kind)", "unknown-document"))
+                report.problems.append(
+                    doc.problem(
+                        (),
+                        "neither a profile (runtime, ...) nor a Kubernetes object (apiVersion, kind)",
+                        "unknown-document",
+                    )
+                )
                 continue
             if not _lwsgen_kustomization(path, data) or not validate.has_schema(data, kubernetes_version, path.name):
                 kind = f"{data.get('apiVersion')} {data.get('kind')}"
                 report.not_checked[kind] = report.not_checked.get(kind, 0) + 1
                 continue
             report.checked += 1
-            report.problems += locate.problems([doc], ((0, error) for error in validate.schema_errors(data, kubernetes_version, path.name)))
+            report.problems += locate.problems(
+                [doc], ((0, error) for error in validate.schema_errors(data, kubernetes_version, path.name))
+            )
             kept.append(doc)
         sources[shown] = kept
         objects[shown] = tuple(d.data for d in kept if _is_object(d.data))

@@ -49,13 +49,24 @@ def eksctl_node_group(ctx: Context, kind) -> NodeGroup | None:
     labels = dict(node.node_selector)
     if node.gpu_product is not None:
         labels["nvidia.com/gpu.product"] = node.gpu_product
-    taints = tuple(Taint(t["key"], t.get("value", "true"), t["effect"])
-                   for t in node.tolerations if t.get("key") and t.get("effect") in ("NoSchedule", "NoExecute"))
+    taints = tuple(
+        Taint(t["key"], t.get("value", "true"), t["effect"])
+        for t in node.tolerations
+        if t.get("key") and t.get("effect") in ("NoSchedule", "NoExecute")
+    )
     template = "k8s.io/cluster-autoscaler/node-template"
     tags = {"k8s.io/cluster-autoscaler/enabled": "true", f"{template}/resources/{node.gpu_resource}": str(node.gpus)}
     if node.efa:
         tags[f"{template}/resources/vpc.amazonaws.com/efa"] = str(node.efa)
     tags.update({f"{template}/label/{k}": v for k, v in labels.items()})
     tags.update({f"{template}/taint/{t.key}": f"{t.value}:{t.effect}" for t in taints})
-    return NodeGroup(f"{name}-gpu", node.instance_type, max(profile.groups_at_most, 1) * profile.group_size, bool(node.efa),
-                     f"{name}-placement", labels, taints, dict(sorted(tags.items())))
+    return NodeGroup(
+        f"{name}-gpu",
+        node.instance_type,
+        max(profile.groups_at_most, 1) * profile.group_size,
+        bool(node.efa),
+        f"{name}-placement",
+        labels,
+        taints,
+        dict(sorted(tags.items())),
+    )

@@ -21,16 +21,21 @@ class Context(NamedTuple):
     names: naming.Names
     placement: Placement
 
-    def meta(self, kind, name: str, *, labels: dict[str, str] | None = None,
-             annotations: dict[str, str] | None = None) -> Meta:
+    def meta(
+        self, kind, name: str, *, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None
+    ) -> Meta:
         """Metadata of an object of `kind` (a kinds.Kind): our labels over the profile's, the
         profile's annotations, and the kind's sync wave when Argo CD waves are on."""
         p = self.profile
         merged = {**p.annotations, **(annotations or {})}
         if p.gitops.argocd.sync_waves and kind.wave is not None:
             merged[SYNC_WAVE_ANNOTATION] = str(kind.wave)
-        return Meta(name, p.namespace, naming.labels(p.name, p.runtime, kind.component, {**p.labels, **(labels or {})}),
-                    merged or None)
+        return Meta(
+            name,
+            p.namespace,
+            naming.labels(p.name, p.runtime, kind.component, {**p.labels, **(labels or {})}),
+            merged or None,
+        )
 
     @property
     def scripts_hash(self) -> str:

@@ -7,7 +7,8 @@ A builder takes (Context, Kind) and returns the values its template places, or N
 profile does not emit the kind. The output tables of README.md and docs/ are generated from here.
 """
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from lwsgen.derive import cluster, monitoring, nccl, network, workload
 
@@ -64,72 +65,182 @@ ADAPTER_HEADER = (
     "# prometheus-adapter rules for the HorizontalPodAutoscaler in this directory. Not a cluster object\n"
     "# and not in kustomization.yaml: add the entries under `rules:` to the adapter's configuration\n"
     "# (Helm chart value `rules.custom`, or the `rules:` list of its config.yaml). Profiles that scale\n"
-    "# on the same metric emit the same entry; keep one.\n")
+    "# on the same metric emit the same entry; keep one.\n"
+)
 NCCL_HEADER = (
     "# NCCL all-reduce preflight on the shape of one group of this LeaderWorkerSet. A one-off test,\n"
     "# not in kustomization.yaml. Run it, read its one-line verdict, remove it:\n"
     "#   kubectl apply -f nccl-test.yaml\n"
     "#   kubectl logs -n <namespace> -l app.kubernetes.io/component=nccl-test --tail=-1 | grep 'lwsgen nccl-test'\n"
-    "#   kubectl delete -f nccl-test.yaml\n")
+    "#   kubectl delete -f nccl-test.yaml\n"
+)
 EKSCTL_HEADER = (
     "# eksctl nodeGroups entry for the nodes this LeaderWorkerSet selects (Cluster Autoscaler scales it\n"
     "# from 0). Not a cluster object: add it under `nodeGroups:` of your ClusterConfig, in one\n"
-    "# availability zone (EFA and placement groups need one), then `eksctl create nodegroup`.\n")
+    "# availability zone (EFA and placement groups need one), then `eksctl create nodegroup`.\n"
+)
 QUEUE_HEADER = (
     "# The Volcano Queue this profile's groups are scheduled from. Cluster-scoped and usually shared by\n"
     "# several deployments, so not in kustomization.yaml: apply it once, by whoever owns the queue:\n"
-    "#   kubectl apply -f volcano-queue.yaml\n")
+    "#   kubectl apply -f volcano-queue.yaml\n"
+)
 
 # Waves: what pods need (-1), then the workload (0), then what watches (1) or scales it (2).
 KINDS: tuple[Kind, ...] = (
-    Kind("leaderworkerset", _own("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkerset.schema.json"),
-         "`LeaderWorkerSet` `<name>`, `size` = world size / `node.gpus`, explicit leader and worker templates",
-         "always", workload.leaderworkerset, "inference-server", wave=0),
-    Kind("service", _core("v1", "Service"),
-         "`Service` `<name>-leader` selecting `leaderworkerset.sigs.k8s.io/name: <name>` + `worker-index: \"0\"`",
-         "always", workload.service, "leader-service", wave=0),
-    Kind("configmap", _core("v1", "ConfigMap"), "`ConfigMap` `<name>-launch` with the group's launch scripts",
-         "the runtime launches through scripts (all current ones)", workload.launch_scripts, "launch-scripts", wave=-1),
-    Kind("serviceaccount", _core("v1", "ServiceAccount"), "`ServiceAccount` `<name>-launcher` of the leader",
-         "the runtime's leader uses the Kubernetes API (MPI over `kubectl exec`: triton-trtllm, trtllm-serve)",
-         workload.service_account, "launcher", wave=-1),
-    Kind("role", _core("rbac.authorization.k8s.io/v1", "Role"),
-         "`Role` `<name>-launcher`: get/list pods, create/get pods/exec, in the namespace only",
-         "as serviceaccount", workload.role, "launcher", wave=-1),
-    Kind("rolebinding", _core("rbac.authorization.k8s.io/v1", "RoleBinding"), "`RoleBinding` of that Role to that ServiceAccount",
-         "as serviceaccount", workload.role_binding, "launcher", wave=-1),
-    Kind("networkpolicy", _core("networking.k8s.io/v1", "NetworkPolicy"),
-         "`NetworkPolicy` `<name>`: serving ports from the allowed sources, the group's own pods, metrics from monitoring",
-         "`security.networkPolicy` (default on)", network.networkpolicy, "network-policy", wave=-1),
-    Kind("podmonitor", _own("monitoring.coreos.com/v1", "PodMonitor", "podmonitor.schema.json"),
-         "`PodMonitor` `<name>` scraping the leaders of this LWS",
-         "`monitoring.enabled` and the runtime has Prometheus metrics", monitoring.podmonitor, "metrics", wave=1),
-    Kind("prometheusrule", _own("monitoring.coreos.com/v1", "PrometheusRule", "prometheusrule.schema.json"),
-         "`PrometheusRule` `<name>`: the runtime's records and the group GPU record",
-         "`monitoring.enabled`", monitoring.prometheusrule, "metrics", wave=1),
-    Kind("horizontalpodautoscaler", _core("autoscaling/v2", "HorizontalPodAutoscaler"),
-         "`HorizontalPodAutoscaler` `<name>` on the LWS", "`autoscaling.enabled`, engine `hpa`",
-         monitoring.horizontalpodautoscaler, "autoscaler", wave=2),
-    Kind("prometheus-adapter-rules", (Document(None, None, "prometheus-adapter-rules.schema.json"),),
-         "prometheus-adapter `rules:` exposing that HPA's metric", "`autoscaling.enabled`, engine `hpa`",
-         monitoring.adapter_rules, "autoscaler", outside="adapter configuration, not a cluster object", header=ADAPTER_HEADER),
-    Kind("scaledobject", _own("keda.sh/v1alpha1", "ScaledObject", "scaledobject.schema.json"),
-         "KEDA `ScaledObject` `<name>` on the LWS", "`autoscaling.enabled`, engine `keda`", monitoring.scaledobject, "autoscaler",
-         wave=2),
-    Kind("volcano-queue", _own("scheduling.volcano.sh/v1beta1", "Queue", "volcano-queue.schema.json"),
-         "Volcano `Queue` `scheduling.queue`", "scheduler `volcano` with `scheduling.queueCapacity`",
-         cluster.volcano_queue, "queue", outside="cluster-scoped and shared by deployments: applied once by its owner",
-         header=QUEUE_HEADER),
-    Kind("nccl-test", (Document("v1", "ConfigMap"), Document("kubeflow.org/v2beta1", "MPIJob", "mpijob.schema.json"),
-                       Document("v1", "Service"), Document("batch/v1", "Job")),
-         "NCCL all-reduce preflight: `MPIJob`, or `Service` + Indexed `Job`, with its `ConfigMap`", "`ncclTest.enabled`",
-         nccl.nccl_test, "nccl-test", outside="a one-off test, applied by hand", header=NCCL_HEADER),
-    Kind("eksctl-nodegroup", (Document(None, None, "eksctl-nodegroup.schema.json"),),
-         "eksctl `nodeGroups` entry for Cluster Autoscaler", "`node.instanceType` is set",
-         cluster.eksctl_node_group, "nodes", outside="eksctl configuration, not a cluster object", header=EKSCTL_HEADER),
-    Kind(KUSTOMIZATION, _own("kustomize.config.k8s.io/v1beta1", "Kustomization", "kustomization.schema.json"),
-         "lists every file above that is in the kustomization", "always", _kustomization, "kustomization",
-         outside="it is the kustomization"),
+    Kind(
+        "leaderworkerset",
+        _own("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkerset.schema.json"),
+        "`LeaderWorkerSet` `<name>`, `size` = world size / `node.gpus`, explicit leader and worker templates",
+        "always",
+        workload.leaderworkerset,
+        "inference-server",
+        wave=0,
+    ),
+    Kind(
+        "service",
+        _core("v1", "Service"),
+        '`Service` `<name>-leader` selecting `leaderworkerset.sigs.k8s.io/name: <name>` + `worker-index: "0"`',
+        "always",
+        workload.service,
+        "leader-service",
+        wave=0,
+    ),
+    Kind(
+        "configmap",
+        _core("v1", "ConfigMap"),
+        "`ConfigMap` `<name>-launch` with the group's launch scripts",
+        "the runtime launches through scripts (all current ones)",
+        workload.launch_scripts,
+        "launch-scripts",
+        wave=-1,
+    ),
+    Kind(
+        "serviceaccount",
+        _core("v1", "ServiceAccount"),
+        "`ServiceAccount` `<name>-launcher` of the leader",
+        "the runtime's leader uses the Kubernetes API (MPI over `kubectl exec`: triton-trtllm, trtllm-serve)",
+        workload.service_account,
+        "launcher",
+        wave=-1,
+    ),
+    Kind(
+        "role",
+        _core("rbac.authorization.k8s.io/v1", "Role"),
+        "`Role` `<name>-launcher`: get/list pods, create/get pods/exec, in the namespace only",
+        "as serviceaccount",
+        workload.role,
+        "launcher",
+        wave=-1,
+    ),
+    Kind(
+        "rolebinding",
+        _core("rbac.authorization.k8s.io/v1", "RoleBinding"),
+        "`RoleBinding` of that Role to that ServiceAccount",
+        "as serviceaccount",
+        workload.role_binding,
+        "launcher",
+        wave=-1,
+    ),
+    Kind(
+        "networkpolicy",
+        _core("networking.k8s.io/v1", "NetworkPolicy"),
+        "`NetworkPolicy` `<name>`: serving ports from the allowed sources, the group's own pods, metrics from "
+        "monitoring",
+        "`security.networkPolicy` (default on)",
+        network.networkpolicy,
+        "network-policy",
+        wave=-1,
+    ),
+    Kind(
+        "podmonitor",
+        _own("monitoring.coreos.com/v1", "PodMonitor", "podmonitor.schema.json"),
+        "`PodMonitor` `<name>` scraping the leaders of this LWS",
+        "`monitoring.enabled` and the runtime has Prometheus metrics",
+        monitoring.podmonitor,
+        "metrics",
+        wave=1,
+    ),
+    Kind(
+        "prometheusrule",
+        _own("monitoring.coreos.com/v1", "PrometheusRule", "prometheusrule.schema.json"),
+        "`PrometheusRule` `<name>`: the runtime's records and the group GPU record",
+        "`monitoring.enabled`",
+        monitoring.prometheusrule,
+        "metrics",
+        wave=1,
+    ),
+    Kind(
+        "horizontalpodautoscaler",
+        _core("autoscaling/v2", "HorizontalPodAutoscaler"),
+        "`HorizontalPodAutoscaler` `<name>` on the LWS",
+        "`autoscaling.enabled`, engine `hpa`",
+        monitoring.horizontalpodautoscaler,
+        "autoscaler",
+        wave=2,
+    ),
+    Kind(
+        "prometheus-adapter-rules",
+        (Document(None, None, "prometheus-adapter-rules.schema.json"),),
+        "prometheus-adapter `rules:` exposing that HPA's metric",
+        "`autoscaling.enabled`, engine `hpa`",
+        monitoring.adapter_rules,
+        "autoscaler",
+        outside="adapter configuration, not a cluster object",
+        header=ADAPTER_HEADER,
+    ),
+    Kind(
+        "scaledobject",
+        _own("keda.sh/v1alpha1", "ScaledObject", "scaledobject.schema.json"),
+        "KEDA `ScaledObject` `<name>` on the LWS",
+        "`autoscaling.enabled`, engine `keda`",
+        monitoring.scaledobject,
+        "autoscaler",
+        wave=2,
+    ),
+    Kind(
+        "volcano-queue",
+        _own("scheduling.volcano.sh/v1beta1", "Queue", "volcano-queue.schema.json"),
+        "Volcano `Queue` `scheduling.queue`",
+        "scheduler `volcano` with `scheduling.queueCapacity`",
+        cluster.volcano_queue,
+        "queue",
+        outside="cluster-scoped and shared by deployments: applied once by its owner",
+        header=QUEUE_HEADER,
+    ),
+    Kind(
+        "nccl-test",
+        (
+            Document("v1", "ConfigMap"),
+            Document("kubeflow.org/v2beta1", "MPIJob", "mpijob.schema.json"),
+            Document("v1", "Service"),
+            Document("batch/v1", "Job"),
+        ),
+        "NCCL all-reduce preflight: `MPIJob`, or `Service` + Indexed `Job`, with its `ConfigMap`",
+        "`ncclTest.enabled`",
+        nccl.nccl_test,
+        "nccl-test",
+        outside="a one-off test, applied by hand",
+        header=NCCL_HEADER,
+    ),
+    Kind(
+        "eksctl-nodegroup",
+        (Document(None, None, "eksctl-nodegroup.schema.json"),),
+        "eksctl `nodeGroups` entry for Cluster Autoscaler",
+        "`node.instanceType` is set",
+        cluster.eksctl_node_group,
+        "nodes",
+        outside="eksctl configuration, not a cluster object",
+        header=EKSCTL_HEADER,
+    ),
+    Kind(
+        KUSTOMIZATION,
+        _own("kustomize.config.k8s.io/v1beta1", "Kustomization", "kustomization.schema.json"),
+        "lists every file above that is in the kustomization",
+        "always",
+        _kustomization,
+        "kustomization",
+        outside="it is the kustomization",
+    ),
 )
 BY_KEY = {kind.key: kind for kind in KINDS}
 BY_FILE = {kind.file: kind for kind in KINDS}

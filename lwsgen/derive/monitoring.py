@@ -13,11 +13,14 @@ from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
 from lwsgen.derive.naming import GROUP_INDEX_LABEL, LWS_NAME_LABEL, leader_selector
 from lwsgen.runtimes.base import Capabilities, RecordingRule
+
 # Pod labels copied onto scraped series by podTargetLabels, as Prometheus names them.
 NAME_SERIES_LABEL = "leaderworkerset_sigs_k8s_io_name"
 GROUP_SERIES_LABEL = "leaderworkerset_sigs_k8s_io_group_index"
 # The same pod labels as kube-state-metrics exports them in kube_pod_labels.
-KSM_NAME, KSM_GROUP, KSM_WORKER = (f"label_{x}" for x in (NAME_SERIES_LABEL, GROUP_SERIES_LABEL, "leaderworkerset_sigs_k8s_io_worker_index"))
+KSM_NAME, KSM_GROUP, KSM_WORKER = (
+    f"label_{x}" for x in (NAME_SERIES_LABEL, GROUP_SERIES_LABEL, "leaderworkerset_sigs_k8s_io_worker_index")
+)
 RECORD_LABELS = ("namespace", "pod", NAME_SERIES_LABEL, GROUP_SERIES_LABEL)
 GPU_RECORD = "namespace_pod:dcgm_fi_dev_gpu_util:avg_group"
 ADAPTER_FILE = "prometheus-adapter-rules.yaml"
@@ -36,18 +39,28 @@ def gpu_rule(namespace: str, name: str) -> RecordingRule:
     leaders = f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name, KSM_WORKER: '0'})}"
     pod_labels = f"namespace, pod, {KSM_NAME}, {KSM_GROUP}"
     group_labels = f"namespace, {KSM_NAME}, {KSM_GROUP}"
-    dcgm = ('label_replace(label_replace(DCGM_FI_DEV_GPU_UTIL, "namespace", "$1", "exported_namespace", "(.+)"), '
-            '"pod", "$1", "exported_pod", "(.+)")')
-    per_group = (f"avg by ({group_labels}) (\n  {dcgm}\n  * on (namespace, pod) group_left ({KSM_NAME}, {KSM_GROUP})\n"
-                 f"  max by ({pod_labels}) ({pods})\n)")
+    dcgm = (
+        'label_replace(label_replace(DCGM_FI_DEV_GPU_UTIL, "namespace", "$1", "exported_namespace", "(.+)"), '
+        '"pod", "$1", "exported_pod", "(.+)")'
+    )
+    per_group = (
+        f"avg by ({group_labels}) (\n  {dcgm}\n  * on (namespace, pod) group_left ({KSM_NAME}, {KSM_GROUP})\n"
+        f"  max by ({pod_labels}) ({pods})\n)"
+    )
     on_leader = f"max by ({pod_labels}) ({leaders})\n* on ({group_labels}) group_left ()\n{per_group}"
-    renamed = (f'label_replace(label_replace(\n{on_leader},\n"{NAME_SERIES_LABEL}", "$1", "{KSM_NAME}", "(.*)"),\n'
-               f'"{GROUP_SERIES_LABEL}", "$1", "{KSM_GROUP}", "(.*)")')
-    return RecordingRule(GPU_RECORD, f"max by ({', '.join(RECORD_LABELS)}) (\n{renamed}\n)", autoscaling="gpu-utilization")
+    renamed = (
+        f'label_replace(label_replace(\n{on_leader},\n"{NAME_SERIES_LABEL}", "$1", "{KSM_NAME}", "(.*)"),\n'
+        f'"{GROUP_SERIES_LABEL}", "$1", "{KSM_GROUP}", "(.*)")'
+    )
+    return RecordingRule(
+        GPU_RECORD, f"max by ({', '.join(RECORD_LABELS)}) (\n{renamed}\n)", autoscaling="gpu-utilization"
+    )
 
 
 def _expr(rule: RecordingRule, namespace: str, name: str) -> str:
-    return rule.expr.replace("{sel}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name})).replace("{by}", ", ".join(RECORD_LABELS))
+    return rule.expr.replace("{sel}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name})).replace(
+        "{by}", ", ".join(RECORD_LABELS)
+    )
 
 
 class RuleGroup(NamedTuple):
@@ -59,8 +72,12 @@ def rule_groups(caps: Capabilities, namespace: str, name: str) -> tuple[RuleGrou
     """PrometheusRule groups: the runtime's records (if it has metrics) and the group GPU record."""
     groups = []
     if caps.rules:
-        groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.runtime",
-                                tuple(r._replace(expr=_expr(r, namespace, name)) for r in caps.rules)))
+        groups.append(
+            RuleGroup(
+                f"lwsgen.{namespace}.{name}.runtime",
+                tuple(r._replace(expr=_expr(r, namespace, name)) for r in caps.rules),
+            )
+        )
     groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.gpu", (gpu_rule(namespace, name),)))
     return tuple(groups)
 
@@ -128,16 +145,23 @@ def podmonitor(ctx: Context, kind) -> PodMonitor | None:
     caps, profile = ctx.plugin.CAPABILITIES, ctx.profile
     if not (_monitored(ctx) and caps.metrics):
         return None
-    return PodMonitor(ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels), leader_selector(profile.name),
-                      caps.metrics_port, profile.monitoring.interval, (LWS_NAME_LABEL, GROUP_INDEX_LABEL))
+    return PodMonitor(
+        ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
+        leader_selector(profile.name),
+        caps.metrics_port,
+        profile.monitoring.interval,
+        (LWS_NAME_LABEL, GROUP_INDEX_LABEL),
+    )
 
 
 def prometheusrule(ctx: Context, kind) -> PrometheusRule | None:
     profile = ctx.profile
     if not _monitored(ctx):
         return None
-    return PrometheusRule(ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
-                          rule_groups(ctx.plugin.CAPABILITIES, profile.namespace, profile.name))
+    return PrometheusRule(
+        ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
+        rule_groups(ctx.plugin.CAPABILITIES, profile.namespace, profile.name),
+    )
 
 
 def quantity(value: float) -> str:
@@ -157,8 +181,14 @@ def _scaling_record(ctx: Context, engine: str) -> str | None:
 
 def _autoscaler(ctx: Context, kind, **fields) -> Autoscaler:
     profile, scaling = ctx.profile, ctx.profile.autoscaling
-    return Autoscaler(ctx.meta(kind, profile.name), profile.name, scaling.min_replicas, scaling.max_replicas,
-                      Behavior(scaling.scale_down_stabilization_seconds, scaling.scale_up_period_seconds), **fields)
+    return Autoscaler(
+        ctx.meta(kind, profile.name),
+        profile.name,
+        scaling.min_replicas,
+        scaling.max_replicas,
+        Behavior(scaling.scale_down_stabilization_seconds, scaling.scale_up_period_seconds),
+        **fields,
+    )
 
 
 def horizontalpodautoscaler(ctx: Context, kind) -> Autoscaler | None:
@@ -186,6 +216,11 @@ def scaledobject(ctx: Context, kind) -> Autoscaler | None:
         return None
     profile: Profile = ctx.profile
     scaling = profile.autoscaling
-    return _autoscaler(ctx, kind, polling_interval=30, server=scaling.prometheus_address,
-                       query=keda_query(record, profile.namespace, profile.name),
-                       threshold=format(Decimal(str(scaling.target)).normalize(), "f"))
+    return _autoscaler(
+        ctx,
+        kind,
+        polling_interval=30,
+        server=scaling.prometheus_address,
+        query=keda_query(record, profile.namespace, profile.name),
+        threshold=format(Decimal(str(scaling.target)).normalize(), "f"),
+    )

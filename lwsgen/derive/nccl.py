@@ -59,8 +59,12 @@ class NcclTest(NamedTuple):
 
 def _env(ctx: Context, extra: dict[str, str]) -> tuple[EnvVar, ...]:
     profile = ctx.profile
-    values = {**(EFA_ENV if profile.node.efa else {}), **{e.name: e.value for e in pods.profile_env(profile)},
-              **profile.nccl_test.env, **extra}
+    values = {
+        **(EFA_ENV if profile.node.efa else {}),
+        **{e.name: e.value for e in pods.profile_env(profile)},
+        **profile.nccl_test.env,
+        **extra,
+    }
     return pods.env_values(values)
 
 
@@ -82,24 +86,62 @@ def _mpijob(ctx: Context) -> MpiJob:
     profile, test = ctx.profile, ctx.profile.nccl_test
     env = _env(ctx, {"LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps)})
     forwarded = [flag for e in env if not e.name.startswith("LWSGEN_") for flag in ("-x", e.name)]
-    mpirun = (test.mpirun, "--allow-run-as-root", "--tag-output", "-np", str(profile.world_size), "-N", str(profile.gpus_per_pod),
-              "--bind-to", "none", "-x", "PATH", "-x", "LD_LIBRARY_PATH", *forwarded,
-              test.all_reduce_perf, "-b", "8", "-e", test.max_bytes, "-f", "2", "-g", "1")
+    mpirun = (
+        test.mpirun,
+        "--allow-run-as-root",
+        "--tag-output",
+        "-np",
+        str(profile.world_size),
+        "-N",
+        str(profile.gpus_per_pod),
+        "--bind-to",
+        "none",
+        "-x",
+        "PATH",
+        "-x",
+        "LD_LIBRARY_PATH",
+        *forwarded,
+        test.all_reduce_perf,
+        "-b",
+        "8",
+        "-e",
+        test.max_bytes,
+        "-f",
+        "2",
+        "-g",
+        "1",
+    )
     scripts, scripts_mount = pods.config_map_volume(SCRIPTS_VOLUME, ctx.names.nccl_test, SCRIPTS_MOUNT)
-    launcher = pods.container("launcher", test.image, ("/bin/bash", f"{SCRIPTS_MOUNT}/nccl-mpi-verdict.sh"), args=mpirun, env=env,
-                              resources=pods.equal(LAUNCHER_RESOURCES), mounts=(scripts_mount,),
-                              security=pods.container_security(ctx.profile, ()))
+    launcher = pods.container(
+        "launcher",
+        test.image,
+        ("/bin/bash", f"{SCRIPTS_MOUNT}/nccl-mpi-verdict.sh"),
+        args=mpirun,
+        env=env,
+        resources=pods.equal(LAUNCHER_RESOURCES),
+        mounts=(scripts_mount,),
+        security=pods.container_security(ctx.profile, ()),
+    )
     shm_volume, shm_mount = pods.shm(profile)
     sshd_caps = tuple(sorted({*SSHD_CAPABILITIES, *pods.capabilities(profile)}))
-    worker = pods.container("worker", test.image, ("/usr/sbin/sshd", "-De"), env=env, resources=_resources(ctx),
-                            mounts=(shm_mount,), security=pods.container_security(profile, sshd_caps))
+    worker = pods.container(
+        "worker",
+        test.image,
+        ("/usr/sbin/sshd", "-De"),
+        env=env,
+        resources=_resources(ctx),
+        mounts=(shm_mount,),
+        security=pods.container_security(profile, sshd_caps),
+    )
     labels = _labels(ctx)
     sched = profile.scheduling
     gang = Gang(profile.group_size + 1, sched.queue or None) if sched.scheduler == "volcano" else None
     return MpiJob(
         slots=profile.gpus_per_pod,
         gang=gang,
-        launcher=pods.pod(profile, ctx.placement, labels=labels, containers=(launcher,), volumes=(scripts,), on_gpu_node=False),
+        launcher=pods.pod(
+            profile, ctx.placement, labels=labels, containers=(launcher,), volumes=(scripts,), on_gpu_node=False
+        ),
         workers=profile.group_size,
         worker=pods.pod(profile, ctx.placement, labels=labels, containers=(worker,), volumes=(shm_volume,)),
     )
@@ -107,19 +149,46 @@ def _mpijob(ctx: Context) -> MpiJob:
 
 def _indexed_job(ctx: Context) -> IndexedJob:
     profile, test, name = ctx.profile, ctx.profile.nccl_test, ctx.names.nccl_test
-    env = _env(ctx, {"LWSGEN_MAX_BYTES": test.max_bytes, "LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps)})
-    command = ("torchrun", "--nnodes", str(profile.group_size), "--nproc-per-node", str(profile.gpus_per_pod),
-               "--node-rank", "$(JOB_COMPLETION_INDEX)", "--master-addr", f"{name}-0.{name}", "--master-port", str(MASTER_PORT),
-               f"{SCRIPTS_MOUNT}/nccl_allreduce.py")
+    env = _env(
+        ctx, {"LWSGEN_MAX_BYTES": test.max_bytes, "LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps)}
+    )
+    command = (
+        "torchrun",
+        "--nnodes",
+        str(profile.group_size),
+        "--nproc-per-node",
+        str(profile.gpus_per_pod),
+        "--node-rank",
+        "$(JOB_COMPLETION_INDEX)",
+        "--master-addr",
+        f"{name}-0.{name}",
+        "--master-port",
+        str(MASTER_PORT),
+        f"{SCRIPTS_MOUNT}/nccl_allreduce.py",
+    )
     shm_volume, shm_mount = pods.shm(profile)
     scripts, scripts_mount = pods.config_map_volume(SCRIPTS_VOLUME, name, SCRIPTS_MOUNT)
-    container = pods.container("nccl-test", test.image or profile.image, command, env=env, resources=_resources(ctx),
-                               mounts=(shm_mount, scripts_mount), security=pods.container_security(profile))
+    container = pods.container(
+        "nccl-test",
+        test.image or profile.image,
+        command,
+        env=env,
+        resources=_resources(ctx),
+        mounts=(shm_mount, scripts_mount),
+        security=pods.container_security(profile),
+    )
     labels = _labels(ctx)
     # Stable DNS for the test pods (<job>-<index>.<service>), before they are ready.
     selector = {k: v for k, v in labels.items() if k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")}
-    pod = pods.pod(profile, ctx.placement, labels=labels, containers=(container,), volumes=(shm_volume, scripts),
-                   subdomain=name, restart_policy="Never")
+    pod = pods.pod(
+        profile,
+        ctx.placement,
+        labels=labels,
+        containers=(container,),
+        volumes=(shm_volume, scripts),
+        subdomain=name,
+        restart_policy="Never",
+    )
     return IndexedJob(profile.group_size, selector, pod)
 
 
@@ -131,5 +200,10 @@ def nccl_test(ctx: Context, kind) -> NcclTest | None:
     script = "nccl-mpi-verdict.sh" if mpi else "nccl_allreduce.py"
     # A one-off test: no sync wave, no profile annotations; queue labels as the LWS has them.
     meta = Meta(ctx.names.nccl_test, ctx.profile.namespace, {**_labels(ctx), **ctx.placement.lws_labels}, None)
-    return NcclTest(meta, {script: resources.script(script)}, test.timeout_seconds,
-                    _mpijob(ctx) if mpi else None, None if mpi else _indexed_job(ctx))
+    return NcclTest(
+        meta,
+        {script: resources.script(script)},
+        test.timeout_seconds,
+        _mpijob(ctx) if mpi else None,
+        None if mpi else _indexed_job(ctx),
+    )

@@ -31,7 +31,10 @@ def networkpolicy(ctx: Context, kind) -> NetworkPolicy | None:
         return None
     caps, service = ctx.plugin.CAPABILITIES, profile.service
     pods = own_pods(profile.name)
-    rules = [Ingress(service.allowed_sources, service.allowed_namespaces, ports=ctx.parts.service_ports), Ingress(pods=(pods,))]
+    rules = [
+        Ingress(service.allowed_sources, service.allowed_namespaces, ports=ctx.parts.service_ports),
+        Ingress(pods=(pods,)),
+    ]
     if profile.monitoring.enabled and caps.metrics:
         rules.append(Ingress(namespaces=(profile.monitoring.namespace,), ports=(caps.metrics_port,)))
     return NetworkPolicy(ctx.meta(kind, profile.name), pods, tuple(rules))

@@ -72,8 +72,10 @@ def model_storage(profile: Profile) -> tuple[tuple[Volume, ...], tuple[Mount, ..
     storage = profile.storage
     if storage is None:
         return (), ()
-    return ((Volume(MODEL_VOLUME, claim=ClaimSource(storage.claim_name, storage.read_only)),),
-            (Mount(MODEL_VOLUME, storage.mount_path, storage.read_only),))
+    return (
+        (Volume(MODEL_VOLUME, claim=ClaimSource(storage.claim_name, storage.read_only)),),
+        (Mount(MODEL_VOLUME, storage.mount_path, storage.read_only),),
+    )
 
 
 def config_map_volume(name: str, config_map: str, path: str) -> tuple[Volume, Mount]:
@@ -109,11 +111,23 @@ def probes(profile: Profile, port: str, startup_path: str, readiness_path: str) 
     return Probe(startup_path, port, PROBE_PERIOD, 5, budget), Probe(readiness_path, port, PROBE_PERIOD, 5, 3)
 
 
-def container(name: str, image: str, command: tuple[str, ...], *, args: tuple[str, ...] = (), env: tuple[EnvVar, ...] = (),
-              ports: tuple[Port, ...] = (), resources: Resources, mounts: tuple[Mount, ...] = (),
-              probes: tuple[Probe, Probe] | None = None, security: ContainerSecurity) -> Container:
+def container(
+    name: str,
+    image: str,
+    command: tuple[str, ...],
+    *,
+    args: tuple[str, ...] = (),
+    env: tuple[EnvVar, ...] = (),
+    ports: tuple[Port, ...] = (),
+    resources: Resources,
+    mounts: tuple[Mount, ...] = (),
+    probes: tuple[Probe, Probe] | None = None,
+    security: ContainerSecurity,
+) -> Container:
     startup, readiness = probes or (None, None)
-    return Container(name, image, tuple(command), tuple(args) or None, env, ports, resources, mounts, startup, readiness, security)
+    return Container(
+        name, image, tuple(command), tuple(args) or None, env, ports, resources, mounts, startup, readiness, security
+    )
 
 
 def helper_container(name: str, image: str, command: tuple[str, ...], mounts: tuple[Mount, ...]) -> Container:
@@ -121,10 +135,20 @@ def helper_container(name: str, image: str, command: tuple[str, ...], mounts: tu
     return container(name, image, command, resources=equal(HELPER_RESOURCES), mounts=mounts, security=helper_security())
 
 
-def pod(profile: Profile, placement: Placement, *, labels: dict[str, str], containers: tuple[Container, ...],
-        volumes: tuple[Volume, ...], annotations: dict[str, str] | None = None, on_gpu_node: bool = True,
-        init_containers: tuple[Container, ...] = (), service_account: str | None = None,
-        subdomain: str | None = None, restart_policy: str | None = None) -> Pod:
+def pod(
+    profile: Profile,
+    placement: Placement,
+    *,
+    labels: dict[str, str],
+    containers: tuple[Container, ...],
+    volumes: tuple[Volume, ...],
+    annotations: dict[str, str] | None = None,
+    on_gpu_node: bool = True,
+    init_containers: tuple[Container, ...] = (),
+    service_account: str | None = None,
+    subdomain: str | None = None,
+    restart_policy: str | None = None,
+) -> Pod:
     """A pod template. On a GPU node (the default) it takes the profile's node selection, GPU product
     affinity, tolerations, scheduler and priority; every pod takes pull secrets and pod security."""
     node = profile.node

@@ -89,31 +89,65 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
     probes = None
     if side == "leader":
         probes = pods.probes(profile, parts.probes.port, parts.probes.startup_path, parts.probes.readiness_path)
-    main = pods.container(side, profile.image, role.command, args=role.args, env=_env(ctx, role), ports=role.ports,
-                          resources=pods.equal(pods.node_amounts(profile)), mounts=mounts, probes=probes,
-                          security=pods.container_security(profile))
-    tools = tuple(pods.helper_container(name, image, command, (Mount(TOOLS_VOLUME, TOOLS_MOUNT),))
-                  for name, image, command in role.tool_installers)
-    annotations = {**ctx.placement.pod_annotations, **({SCRIPTS_HASH_ANNOTATION: ctx.scripts_hash} if parts.scripts else {})}
-    return pods.pod(profile, ctx.placement, labels=naming.labels(profile.name, profile.runtime, side, profile.labels),
-                    annotations=annotations, containers=(main,), volumes=volumes, init_containers=tools,
-                    service_account=ctx.names.launcher if role.api_access else None)
+    main = pods.container(
+        side,
+        profile.image,
+        role.command,
+        args=role.args,
+        env=_env(ctx, role),
+        ports=role.ports,
+        resources=pods.equal(pods.node_amounts(profile)),
+        mounts=mounts,
+        probes=probes,
+        security=pods.container_security(profile),
+    )
+    tools = tuple(
+        pods.helper_container(name, image, command, (Mount(TOOLS_VOLUME, TOOLS_MOUNT),))
+        for name, image, command in role.tool_installers
+    )
+    annotations = {
+        **ctx.placement.pod_annotations,
+        **({SCRIPTS_HASH_ANNOTATION: ctx.scripts_hash} if parts.scripts else {}),
+    }
+    return pods.pod(
+        profile,
+        ctx.placement,
+        labels=naming.labels(profile.name, profile.runtime, side, profile.labels),
+        annotations=annotations,
+        containers=(main,),
+        volumes=volumes,
+        init_containers=tools,
+        service_account=ctx.names.launcher if role.api_access else None,
+    )
 
 
 def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet:
     profile, lws = ctx.profile, ctx.profile.lws
     meta = ctx.meta(kind, profile.name, labels=ctx.placement.lws_labels, annotations=ctx.placement.lws_annotations)
-    return LeaderWorkerSet(meta, profile.fixed_replicas, lws.startup_policy, lws.max_unavailable, lws.max_surge,
-                           lws.partition, profile.group_size, lws.restart_policy,
-                           role_pod(ctx, "leader", ctx.parts.leader), role_pod(ctx, "worker", ctx.parts.worker))
+    return LeaderWorkerSet(
+        meta,
+        profile.fixed_replicas,
+        lws.startup_policy,
+        lws.max_unavailable,
+        lws.max_surge,
+        lws.partition,
+        profile.group_size,
+        lws.restart_policy,
+        role_pod(ctx, "leader", ctx.parts.leader),
+        role_pod(ctx, "worker", ctx.parts.worker),
+    )
 
 
 def service(ctx: Context, kind) -> Service:
     profile = ctx.profile
     ports = {p.name: p for p in ctx.parts.leader.ports}
-    return Service(ctx.meta(kind, ctx.names.service, annotations=profile.service.annotations), profile.service.type,
-                   naming.leader_selector(profile.name), tuple(ports[name] for name in ctx.parts.service_ports),
-                   profile.service.load_balancer_source_ranges or None)
+    return Service(
+        ctx.meta(kind, ctx.names.service, annotations=profile.service.annotations),
+        profile.service.type,
+        naming.leader_selector(profile.name),
+        tuple(ports[name] for name in ctx.parts.service_ports),
+        profile.service.load_balancer_source_ranges or None,
+    )
 
 
 def launch_scripts(ctx: Context, kind) -> Data | None:
@@ -132,5 +166,3 @@ def role(ctx: Context, kind) -> Rules | None:
 def role_binding(ctx: Context, kind) -> Binding | None:
     names = ctx.names
     return Binding(ctx.meta(kind, names.launcher), names.launcher, names.launcher) if ctx.api_access else None
-
-

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lwsgen.problems import Problem, ProblemsError
 from lwsgen.load.source import PathKey, Source, load_mapping
+from lwsgen.problems import Problem, ProblemsError
 
 EXTENDS = "extends"
 
@@ -40,7 +40,10 @@ def _replaced(child: Any, path: PathKey = ()) -> set[PathKey]:
 def _merge_positions(base: Source, child: Source, merged: Any) -> Source:
     out = Source(child.file, merged)
     replaced = _replaced(child.data)
-    for table, base_table, child_table in ((out.values_at, base.values_at, child.values_at), (out.keys_at, base.keys_at, child.keys_at)):
+    for table, base_table, child_table in (
+        (out.values_at, base.values_at, child.values_at),
+        (out.keys_at, base.keys_at, child.keys_at),
+    ):
         for path, position in base_table.items():
             if not any(_under(path, r) for r in replaced):
                 table[path] = position
@@ -74,7 +77,13 @@ def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -
         raise ProblemsError([src.problem((EXTENDS,), "must be the relative path of a base profile", "wrong-type")])
     base_path = path.parent / target
     if not base_path.is_file():
-        raise ProblemsError([src.problem((EXTENDS,), f"base profile {target!r} not found (looked for {_display(base_path)})", "missing-base")])
+        raise ProblemsError(
+            [
+                src.problem(
+                    (EXTENDS,), f"base profile {target!r} not found (looked for {_display(base_path)})", "missing-base"
+                )
+            ]
+        )
     # Name the base as the user would: relative to the child's path as it was given.
     shown = os.path.normpath(os.path.join(os.path.dirname(display or str(path)), target))
     base = load(base_path, shown, (*chain, resolved))

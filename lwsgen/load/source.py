@@ -20,8 +20,14 @@ class Source:
 
     __slots__ = ("file", "data", "values_at", "keys_at", "files_at")
 
-    def __init__(self, file: str, data: Any, values_at: dict[PathKey, tuple[int, int]] | None = None,
-                 keys_at: dict[PathKey, tuple[int, int]] | None = None, files_at: dict[PathKey, str] | None = None):
+    def __init__(
+        self,
+        file: str,
+        data: Any,
+        values_at: dict[PathKey, tuple[int, int]] | None = None,
+        keys_at: dict[PathKey, tuple[int, int]] | None = None,
+        files_at: dict[PathKey, str] | None = None,
+    ):
         self.file = file
         self.data = data
         # path -> (line, col) of the value; keys_at: path -> (line, col) of the mapping key
@@ -78,7 +84,18 @@ def _decode(raw: bytes, file: str) -> str:
         before = raw[: err.start]
         line = before.count(b"\n") + 1
         col = err.start - (before.rfind(b"\n") + 1) + 1
-        raise ProblemsError([Problem(file, line, col, "", f"not valid UTF-8 (byte 0x{raw[err.start]:02x}); save the file as UTF-8", "bad-encoding")])
+        raise ProblemsError(
+            [
+                Problem(
+                    file,
+                    line,
+                    col,
+                    "",
+                    f"not valid UTF-8 (byte 0x{raw[err.start]:02x}); save the file as UTF-8",
+                    "bad-encoding",
+                )
+            ]
+        ) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -87,7 +104,9 @@ def _syntax_problem(err: yaml.YAMLError, file: str) -> Problem:
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     what = getattr(err, "problem", None) or str(err)
     if what == "but found another document":
-        return Problem(file, line, col, "", "a second YAML document starts here; a profile is one document", "multiple-documents")
+        return Problem(
+            file, line, col, "", "a second YAML document starts here; a profile is one document", "multiple-documents"
+        )
     context = getattr(err, "context", None)
     start = getattr(err, "context_mark", None)
     if context and start is not None and start is not mark:
@@ -106,19 +125,35 @@ def _walk(node: yaml.Node, data: Any, path: PathKey, src: Source, problems: list
             key = key_node.value
             child = path + (key,)
             if key_node.tag != "tag:yaml.org,2002:str":
-                problems.append(Problem(src.file, key_node.start_mark.line + 1, key_node.start_mark.column + 1,
-                                        dotted(child), "field names must be strings; quote this key", "bad-key"))
+                problems.append(
+                    Problem(
+                        src.file,
+                        key_node.start_mark.line + 1,
+                        key_node.start_mark.column + 1,
+                        dotted(child),
+                        "field names must be strings; quote this key",
+                        "bad-key",
+                    )
+                )
                 continue
             if key in seen:
                 first = seen[key].start_mark.line + 1
-                problems.append(Problem(src.file, key_node.start_mark.line + 1, key_node.start_mark.column + 1,
-                                        dotted(child), f"duplicate key (first set on line {first}); keep one", "duplicate-key"))
+                problems.append(
+                    Problem(
+                        src.file,
+                        key_node.start_mark.line + 1,
+                        key_node.start_mark.column + 1,
+                        dotted(child),
+                        f"duplicate key (first set on line {first}); keep one",
+                        "duplicate-key",
+                    )
+                )
             seen[key] = key_node
             src.keys_at[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             if key in data:
                 _walk(value_node, data[key], child, src, problems)
     elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
-        for index, (item_node, item) in enumerate(zip(node.value, data)):
+        for index, (item_node, item) in enumerate(zip(node.value, data, strict=False)):
             _walk(item_node, item, path + (index,), src, problems)
 
 
@@ -185,5 +220,16 @@ def load_mapping(path: Path, display: str | None = None) -> Source:
         kind = "empty" if src.data is None else type(src.data).__name__
         kinds = {"list": "a list", "str": "a string", "int": "a number", "float": "a number", "bool": "a boolean"}
         what = "empty" if kind == "empty" else kinds.get(kind, kind)
-        raise ProblemsError([Problem(src.file, *src.position(()), "", f"the document is {what}; a profile is a mapping of fields (name, runtime, image, model, node, ...)", "not-a-mapping")])
+        raise ProblemsError(
+            [
+                Problem(
+                    src.file,
+                    *src.position(()),
+                    "",
+                    f"the document is {what}; a profile is a mapping of fields (name, runtime, image, model, node, "
+                    "...)",
+                    "not-a-mapping",
+                )
+            ]
+        )
     return src

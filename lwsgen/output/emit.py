@@ -31,16 +31,21 @@ def resolved_tag(kind: type, value: str, implicit: tuple[bool, bool]) -> str:
     what is written plain and what is read back agree."""
     return yaml.resolver.Resolver.resolve(_RESOLVER, kind, value, implicit)
 
+
 # A conservative plain scalar: printable ASCII, a letter, digit or one of _/.$(^ first (no indicator),
 # no ': ' or ' #', no ':' or space at the end, single spaces only; block context, so flow
 # indicators inside are fine (PromQL and shell stay readable). Linear: alternatives are disjoint.
-_PLAIN = re.compile(r"(?:[A-Za-z0-9_/.$(^]|-(?=[^ ]))(?:[-A-Za-z0-9_./=+()$~^;@%\[\]{},\"'<>*&!|?`\\]|:(?=[^ ])| (?=[^ #]))*\Z")
+_PLAIN = re.compile(
+    r"(?:[A-Za-z0-9_/.$(^]|-(?=[^ ]))(?:[-A-Za-z0-9_./=+()$~^;@%\[\]{},\"'<>*&!|?`\\]|:(?=[^ ])| (?=[^ #]))*\Z"
+)
 # Plain text that some YAML reader other than PyYAML takes for a number or a boolean: Go's yaml.v3
 # (kustomize) parses numbers with underscores dropped, base prefixes and floats such as 08, and
 # yaml.v2 (kubectl's sigs.k8s.io/yaml) reads y and n as booleans. Such strings are quoted.
-_NUMBER_LIKE = re.compile(r"[-+]?(?:[0-9_]+|0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+"  # integers
-                          r"|(?:\.[0-9_]+|[0-9_]+(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"  # floats
-                          r"|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)\Z")  # YAML 1.1 base 60
+_NUMBER_LIKE = re.compile(
+    r"[-+]?(?:[0-9_]+|0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+"  # integers
+    r"|(?:\.[0-9_]+|[0-9_]+(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"  # floats
+    r"|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)\Z"
+)  # YAML 1.1 base 60
 _GO_BOOLEANS = frozenset({"y", "Y", "n", "N"})
 # A top-level key starting so would start or end a document.
 _DOCUMENT_MARKERS = ("---", "...")
@@ -53,8 +58,12 @@ def string(value: str) -> str:
     """One-line text of a string: plain if every YAML reader takes that plain text for this same
     string, else single-quoted if nothing in it needs an escape, else double-quoted."""
     plain_tag = resolved_tag(yaml.ScalarNode, value, (True, False)) if _PLAIN.match(value) else None
-    if (plain_tag == _STR_TAG and value not in _GO_BOOLEANS and not _NUMBER_LIKE.match(value)
-            and not value.startswith(_DOCUMENT_MARKERS)):
+    if (
+        plain_tag == _STR_TAG
+        and value not in _GO_BOOLEANS
+        and not _NUMBER_LIKE.match(value)
+        and not value.startswith(_DOCUMENT_MARKERS)
+    ):
         return value
     if value.isprintable():  # no controls, line breaks, BOM or surrogates: nothing to escape
         return "'" + value.replace("'", "''") + "'"
@@ -131,9 +140,9 @@ def _sequence(value: list | tuple, indent: int) -> str:
     lines = []
     for item in value:
         if isinstance(item, dict) and item:
-            lines.append(pad + "- " + _mapping(item, indent + 2)[indent + 2:])
+            lines.append(pad + "- " + _mapping(item, indent + 2)[indent + 2 :])
         elif isinstance(item, (list, tuple)) and item:
-            lines.append(pad + "- " + _sequence(item, indent + 2)[indent + 2:])
+            lines.append(pad + "- " + _sequence(item, indent + 2)[indent + 2 :])
         else:
             lines.append(pad + "-" + _after_indicator(item, indent + 2))
     return "\n".join(lines)

@@ -68,8 +68,10 @@ def build(rendered: dict[str, str]) -> list[OutputFile]:
     """Kind key -> rendered text, parsed back into the files of OUT/<name>/, sorted by name."""
     from lwsgen.derive.kinds import BY_KEY
 
-    files = [OutputFile(BY_KEY[key].file, parse(text), BY_KEY[key].in_kustomization, BY_KEY[key].header)
-             for key, text in rendered.items()]
+    files = [
+        OutputFile(BY_KEY[key].file, parse(text), BY_KEY[key].in_kustomization, BY_KEY[key].header)
+        for key, text in rendered.items()
+    ]
     return sorted(files, key=lambda f: f.name)
 
 

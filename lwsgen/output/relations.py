@@ -4,7 +4,8 @@ an autoscaler targets an LWS that exists, every container requests what it limit
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
 from lwsgen.output.locate import OutputError
@@ -33,8 +34,10 @@ def _lws_rules(lws: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
         for index, container in enumerate(lwt.get(side, {}).get("spec", {}).get("containers", [])):
             unequal = _unequal_resources(container.get("resources", {}))
             if unequal:
-                yield (("spec", "leaderWorkerTemplate", side, "spec", "containers", index, "resources"),
-                       f"requests must equal limits (a whole node per pod): {', '.join(unequal)} differ")
+                yield (
+                    ("spec", "leaderWorkerTemplate", side, "spec", "containers", index, "resources"),
+                    f"requests must equal limits (a whole node per pod): {', '.join(unequal)} differ",
+                )
 
 
 def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
@@ -43,34 +46,59 @@ def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any
         return  # not a Service of LeaderWorkerSet pods
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
     if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(selector) != 2:
-        yield ("spec", "selector"), f"must select exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}=\"0\""
+        yield (
+            ("spec", "selector"),
+            f'must select exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0"',
+        )
         return
     if service["metadata"]["name"] == lws["metadata"]["name"]:
-        yield ("metadata", "name"), "must differ from the LeaderWorkerSet name (LWS owns a headless Service of that name)"
+        yield (
+            ("metadata", "name"),
+            "must differ from the LeaderWorkerSet name (LWS owns a headless Service of that name)",
+        )
     named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
     for index, port in enumerate(service["spec"].get("ports", [])):
         if port.get("targetPort") not in named:
-            yield ("spec", "ports", index, "targetPort"), f"{port.get('targetPort')!r} is not a named port of the leader container"
+            yield (
+                ("spec", "ports", index, "targetPort"),
+                f"{port.get('targetPort')!r} is not a named port of the leader container",
+            )
 
 
 def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     selector = monitor["spec"]["selector"].get("matchLabels", {})
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
     if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(monitor["spec"]["selector"]) != 1:
-        yield ("spec", "selector"), f"must match exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}=\"0\""
+        yield (
+            ("spec", "selector"),
+            f'must match exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0"',
+        )
         return
     named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
     for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"]):
         if endpoint["port"] not in named:
-            yield ("spec", "podMetricsEndpoints", index, "port"), f"{endpoint['port']!r} is not a named port of the leader container"
+            yield (
+                ("spec", "podMetricsEndpoints", index, "port"),
+                f"{endpoint['port']!r} is not a named port of the leader container",
+            )
 
 
 def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     ref = obj["spec"]["scaleTargetRef"]
-    if ref.get("kind") != "LeaderWorkerSet" or ref.get("apiVersion") != "leaderworkerset.x-k8s.io/v1" or ref.get("name") not in lws_by_name:
-        yield ("spec", "scaleTargetRef"), "must target a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) in this set by kind and name"
+    if (
+        ref.get("kind") != "LeaderWorkerSet"
+        or ref.get("apiVersion") != "leaderworkerset.x-k8s.io/v1"
+        or ref.get("name") not in lws_by_name
+    ):
+        yield (
+            ("spec", "scaleTargetRef"),
+            "must target a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) in this set by kind and name",
+        )
     spec = obj["spec"]
-    low, high = spec.get("minReplicas", spec.get("minReplicaCount", 1)), spec.get("maxReplicas", spec.get("maxReplicaCount", 1))
+    low, high = (
+        spec.get("minReplicas", spec.get("minReplicaCount", 1)),
+        spec.get("maxReplicas", spec.get("maxReplicaCount", 1)),
+    )
     if low > high:
         yield ("spec",), f"minimum {low} is above maximum {high}"
 
@@ -84,9 +112,16 @@ CROSS_RULES = {
 }
 
 
-def cross_object_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, OutputError]]:
+def cross_object_errors(
+    objects_by_file: dict[str, tuple[dict[str, Any], ...]],
+) -> Iterator[tuple[str, int, OutputError]]:
     """(file, document index, error) for rules that span objects."""
-    lws_by_name = {o["metadata"]["name"]: o for docs in objects_by_file.values() for o in docs if o.get("kind") == "LeaderWorkerSet"}
+    lws_by_name = {
+        o["metadata"]["name"]: o
+        for docs in objects_by_file.values()
+        for o in docs
+        if o.get("kind") == "LeaderWorkerSet"
+    }
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
             rules = CROSS_RULES.get(obj.get("kind"))

@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from lwsgen import resources
 from lwsgen.derive import kinds
@@ -39,7 +40,7 @@ def _k8s_schema_root() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "kubernetes-json-schema"
 
 
-@lru_cache(maxsize=None)
+@cache
 def available_versions() -> tuple[str, ...]:
     found = []
     for entry in _k8s_schema_root().iterdir():
@@ -98,7 +99,10 @@ def self_contained(root: dict[str, Any], definitions: dict[str, Any]) -> str:
 
 def _strict_sources(version: str) -> dict[str, dict[str, Any]]:
     """Cache key -> root schema, for every kind and file lwsgen emits."""
-    roots = {f"{a} {k}": json.loads((_schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8")) for a, k in EMITTED_CORE}
+    roots = {
+        f"{a} {k}": json.loads((_schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8"))
+        for a, k in EMITTED_CORE
+    }
     roots.update({f"{a} {k}": resources.schema(name) for (a, k), name in PROJECT_SCHEMAS.items()})
     roots.update({name: resources.schema(name) for name in FILE_SCHEMAS.values()})
     return roots
@@ -110,7 +114,9 @@ def _strict_cache_path(cache: Path, version: str) -> Path:
     import zlib
 
     stat = (_schema_dir(version) / "_definitions.json").stat()
-    project = b"".join(resources.schema_bytes(name) for name in sorted({*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values()}))
+    project = b"".join(
+        resources.schema_bytes(name) for name in sorted({*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values()})
+    )
     key = f"{STRICT_CACHE_FORMAT}-{stat.st_size}-{stat.st_mtime_ns}-{zlib.crc32(project):08x}"
     return cache / f"strict-{version}-{key}.json"
 
@@ -134,7 +140,7 @@ def _store(path: Path, texts: dict[str, str]) -> None:
         pass  # no cache directory: build the texts again next time
 
 
-@lru_cache(maxsize=None)
+@cache
 def strict_texts(version: str) -> dict[str, str]:
     """Self-contained strict schema texts of what lwsgen emits ("apiVersion kind", or a file
     schema's name -> JSON text), from the cache or built once and cached."""
@@ -152,7 +158,7 @@ def strict_texts(version: str) -> dict[str, str]:
     return texts
 
 
-@lru_cache(maxsize=None)
+@cache
 def _registry(version: str):
     """All ~700 Kubernetes definitions, for kinds lwsgen does not emit (`lwsgen validate`)."""
     import jsonschema_rs
@@ -167,7 +173,7 @@ def _k8s_file(api_version: str, kind: str) -> str:
     return f"{kind.lower()}-{group_version}.json"
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator(version: str, api_version: str, kind: str):
     """A compiled strict validator for one apiVersion/kind at one Kubernetes version."""
     import jsonschema_rs
@@ -181,7 +187,7 @@ def validator(version: str, api_version: str, kind: str):
     return jsonschema_rs.validator_for(json.loads(path.read_text(encoding="utf-8")), registry=_registry(version))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _file_validator(version: str, schema_file: str):
     import jsonschema_rs
 

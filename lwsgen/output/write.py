@@ -4,9 +4,10 @@ import fcntl
 import hashlib
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from lwsgen.files import atomic_write
 from lwsgen.output.parse import KUSTOMIZATION
@@ -44,7 +45,9 @@ def _owned(directory: Path) -> set[str]:
     manifest = directory / MANIFEST
     if not manifest.is_file():
         return set()
-    return {line.strip() for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip() and "/" not in line}
+    return {
+        line.strip() for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip() and "/" not in line
+    }
 
 
 class WriteReport(NamedTuple):

@@ -13,8 +13,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from lwsgen.files import cache_dir
 from lwsgen.derive.model import Deployment
+from lwsgen.files import cache_dir
 from lwsgen.render.scalars import to_yaml_scalar
 from lwsgen.resources import package_dir
 

@@ -6,7 +6,6 @@ import json
 import re
 from typing import Any
 
-
 # Characters a YAML reader refuses, or folds as line breaks inside a double-quoted scalar, that
 # json.dumps leaves as they are (it already escapes everything below 0x20): DEL and C1 controls
 # (NEL among them), the Unicode line and paragraph separators, surrogates, U+FFFE and U+FFFF.

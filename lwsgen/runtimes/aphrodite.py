@@ -33,4 +33,6 @@ CAPABILITIES = Capabilities(
 
 def parts(profile: Profile) -> RuntimeParts:
     serve = launchers.openai_server_on_ray(profile, "aphrodite.endpoints.openai.api_server", SERVING_PORT)
-    return launchers.ray_group(profile, serve, SERVING_PORT, Probes(port="http", startup_path="/health", readiness_path="/health"))
+    return launchers.ray_group(
+        profile, serve, SERVING_PORT, Probes(port="http", startup_path="/health", readiness_path="/health")
+    )

@@ -32,9 +32,16 @@ def _timeout(profile: Profile) -> EnvVar:
     return plain_env("LWSGEN_RENDEZVOUS_TIMEOUT", profile.launch.rendezvous_timeout_seconds)
 
 
-def mpi_over_kubectl(profile: Profile, rank_command: tuple[str, ...], ports: tuple[Port, ...], mpirun: str,
-                     probes: Probes, service_ports: tuple[str, ...], extra_scripts: tuple[str, ...] = (),
-                     leader_env: tuple[EnvVar, ...] = ()) -> RuntimeParts:
+def mpi_over_kubectl(
+    profile: Profile,
+    rank_command: tuple[str, ...],
+    ports: tuple[Port, ...],
+    mpirun: str,
+    probes: Probes,
+    service_ports: tuple[str, ...],
+    extra_scripts: tuple[str, ...] = (),
+    leader_env: tuple[EnvVar, ...] = (),
+) -> RuntimeParts:
     """The leader waits for every pod of its group and runs `mpirun -np <world>` over them; MPI
     reaches the workers with `kubectl exec`, copied in from `launch.kubectlImage`."""
     env = (
@@ -48,11 +55,20 @@ def mpi_over_kubectl(profile: Profile, rank_command: tuple[str, ...], ports: tup
         _timeout(profile),
         *leader_env,
     )
-    install_kubectl = ("install-kubectl", profile.launch.kubectl_image,
-                       ("/bin/sh", "-c", f'cp "$(command -v kubectl)" {TOOLS_MOUNT}/kubectl && chmod 0555 {TOOLS_MOUNT}/kubectl'))
+    install_kubectl = (
+        "install-kubectl",
+        profile.launch.kubectl_image,
+        ("/bin/sh", "-c", f'cp "$(command -v kubectl)" {TOOLS_MOUNT}/kubectl && chmod 0555 {TOOLS_MOUNT}/kubectl'),
+    )
     return RuntimeParts(
-        leader=Role(command=script_command("mpi-leader.sh"), args=rank_command, env=env, ports=ports,
-                    tool_installers=(install_kubectl,), api_access=True),
+        leader=Role(
+            command=script_command("mpi-leader.sh"),
+            args=rank_command,
+            env=env,
+            ports=ports,
+            tool_installers=(install_kubectl,),
+            api_access=True,
+        ),
         worker=Role(command=script_command("mpi-worker.sh")),
         probes=probes,
         service_ports=service_ports,
@@ -68,14 +84,23 @@ def mpi_over_kubectl(profile: Profile, rank_command: tuple[str, ...], ports: tup
 def openai_server_on_ray(profile: Profile, module: str, port: int) -> tuple[str, ...]:
     """The vLLM-style OpenAI server command (vllm and its fork aphrodite), parallelism from the profile."""
     return (
-        "python3", "-m", module,
-        "--host", "0.0.0.0",
-        "--port", str(port),
-        "--model", profile.model.path,
-        "--served-model-name", profile.served_name,
-        "--tensor-parallel-size", str(profile.parallelism.tensor),
-        "--pipeline-parallel-size", str(profile.parallelism.pipeline),
-        "--distributed-executor-backend", "ray",
+        "python3",
+        "-m",
+        module,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(port),
+        "--model",
+        profile.model.path,
+        "--served-model-name",
+        profile.served_name,
+        "--tensor-parallel-size",
+        str(profile.parallelism.tensor),
+        "--pipeline-parallel-size",
+        str(profile.parallelism.pipeline),
+        "--distributed-executor-backend",
+        "ray",
         *profile.model.extra_args,
     )
 
@@ -84,8 +109,12 @@ def ray_group(profile: Profile, serve_command: tuple[str, ...], serving_port: in
     """The leader starts the Ray head and waits for LWS_GROUP_SIZE nodes; workers join it."""
     env = (plain_env("LWSGEN_RAY_PORT", RAY_PORT), _timeout(profile))
     return RuntimeParts(
-        leader=Role(command=script_command("ray-leader.sh"), args=serve_command, env=env,
-                    ports=(Port("http", serving_port), Port("ray-gcs", RAY_PORT))),
+        leader=Role(
+            command=script_command("ray-leader.sh"),
+            args=serve_command,
+            env=env,
+            ports=(Port("http", serving_port), Port("ray-gcs", RAY_PORT)),
+        ),
         worker=Role(command=script_command("ray-worker.sh"), env=env),
         probes=probes,
         service_ports=("http",),
@@ -93,8 +122,13 @@ def ray_group(profile: Profile, serve_command: tuple[str, ...], serving_port: in
     )
 
 
-def dial_leader(profile: Profile, leader_command: tuple[str, ...], worker_command: tuple[str, ...],
-                leader_ports: tuple[Port, ...], probes: Probes) -> RuntimeParts:
+def dial_leader(
+    profile: Profile,
+    leader_command: tuple[str, ...],
+    worker_command: tuple[str, ...],
+    leader_ports: tuple[Port, ...],
+    probes: Probes,
+) -> RuntimeParts:
     """Every pod runs the engine, which dials $(LWS_LEADER_ADDRESS) itself once it resolves."""
     env = (_timeout(profile),)
     return RuntimeParts(
@@ -110,8 +144,12 @@ def llamacpp_rpc(profile: Profile, server_command: tuple[str, ...], serving_port
     """Workers run rpc-server; the leader resolves them all and runs llama-server --rpc <them>."""
     env = (plain_env("LWSGEN_RPC_PORT", RPC_PORT), _timeout(profile))
     return RuntimeParts(
-        leader=Role(command=script_command("llamacpp-leader.sh"), args=server_command, env=env,
-                    ports=(Port("http", serving_port),)),
+        leader=Role(
+            command=script_command("llamacpp-leader.sh"),
+            args=server_command,
+            env=env,
+            ports=(Port("http", serving_port),),
+        ),
         worker=Role(command=script_command("llamacpp-worker.sh"), env=env, ports=(Port("rpc", RPC_PORT),)),
         probes=probes,
         service_ports=("http",),

@@ -42,16 +42,25 @@ def server_command(profile: Profile) -> tuple[str, ...]:
     metrics = ("--metrics",) if profile.monitoring.enabled else ()
     return (
         "llama-server",
-        "--model", profile.model.path,
-        "--alias", profile.served_name,
-        "--host", "0.0.0.0",
-        "--port", str(SERVING_PORT),
-        "--n-gpu-layers", "999",
+        "--model",
+        profile.model.path,
+        "--alias",
+        profile.served_name,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(SERVING_PORT),
+        "--n-gpu-layers",
+        "999",
         *metrics,
         *profile.model.extra_args,
     )
 
 
 def parts(profile: Profile) -> RuntimeParts:
-    return launchers.llamacpp_rpc(profile, server_command(profile), SERVING_PORT,
-                                  Probes(port="http", startup_path="/health", readiness_path="/health"))
+    return launchers.llamacpp_rpc(
+        profile,
+        server_command(profile),
+        SERVING_PORT,
+        Probes(port="http", startup_path="/health", readiness_path="/health"),
+    )

@@ -38,14 +38,22 @@ def node_command(profile: Profile) -> tuple[str, ...]:
     """What every pod of the group runs."""
     pipeline = ("--pp-size", str(profile.parallelism.pipeline)) if profile.parallelism.pipeline > 1 else ()
     return (
-        "python3", "-m", "sglang.launch_server",
-        "--model-path", profile.model.path,
-        "--served-model-name", profile.served_name,
-        "--tp", str(profile.parallelism.tensor),
+        "python3",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        profile.model.path,
+        "--served-model-name",
+        profile.served_name,
+        "--tp",
+        str(profile.parallelism.tensor),
         *pipeline,
-        "--dist-init-addr", f"$(LWS_LEADER_ADDRESS):{DIST_INIT_PORT}",
-        "--nnodes", "$(LWS_GROUP_SIZE)",
-        "--node-rank", "$(LWS_WORKER_INDEX)",
+        "--dist-init-addr",
+        f"$(LWS_LEADER_ADDRESS):{DIST_INIT_PORT}",
+        "--nnodes",
+        "$(LWS_GROUP_SIZE)",
+        "--node-rank",
+        "$(LWS_WORKER_INDEX)",
     )
 
 
@@ -54,7 +62,9 @@ def parts(profile: Profile) -> RuntimeParts:
     metrics = ("--enable-metrics",) if profile.monitoring.enabled else ()
     leader = (*node, "--host", "0.0.0.0", "--port", str(SERVING_PORT), *metrics, *profile.model.extra_args)
     return launchers.dial_leader(
-        profile, leader, (*node, *profile.model.extra_args),
+        profile,
+        leader,
+        (*node, *profile.model.extra_args),
         leader_ports=(Port("http", SERVING_PORT), Port("dist-init", DIST_INIT_PORT)),
         probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
     )

@@ -35,22 +35,38 @@ PORTS = (Port("http", 8000), Port("grpc", 8001), Port("metrics", 8002))
 CAPABILITIES = Capabilities(
     serving_port=8000,
     pipeline_parallel=True,
-    metrics=("nv_inference_request_success", "nv_inference_queue_duration_us",
-             "nv_inference_compute_infer_duration_us", "nv_inference_request_duration_us"),
+    metrics=(
+        "nv_inference_request_success",
+        "nv_inference_queue_duration_us",
+        "nv_inference_compute_infer_duration_us",
+        "nv_inference_request_duration_us",
+    ),
     leader_ready_needs_workers=True,
     needs_api_access=True,
     metrics_port="metrics",
     # The awsome-inference rules, correct for counters: rates over 1m, per request or per compute time.
     rules=(
-        RecordingRule("namespace_pod:triton_compute_duration_us_per_request:rate1m",
-                      safe_ratio(rate_per_pod("nv_inference_compute_infer_duration_us"), rate_per_pod("nv_inference_request_success"))),
-        RecordingRule("namespace_pod:triton_queue_duration_us_per_request:rate1m",
-                      safe_ratio(rate_per_pod("nv_inference_queue_duration_us"), rate_per_pod("nv_inference_request_success"))),
-        RecordingRule("namespace_pod:triton_request_duration_us_per_request:rate1m",
-                      safe_ratio(rate_per_pod("nv_inference_request_duration_us"), rate_per_pod("nv_inference_request_success"))),
-        RecordingRule("namespace_pod:triton_queue_compute:ratio_rate1m",
-                      safe_ratio(rate_per_pod("nv_inference_queue_duration_us"), rate_per_pod("nv_inference_compute_infer_duration_us")),
-                      autoscaling="queue-compute-ratio"),
+        RecordingRule(
+            "namespace_pod:triton_compute_duration_us_per_request:rate1m",
+            safe_ratio(
+                rate_per_pod("nv_inference_compute_infer_duration_us"), rate_per_pod("nv_inference_request_success")
+            ),
+        ),
+        RecordingRule(
+            "namespace_pod:triton_queue_duration_us_per_request:rate1m",
+            safe_ratio(rate_per_pod("nv_inference_queue_duration_us"), rate_per_pod("nv_inference_request_success")),
+        ),
+        RecordingRule(
+            "namespace_pod:triton_request_duration_us_per_request:rate1m",
+            safe_ratio(rate_per_pod("nv_inference_request_duration_us"), rate_per_pod("nv_inference_request_success")),
+        ),
+        RecordingRule(
+            "namespace_pod:triton_queue_compute:ratio_rate1m",
+            safe_ratio(
+                rate_per_pod("nv_inference_queue_duration_us"), rate_per_pod("nv_inference_compute_infer_duration_us")
+            ),
+            autoscaling="queue-compute-ratio",
+        ),
     ),
 )
 
@@ -58,7 +74,14 @@ CAPABILITIES = Capabilities(
 def check(profile: Profile) -> list[tuple[tuple, str, str]]:
     path = profile.model.path
     if not path.startswith("/"):
-        return [(("model", "path"), f"{path!r} is not an absolute path; Triton needs the model repository directory (for example /var/run/models/<model>/triton_model_repo)", "bad-model-path")]
+        return [
+            (
+                ("model", "path"),
+                f"{path!r} is not an absolute path; Triton needs the model repository directory (for example "
+                "/var/run/models/<model>/triton_model_repo)",
+                "bad-model-path",
+            )
+        ]
     return []
 
 
@@ -66,7 +89,10 @@ def parts(profile: Profile) -> RuntimeParts:
     rank = ("/bin/bash", f"{SCRIPTS_MOUNT}/triton-rank.sh", profile.model.path, *profile.model.extra_args)
     ports_env = tuple(plain_env(f"LWSGEN_{p.name.upper()}_PORT", p.number) for p in PORTS)
     return launchers.mpi_over_kubectl(
-        profile, rank, PORTS, MPIRUN,
+        profile,
+        rank,
+        PORTS,
+        MPIRUN,
         probes=Probes(port="http", startup_path="/v2/health/live", readiness_path="/v2/health/ready"),
         service_ports=("http", "grpc"),
         extra_scripts=("triton-rank.sh",),

@@ -30,18 +30,27 @@ CAPABILITIES = Capabilities(
 
 def rank_command(profile: Profile) -> tuple[str, ...]:
     return (
-        "trtllm-llmapi-launch", "trtllm-serve", profile.model.path,
-        "--host", "0.0.0.0",
-        "--port", str(SERVING_PORT),
-        "--tp_size", str(profile.parallelism.tensor),
-        "--pp_size", str(profile.parallelism.pipeline),
+        "trtllm-llmapi-launch",
+        "trtllm-serve",
+        profile.model.path,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(SERVING_PORT),
+        "--tp_size",
+        str(profile.parallelism.tensor),
+        "--pp_size",
+        str(profile.parallelism.pipeline),
         *profile.model.extra_args,
     )
 
 
 def parts(profile: Profile) -> RuntimeParts:
     return launchers.mpi_over_kubectl(
-        profile, rank_command(profile), (Port("http", SERVING_PORT),), MPIRUN,
+        profile,
+        rank_command(profile),
+        (Port("http", SERVING_PORT),),
+        MPIRUN,
         probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
         service_ports=("http",),
     )

@@ -29,7 +29,9 @@ def run(script: str, tmp_path: Path, env: dict[str, str], args: tuple[str, ...] 
     calls = tmp_path / "calls"
     calls.touch()
     full_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls), "LWSGEN_POLL_SECONDS": "0", **env}
-    proc = subprocess.run(["/bin/bash", str(script_path), *args], env=full_env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        ["/bin/bash", str(script_path), *args], env=full_env, capture_output=True, text=True, timeout=timeout
+    )
     return proc, calls.read_text().splitlines()
 
 

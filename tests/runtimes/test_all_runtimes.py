@@ -21,8 +21,12 @@ IMAGES = {
 
 def profile_for(name: str, **changes) -> dict:
     base = {
-        "name": "demo", "runtime": name, "image": IMAGES[name],
-        "model": {"path": "/models/model"}, "parallelism": {"tensor": 16}, "node": {"gpus": 8},
+        "name": "demo",
+        "runtime": name,
+        "image": IMAGES[name],
+        "model": {"path": "/models/model"},
+        "parallelism": {"tensor": 16},
+        "node": {"gpus": 8},
         "monitoring": {"enabled": False},
     }
     return merged(base, **changes)
@@ -59,7 +63,9 @@ def test_every_launch_script_passes_bash_n(render, name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(IMAGES))
 def test_profile_env_reaches_leader_and_workers(render, name):
-    lwt = lws_of(render(profile_for(name, env={"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"})))["spec"]["leaderWorkerTemplate"]
+    lwt = lws_of(render(profile_for(name, env={"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"})))["spec"][
+        "leaderWorkerTemplate"
+    ]
     for side in ("leaderTemplate", "workerTemplate"):
         names = [e["name"] for e in lwt[side]["spec"]["containers"][0]["env"]]
         assert "NCCL_SOCKET_IFNAME" in names and "GLOO_SOCKET_IFNAME" in names
@@ -82,12 +88,22 @@ def test_leader_ready_is_refused_because_every_leader_needs_its_workers(write_pr
 @pytest.mark.parametrize("name", sorted(IMAGES))
 def test_unsupported_autoscaling_metric_names_the_supported_ones(write_profile, name):
     caps = runtimes.get(name).CAPABILITIES
-    unsupported = [m for m in ("gpu-utilization", "queue-compute-ratio", "queue-length", "kv-cache-usage") if m not in caps.autoscaling_metrics]
+    unsupported = [
+        m
+        for m in ("gpu-utilization", "queue-compute-ratio", "queue-length", "kv-cache-usage")
+        if m not in caps.autoscaling_metrics
+    ]
     for metric in unsupported:
         with pytest.raises(ProblemsError) as err:
-            load_profile(write_profile(profile_for(name, autoscaling={"enabled": True, "metric": metric}, monitoring={"enabled": True})))
-        assert err.value.problems[0].message == f"{name} cannot produce {metric}; it supports: {', '.join(caps.autoscaling_metrics)}"
-
+            load_profile(
+                write_profile(
+                    profile_for(name, autoscaling={"enabled": True, "metric": metric}, monitoring={"enabled": True})
+                )
+            )
+        assert (
+            err.value.problems[0].message
+            == f"{name} cannot produce {metric}; it supports: {', '.join(caps.autoscaling_metrics)}"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(IMAGES))

@@ -10,9 +10,13 @@ from conftest import SHARED, lws_of, merged
 from runtimes.scripts import bin_dir, env_of, fake, run
 
 LLAMA = {
-    "name": "llama", "runtime": "llamacpp", "image": "registry.example.com/llama.cpp-rpc:b6123",
-    "model": {"path": "/models/llama.gguf", "servedName": "llama-70b"}, "parallelism": {"tensor": 8},
-    "node": {"gpus": 4}, "monitoring": {"enabled": False},
+    "name": "llama",
+    "runtime": "llamacpp",
+    "image": "registry.example.com/llama.cpp-rpc:b6123",
+    "model": {"path": "/models/llama.gguf", "servedName": "llama-70b"},
+    "parallelism": {"tensor": 8},
+    "node": {"gpus": 4},
+    "monitoring": {"enabled": False},
 }
 
 
@@ -26,8 +30,19 @@ def test_leader_serves_with_every_layer_on_gpus_and_workers_offer_rpc(render):
     leader, worker = _containers(rendered)
     assert lws_of(rendered)["spec"]["leaderWorkerTemplate"]["size"] == 2  # 8 GPUs / 4 per node
     assert leader["command"] == ["/bin/bash", "/lwsgen/scripts/llamacpp-leader.sh"]
-    assert leader["args"] == ["llama-server", "--model", "/models/llama.gguf", "--alias", "llama-70b", "--host", "0.0.0.0",
-                              "--port", "8080", "--n-gpu-layers", "999"]
+    assert leader["args"] == [
+        "llama-server",
+        "--model",
+        "/models/llama.gguf",
+        "--alias",
+        "llama-70b",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8080",
+        "--n-gpu-layers",
+        "999",
+    ]
     assert worker["command"] == ["/bin/bash", "/lwsgen/scripts/llamacpp-worker.sh"]
     assert worker["ports"] == [{"name": "rpc", "containerPort": 50052, "protocol": "TCP"}]
     assert env_of(worker)["LWSGEN_RPC_PORT"] == env_of(leader)["LWSGEN_RPC_PORT"] == "50052"
@@ -77,15 +92,29 @@ def rpc_listener():
 def test_leader_resolves_every_worker_of_its_group_then_execs_llama_server_with_rpc(tmp_path, rpc_listener):
     bins = bin_dir(tmp_path)
     # llama-0-2 resolves only from the third lookup on; everything resolves to this machine.
-    fake(bins, "getent", '[ "$2" != llama-0-2.llama.default ] || [ "$(grep -c llama-0-2 "$CALLS")" -ge 3 ] || exit 2; echo "127.0.0.1 $2"')
+    fake(
+        bins,
+        "getent",
+        '[ "$2" != llama-0-2.llama.default ] || [ "$(grep -c llama-0-2 "$CALLS")" -ge 3 ] || exit 2; echo "127.0.0.1 '
+        '$2"',
+    )
     fake(bins, "llama-server")
-    env = {"LWS_LEADER_ADDRESS": "llama-0.llama.default", "LWS_GROUP_SIZE": "3", "LWSGEN_RPC_PORT": str(rpc_listener),
-           "LWSGEN_RENDEZVOUS_TIMEOUT": "30"}
-    proc, calls = run("llamacpp-leader.sh", tmp_path, env, ("llama-server", "--model", "/m.gguf", "--n-gpu-layers", "999"))
+    env = {
+        "LWS_LEADER_ADDRESS": "llama-0.llama.default",
+        "LWS_GROUP_SIZE": "3",
+        "LWSGEN_RPC_PORT": str(rpc_listener),
+        "LWSGEN_RENDEZVOUS_TIMEOUT": "30",
+    }
+    proc, calls = run(
+        "llamacpp-leader.sh", tmp_path, env, ("llama-server", "--model", "/m.gguf", "--n-gpu-layers", "999")
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "waiting: 1 of 2 rpc-servers not reachable yet (llama-0-2.llama.default)" in proc.stdout
     port = rpc_listener
-    assert calls[-1].endswith(f"llama-server --model /m.gguf --n-gpu-layers 999 --rpc llama-0-1.llama.default:{port},llama-0-2.llama.default:{port}")
+    assert calls[-1].endswith(
+        "llama-server --model /m.gguf --n-gpu-layers 999 --rpc "
+        f"llama-0-1.llama.default:{port},llama-0-2.llama.default:{port}"
+    )
 
 
 def test_leader_gives_up_when_a_worker_never_answers(tmp_path):
@@ -95,8 +124,13 @@ def test_leader_gives_up_when_a_worker_never_answers(tmp_path):
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]  # bound, never listening: connections are refused
-        env = {"LWS_LEADER_ADDRESS": "llama-3.llama.ns", "LWS_GROUP_SIZE": "2", "LWSGEN_RPC_PORT": str(port),
-               "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"}
+        env = {
+            "LWS_LEADER_ADDRESS": "llama-3.llama.ns",
+            "LWS_GROUP_SIZE": "2",
+            "LWSGEN_RPC_PORT": str(port),
+            "LWSGEN_RENDEZVOUS_TIMEOUT": "1",
+            "LWSGEN_POLL_SECONDS": "0.2",
+        }
         proc, calls = run("llamacpp-leader.sh", tmp_path, env, ("llama-server",))
     assert proc.returncode == 1
     assert "gave up after 1s: 1 of 1 rpc-servers not reachable yet (llama-3-1.llama.ns)" in proc.stdout
@@ -105,7 +139,12 @@ def test_leader_gives_up_when_a_worker_never_answers(tmp_path):
 
 def test_a_one_pod_group_serves_without_rpc(tmp_path):
     fake(bin_dir(tmp_path), "llama-server")
-    env = {"LWS_LEADER_ADDRESS": "l-0.l.ns", "LWS_GROUP_SIZE": "1", "LWSGEN_RPC_PORT": "50052", "LWSGEN_RENDEZVOUS_TIMEOUT": "5"}
+    env = {
+        "LWS_LEADER_ADDRESS": "l-0.l.ns",
+        "LWS_GROUP_SIZE": "1",
+        "LWSGEN_RPC_PORT": "50052",
+        "LWSGEN_RENDEZVOUS_TIMEOUT": "5",
+    }
     proc, calls = run("llamacpp-leader.sh", tmp_path, env, ("llama-server", "--model", "/m.gguf"))
     assert proc.returncode == 0 and calls[-1].endswith("llama-server --model /m.gguf")
 

@@ -7,15 +7,22 @@ from lwsgen.pipeline import render_profile
 from runtimes.scripts import bin_dir, fake, run
 
 SGLANG = {
-    "name": "ds", "runtime": "sglang", "image": "lmsysorg/sglang:v0.4.6.post1-cu124",
-    "model": {"path": "deepseek-ai/DeepSeek-R1"}, "parallelism": {"tensor": 16}, "node": {"gpus": 8},
+    "name": "ds",
+    "runtime": "sglang",
+    "image": "lmsysorg/sglang:v0.4.6.post1-cu124",
+    "model": {"path": "deepseek-ai/DeepSeek-R1"},
+    "parallelism": {"tensor": 16},
+    "node": {"gpus": 8},
     "monitoring": {"enabled": False},
 }
 
 
 def _args(rendered):
     lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
-    return (lwt["leaderTemplate"]["spec"]["containers"][0]["args"], lwt["workerTemplate"]["spec"]["containers"][0]["args"])
+    return (
+        lwt["leaderTemplate"]["spec"]["containers"][0]["args"],
+        lwt["workerTemplate"]["spec"]["containers"][0]["args"],
+    )
 
 
 def _value(args, flag):
@@ -25,7 +32,7 @@ def _value(args, flag):
 def test_every_pod_runs_the_same_launch_and_the_leader_adds_host_and_port(render):
     leader, worker = _args(render(SGLANG))
     assert leader[: len(worker)] == worker
-    assert leader[len(worker):] == ["--host", "0.0.0.0", "--port", "30000"]
+    assert leader[len(worker) :] == ["--host", "0.0.0.0", "--port", "30000"]
     assert _value(worker, "--tp") == "16" and "--pp-size" not in worker
     assert _value(worker, "--dist-init-addr") == "$(LWS_LEADER_ADDRESS):20000"
     assert _value(worker, "--nnodes") == "$(LWS_GROUP_SIZE)" and _value(worker, "--node-rank") == "$(LWS_WORKER_INDEX)"

@@ -35,8 +35,13 @@ def test_leader_runs_the_launcher_with_world_size_and_gpus_per_pod(rendered):
     leader, _ = _templates(rendered)
     container = leader["spec"]["containers"][0]
     assert container["command"] == ["/bin/bash", "/lwsgen/scripts/mpi-leader.sh"]
-    assert container["args"] == ["/bin/bash", "/lwsgen/scripts/triton-rank.sh", "/var/run/models/repo",
-                                 "--log-verbose=1", "--exit-timeout-secs=30"]
+    assert container["args"] == [
+        "/bin/bash",
+        "/lwsgen/scripts/triton-rank.sh",
+        "/var/run/models/repo",
+        "--log-verbose=1",
+        "--exit-timeout-secs=30",
+    ]
     env = env_of(container)
     assert env["LWSGEN_WORLD_SIZE"] == "16" and env["LWSGEN_GPUS_PER_POD"] == "8"
     assert env["LWSGEN_MPIRUN"] == "/opt/hpcx/ompi/bin/mpirun"
@@ -85,9 +90,14 @@ def test_every_script_passes_bash_n(rendered, tmp_path):
 
 
 LEADER_ENV = {
-    "GROUP_KEY": "abc123", "POD_NAME": "llama-0", "POD_NAMESPACE": "inference", "LWS_GROUP_SIZE": "3",
-    "LWSGEN_WORLD_SIZE": "24", "LWSGEN_GPUS_PER_POD": "8",
-    "LWSGEN_RENDEZVOUS_TIMEOUT": "30", "LWSGEN_WORKER_CONTAINER": "worker",
+    "GROUP_KEY": "abc123",
+    "POD_NAME": "llama-0",
+    "POD_NAMESPACE": "inference",
+    "LWS_GROUP_SIZE": "3",
+    "LWSGEN_WORLD_SIZE": "24",
+    "LWSGEN_GPUS_PER_POD": "8",
+    "LWSGEN_RENDEZVOUS_TIMEOUT": "30",
+    "LWSGEN_WORKER_CONTAINER": "worker",
 }
 RANK = ("/bin/bash", "/lwsgen/scripts/triton-rank.sh", "/models/repo", "--log-verbose=1")
 
@@ -95,7 +105,9 @@ RANK = ("/bin/bash", "/lwsgen/scripts/triton-rank.sh", "/models/repo", "--log-ve
 def test_leader_waits_for_every_pod_of_its_group_then_runs_mpirun_leader_first(tmp_path):
     bins = bin_dir(tmp_path)
     # kubectl reports one, then two, then all three pods of the group running.
-    fake(bins, "kubectl", 'n=$(grep -c kubectl "$CALLS"); pods=(llama-0 llama-0-2 llama-0-1); echo -n "${pods[@]:0:$n}"')
+    fake(
+        bins, "kubectl", 'n=$(grep -c kubectl "$CALLS"); pods=(llama-0 llama-0-2 llama-0-1); echo -n "${pods[@]:0:$n}"'
+    )
     fake(bins, "mpirun")
     proc, calls = run("mpi-leader.sh", tmp_path, {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun")}, RANK)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -114,7 +126,12 @@ def test_leader_gives_up_after_its_deadline_with_a_clear_log(tmp_path):
     bins = bin_dir(tmp_path)
     fake(bins, "kubectl", 'echo "error: forbidden" >&2; exit 1')
     fake(bins, "mpirun")
-    env = {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun"), "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"}
+    env = {
+        **LEADER_ENV,
+        "LWSGEN_MPIRUN": str(bins / "mpirun"),
+        "LWSGEN_RENDEZVOUS_TIMEOUT": "1",
+        "LWSGEN_POLL_SECONDS": "0.2",
+    }
     proc, calls = run("mpi-leader.sh", tmp_path, env, RANK)
     assert proc.returncode == 1
     assert "listing the pods of this group failed: error: forbidden" in proc.stdout
@@ -122,13 +139,29 @@ def test_leader_gives_up_after_its_deadline_with_a_clear_log(tmp_path):
     assert not any("/mpirun " in c for c in calls)
 
 
-@pytest.mark.parametrize("rank, expected, absent", [
-    ("0", ["--http-port=8000", "--grpc-port=8001", "--metrics-port=8002", "--allow-metrics=true", "--id=rank0"], ["--allow-http=false"]),
-    ("5", ["--allow-http=false", "--allow-grpc=false", "--allow-metrics=false", "--id=rank5"], ["--http-port=8000"]),
-])
+@pytest.mark.parametrize(
+    "rank, expected, absent",
+    [
+        (
+            "0",
+            ["--http-port=8000", "--grpc-port=8001", "--metrics-port=8002", "--allow-metrics=true", "--id=rank0"],
+            ["--allow-http=false"],
+        ),
+        (
+            "5",
+            ["--allow-http=false", "--allow-grpc=false", "--allow-metrics=false", "--id=rank5"],
+            ["--http-port=8000"],
+        ),
+    ],
+)
 def test_rank_zero_serves_and_other_ranks_only_compute(tmp_path, rank, expected, absent):
     fake(bin_dir(tmp_path), "tritonserver")
-    env = {"OMPI_COMM_WORLD_RANK": rank, "LWSGEN_HTTP_PORT": "8000", "LWSGEN_GRPC_PORT": "8001", "LWSGEN_METRICS_PORT": "8002"}
+    env = {
+        "OMPI_COMM_WORLD_RANK": rank,
+        "LWSGEN_HTTP_PORT": "8000",
+        "LWSGEN_GRPC_PORT": "8001",
+        "LWSGEN_METRICS_PORT": "8002",
+    }
     proc, [call] = run("triton-rank.sh", tmp_path, env, ("/models/repo", "--log-verbose=1", "two words"))
     assert proc.returncode == 0, proc.stderr
     args = call.split(" ", 1)[1]
@@ -138,10 +171,16 @@ def test_rank_zero_serves_and_other_ranks_only_compute(tmp_path, rank, expected,
 
 def test_rsh_agent_runs_the_daemon_command_in_the_worker_container(tmp_path):
     fake(bin_dir(tmp_path), "kubectl")
-    proc, [call] = run("kubectl-rsh", tmp_path, {"POD_NAMESPACE": "inference", "LWSGEN_WORKER_CONTAINER": "worker"},
-                       ("llama-0-1", "orted", "-mca", "ess", "env"))
+    proc, [call] = run(
+        "kubectl-rsh",
+        tmp_path,
+        {"POD_NAMESPACE": "inference", "LWSGEN_WORKER_CONTAINER": "worker"},
+        ("llama-0-1", "orted", "-mca", "ess", "env"),
+    )
     assert proc.returncode == 0, proc.stderr
-    assert call.endswith("kubectl exec llama-0-1 --namespace inference --container worker -- /bin/sh -c orted -mca ess env")
+    assert call.endswith(
+        "kubectl exec llama-0-1 --namespace inference --container worker -- /bin/sh -c orted -mca ess env"
+    )
 
 
 def test_worker_waits_to_be_driven_and_stops_cleanly_on_sigterm(tmp_path):
@@ -165,6 +204,9 @@ def test_relative_model_path_is_refused():
     from lwsgen.check.profile import from_data
     from lwsgen.check.schema import with_defaults
 
-    profile = from_data(with_defaults({"name": "t", "runtime": "triton-trtllm", "image": "a:1", "model": {"path": "repo"},
-                                       "node": {"gpus": 8}}))
+    profile = from_data(
+        with_defaults(
+            {"name": "t", "runtime": "triton-trtllm", "image": "a:1", "model": {"path": "repo"}, "node": {"gpus": 8}}
+        )
+    )
     assert triton_trtllm.check(profile)[0][2] == "bad-model-path"

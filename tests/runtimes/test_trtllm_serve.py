@@ -6,9 +6,13 @@ from conftest import SHARED, lws_of, objects_of
 from runtimes.scripts import bin_dir, fake, run
 
 TRTLLM = {
-    "name": "t", "runtime": "trtllm-serve", "image": "nvcr.io/nvidia/tensorrt-llm/release:0.21.0",
+    "name": "t",
+    "runtime": "trtllm-serve",
+    "image": "nvcr.io/nvidia/tensorrt-llm/release:0.21.0",
     "model": {"path": "meta-llama/Llama-3.1-405B-Instruct", "extraArgs": ["--max_batch_size", "64"]},
-    "parallelism": {"tensor": 8, "pipeline": 2}, "node": {"gpus": 8}, "monitoring": {"enabled": False},
+    "parallelism": {"tensor": 8, "pipeline": 2},
+    "node": {"gpus": 8},
+    "monitoring": {"enabled": False},
 }
 
 
@@ -17,13 +21,34 @@ def test_leader_runs_trtllm_serve_on_every_rank_with_tp_and_pp(render):
     lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
     leader = lwt["leaderTemplate"]["spec"]["containers"][0]
     assert leader["command"] == ["/bin/bash", "/lwsgen/scripts/mpi-leader.sh"]
-    assert leader["args"] == ["trtllm-llmapi-launch", "trtllm-serve", "meta-llama/Llama-3.1-405B-Instruct", "--host", "0.0.0.0",
-                              "--port", "8000", "--tp_size", "8", "--pp_size", "2", "--max_batch_size", "64"]
+    assert leader["args"] == [
+        "trtllm-llmapi-launch",
+        "trtllm-serve",
+        "meta-llama/Llama-3.1-405B-Instruct",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8000",
+        "--tp_size",
+        "8",
+        "--pp_size",
+        "2",
+        "--max_batch_size",
+        "64",
+    ]
     assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
     assert lwt["workerTemplate"]["spec"]["containers"][0]["command"] == ["/bin/bash", "/lwsgen/scripts/mpi-worker.sh"]
     assert [c["name"] for c in lwt["leaderTemplate"]["spec"]["initContainers"]] == ["install-kubectl"]
-    assert sorted(objects_of(rendered)) == ["configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "networkpolicy.yaml",
-                                            "role.yaml", "rolebinding.yaml", "service.yaml", "serviceaccount.yaml"]
+    assert sorted(objects_of(rendered)) == [
+        "configmap.yaml",
+        "kustomization.yaml",
+        "leaderworkerset.yaml",
+        "networkpolicy.yaml",
+        "role.yaml",
+        "rolebinding.yaml",
+        "service.yaml",
+        "serviceaccount.yaml",
+    ]
 
 
 def test_same_group_key_env_and_exec_rbac_as_the_upstream_tensorrt_llm_example(render):
@@ -33,8 +58,11 @@ def test_same_group_key_env_and_exec_rbac_as_the_upstream_tensorrt_llm_example(r
     rendered = render(TRTLLM)
     leader = lws_of(rendered)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     assert next(e for e in leader["env"] if e["name"] == "GROUP_KEY") == up_group_key
-    up_rules = [d for d in yaml.safe_load_all((SHARED / "reference" / "lws_docs_examples_tensorrt-llm_rbac.yaml").read_text())
-                if d and d["kind"] == "Role"][0]["rules"]
+    up_rules = [
+        d
+        for d in yaml.safe_load_all((SHARED / "reference" / "lws_docs_examples_tensorrt-llm_rbac.yaml").read_text())
+        if d and d["kind"] == "Role"
+    ][0]["rules"]
     up_exec = next(r for r in up_rules if "pods/exec" in r["resources"])
     ours = objects_of(rendered)["role.yaml"]["rules"]
     assert set(up_exec["verbs"]) <= set(next(r for r in ours if "pods/exec" in r["resources"])["verbs"])
@@ -46,8 +74,16 @@ def test_mpi_leader_runs_the_trtllm_serve_ranks_over_the_group(tmp_path):
     bins = bin_dir(tmp_path)
     fake(bins, "kubectl", "echo -n t-0 t-0-1")
     fake(bins, "mpirun")
-    env = {"GROUP_KEY": "k", "POD_NAME": "t-0", "POD_NAMESPACE": "ns", "LWS_GROUP_SIZE": "2", "LWSGEN_WORLD_SIZE": "16",
-           "LWSGEN_GPUS_PER_POD": "8", "LWSGEN_MPIRUN": str(bins / "mpirun"), "LWSGEN_RENDEZVOUS_TIMEOUT": "10"}
+    env = {
+        "GROUP_KEY": "k",
+        "POD_NAME": "t-0",
+        "POD_NAMESPACE": "ns",
+        "LWS_GROUP_SIZE": "2",
+        "LWSGEN_WORLD_SIZE": "16",
+        "LWSGEN_GPUS_PER_POD": "8",
+        "LWSGEN_MPIRUN": str(bins / "mpirun"),
+        "LWSGEN_RENDEZVOUS_TIMEOUT": "10",
+    }
     proc, calls = run("mpi-leader.sh", tmp_path, env, ("trtllm-llmapi-launch", "trtllm-serve", "m", "--tp_size", "8"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert calls[-1].endswith("-np 16 --host t-0:8,t-0-1:8 trtllm-llmapi-launch trtllm-serve m --tp_size 8")

@@ -1,6 +1,5 @@
 """vllm: Ray head on the leader, workers join with retries; parallelism flags from the profile."""
 
-
 from conftest import SHARED, lws_of, merged
 from runtimes.scripts import bin_dir, env_of, fake, run
 
@@ -8,8 +7,11 @@ VLLM = {
     "name": "vllm",
     "runtime": "vllm",
     "image": "vllm/vllm-openai:v0.8.5",
-    "model": {"path": "meta-llama/Llama-3.1-405B-Instruct", "tokenSecret": {"name": "hf-token", "key": "token"},
-              "extraArgs": ["--max-model-len", "8192", "--chat-template", "{{ messages }} $(HOME): x"]},
+    "model": {
+        "path": "meta-llama/Llama-3.1-405B-Instruct",
+        "tokenSecret": {"name": "hf-token", "key": "token"},
+        "extraArgs": ["--max-model-len", "8192", "--chat-template", "{{ messages }} $(HOME): x"],
+    },
     "parallelism": {"tensor": 8, "pipeline": 2},
     "node": {"gpus": 8},
     "monitoring": {"enabled": False},
@@ -61,7 +63,13 @@ def test_workers_run_the_ray_join_script_and_only_the_leader_has_probes(render):
 
 def test_no_rbac_and_no_service_account_token_for_ray(render):
     rendered = render(VLLM)
-    assert sorted(rendered.files) == ["configmap.yaml", "kustomization.yaml", "leaderworkerset.yaml", "networkpolicy.yaml", "service.yaml"]
+    assert sorted(rendered.files) == [
+        "configmap.yaml",
+        "kustomization.yaml",
+        "leaderworkerset.yaml",
+        "networkpolicy.yaml",
+        "service.yaml",
+    ]
     lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
     assert lwt["leaderTemplate"]["spec"]["automountServiceAccountToken"] is False
 
@@ -98,7 +106,12 @@ def test_ray_leader_gives_up_after_its_deadline(tmp_path):
     fake(bins, "ray")
     fake(bins, "python3", "echo 1")
     fake(bins, "serve")
-    proc, calls = run("ray-leader.sh", tmp_path, {**RAY_ENV, "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"}, ("serve",))
+    proc, calls = run(
+        "ray-leader.sh",
+        tmp_path,
+        {**RAY_ENV, "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"},
+        ("serve",),
+    )
     assert proc.returncode == 1
     assert "gave up after 1s: 1 of 3 Ray nodes joined" in proc.stdout
     assert not any(c.endswith("/serve") for c in calls)
@@ -121,7 +134,12 @@ def test_ray_worker_gives_up_after_its_deadline(tmp_path):
     bins = bin_dir(tmp_path)
     fake(bins, "getent", "exit 2")
     fake(bins, "ray")
-    env = {"LWS_LEADER_ADDRESS": "x", "LWSGEN_RAY_PORT": "6379", "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"}
+    env = {
+        "LWS_LEADER_ADDRESS": "x",
+        "LWSGEN_RAY_PORT": "6379",
+        "LWSGEN_RENDEZVOUS_TIMEOUT": "1",
+        "LWSGEN_POLL_SECONDS": "0.2",
+    }
     proc, calls = run("ray-worker.sh", tmp_path, env)
     assert proc.returncode == 1
     assert "gave up after 1s: the leader address x does not resolve yet" in proc.stdout
