@@ -10,17 +10,17 @@ profile has passed (all or nothing).
 import os
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 from lwsgen.pipeline import Rendered, render_profile
 from lwsgen.problems import Problem, ProblemsError
+from lwsgen.records import Record
 
 # Below this many profiles, starting workers costs more than it saves (measured: ~15 ms to fork
 # two workers, ~5 ms per profile).
 PARALLEL_FROM = 16
 
 
-class Outcome(NamedTuple):
+class Outcome(Record):
     """One profile's result: what it renders to, or what is wrong with it."""
 
     result: Rendered | None

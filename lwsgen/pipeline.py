@@ -2,7 +2,6 @@
 Writing (output/write.py) is the caller's, once every profile has passed."""
 
 from pathlib import Path
-from typing import NamedTuple
 
 from lwsgen.check import check
 from lwsgen.check.profile import Profile
@@ -11,10 +10,11 @@ from lwsgen.load import load
 from lwsgen.load.source import load_documents
 from lwsgen.output import locate, parse, relations, validate
 from lwsgen.problems import Problem, ProblemsError
+from lwsgen.records import Record
 from lwsgen.render import render
 
 
-class Rendered(NamedTuple):
+class Rendered(Record):
     """A profile's output directory, in memory: file name -> text."""
 
     source: str  # the profile file, as named

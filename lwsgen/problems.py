@@ -2,12 +2,13 @@
 
 import json
 from collections.abc import Callable
-from typing import NamedTuple
+
+from lwsgen.records import Record
 
 ERROR, WARNING = "error", "warning"
 
 
-class Problem(NamedTuple):
+class Problem(Record):
     """Something wrong with an input, at a position (1-based line and column; 0 = unknown).
     A warning is valid input said out loud; --strict makes warnings errors."""
 

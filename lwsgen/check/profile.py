@@ -7,13 +7,15 @@ the profile leaves out and the schema gives no default is None (a mapping: empty
 Mappings are FrozenDicts and lists tuples, so nothing downstream can change the profile it was given.
 tests/test_profile.py proves every schema field has its attribute.
 
-No `from __future__ import annotations`: the records read their own evaluated annotations.
+No `from __future__ import annotations`: build() reads the records' evaluated annotations.
 """
 
 import re
 import types
 import typing
-from typing import Any, NamedTuple
+from typing import Any
+
+from lwsgen.records import Record
 
 
 class FrozenDict(dict):
@@ -34,12 +36,12 @@ class FrozenDict(dict):
 Map = FrozenDict  # a mapping whose keys are data (labels, env names, resource names)
 
 
-class TokenSecret(NamedTuple):
+class TokenSecret(Record):
     name: str
     key: str
 
 
-class Model(NamedTuple):
+class Model(Record):
     path: str
     served_name: str | None
     token_secret: TokenSecret | None
@@ -50,12 +52,12 @@ class Model(NamedTuple):
     load_timeout_seconds: int
 
 
-class Parallelism(NamedTuple):
+class Parallelism(Record):
     tensor: int
     pipeline: int
 
 
-class Node(NamedTuple):
+class Node(Record):
     gpus: int
     gpu_resource: str
     gpu_product: str | None
@@ -75,13 +77,13 @@ class Node(NamedTuple):
         return bool(self.efa or self.rdma_resource)
 
 
-class Storage(NamedTuple):
+class Storage(Record):
     claim_name: str
     mount_path: str
     read_only: bool
 
 
-class Autoscaling(NamedTuple):
+class Autoscaling(Record):
     enabled: bool
     engine: str
     min_replicas: int
@@ -93,7 +95,7 @@ class Autoscaling(NamedTuple):
     prometheus_address: str
 
 
-class Service(NamedTuple):
+class Service(Record):
     type: str
     annotations: Map
     load_balancer_source_ranges: tuple
@@ -101,19 +103,19 @@ class Service(NamedTuple):
     allowed_namespaces: tuple
 
 
-class Monitoring(NamedTuple):
+class Monitoring(Record):
     enabled: bool
     prometheus_labels: Map
     interval: str
     namespace: str
 
 
-class NetworkTopology(NamedTuple):
+class NetworkTopology(Record):
     mode: str | None
     highest_tier_allowed: int | None
 
 
-class Scheduling(NamedTuple):
+class Scheduling(Record):
     scheduler: str
     queue: str
     priority_class_name: str
@@ -133,7 +135,7 @@ MIN_LWS = {
 }
 
 
-class Lws(NamedTuple):
+class Lws(Record):
     version: str
     restart_policy: str
     startup_policy: str
@@ -150,12 +152,12 @@ class Lws(NamedTuple):
         return self.version_tuple >= MIN_LWS[feature]
 
 
-class Launch(NamedTuple):
+class Launch(Record):
     rendezvous_timeout_seconds: int
     kubectl_image: str
 
 
-class NcclTest(NamedTuple):
+class NcclTest(Record):
     enabled: bool
     launcher: str
     image: str
@@ -168,21 +170,21 @@ class NcclTest(NamedTuple):
     hugepages_2mi: str | int | None
 
 
-class Security(NamedTuple):
+class Security(Record):
     network_policy: bool
     run_as_user: int | None
     add_capabilities: tuple
 
 
-class ArgoCD(NamedTuple):
+class ArgoCD(Record):
     sync_waves: bool
 
 
-class GitOps(NamedTuple):
+class GitOps(Record):
     argocd: ArgoCD
 
 
-class Profile(NamedTuple):
+class Profile(Record):
     name: str
     namespace: str
     runtime: str
@@ -266,7 +268,7 @@ def _freeze(value: Any) -> Any:
 
 
 def _record_type(annotation: Any) -> type | None:
-    """The NamedTuple class an annotation names (directly or as `X | None`), if any."""
+    """The record class an annotation names (directly or as `X | None`), if any."""
     options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
     for option in options:
         if isinstance(option, type) and issubclass(option, tuple) and hasattr(option, "_fields"):

@@ -11,7 +11,8 @@ latent vector of `mla_kv_dim` elements per token and layer, replicated on every 
 """
 
 import math
-from typing import NamedTuple
+
+from lwsgen.records import Record
 
 USABLE_FRACTION = 0.9
 OVERHEAD_GB = 3.0
@@ -20,7 +21,7 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5
 MAX_NODES = 64
 
 
-class Model(NamedTuple):
+class Model(Record):
     params_b: float  # billions of parameters
     layers: int
     heads: int
@@ -31,7 +32,7 @@ class Model(NamedTuple):
     mla_kv_dim: int = 0  # latent KV elements per token and layer (MLA); 0: standard attention
 
 
-class Gpu(NamedTuple):
+class Gpu(Record):
     memory_gb: float
     product: str  # the nvidia.com/gpu.product node label
 
@@ -88,7 +89,7 @@ def gpu_by_product(product: str) -> Gpu | None:
     return next((g for g in GPUS.values() if g.product == product), None)
 
 
-class Memory(NamedTuple):
+class Memory(Record):
     weights: float
     kv_cache: float
     overhead: float
@@ -118,7 +119,7 @@ def memory_per_gpu(
     return Memory(weights, kv, OVERHEAD_GB, g.memory_gb * USABLE_FRACTION)
 
 
-class Layout(NamedTuple):
+class Layout(Record):
     nodes: int
     tensor: int
     pipeline: int
@@ -152,7 +153,7 @@ def layouts(m: Model | None, nodes: int, gpus_per_node: int) -> list[tuple[int, 
     return [(t, p) for t, p in unique if _valid(m, t, p)]
 
 
-class Plan(NamedTuple):
+class Plan(Record):
     chosen: Layout | None
     alternative: Layout | None
     warnings: tuple[str, ...]

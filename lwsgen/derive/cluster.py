@@ -1,14 +1,13 @@
 """Files for whoever runs the cluster, kept out of the serving kustomization: the Volcano Queue the
 groups are scheduled from (cluster-scoped, often shared) and the eksctl node group of the node shape."""
 
-from typing import NamedTuple
-
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
 from lwsgen.derive.scheduling import Queue
+from lwsgen.records import Record
 
 
-class VolcanoQueue(NamedTuple):
+class VolcanoQueue(Record):
     meta: Meta
     queue: Queue
 
@@ -22,13 +21,13 @@ def volcano_queue(ctx: Context, kind) -> VolcanoQueue | None:
     return VolcanoQueue(Meta(queue.name, None, labels, None), queue)
 
 
-class Taint(NamedTuple):
+class Taint(Record):
     key: str
     value: str
     effect: str
 
 
-class NodeGroup(NamedTuple):
+class NodeGroup(Record):
     name: str
     instance_type: str
     max_size: int

@@ -3,18 +3,18 @@ names and placement, and the metadata rule (labels, annotations, Argo CD sync wa
 
 import hashlib
 from types import ModuleType
-from typing import NamedTuple
 
 from lwsgen.check.profile import Profile
 from lwsgen.derive import naming
 from lwsgen.derive.model import Meta
 from lwsgen.derive.scheduling import Placement
+from lwsgen.records import Record
 from lwsgen.runtimes.base import RuntimeParts
 
 SYNC_WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
 
 
-class Context(NamedTuple):
+class Context(Record):
     profile: Profile
     plugin: ModuleType
     parts: RuntimeParts

@@ -8,12 +8,13 @@ profile does not emit the kind. The output tables of README.md and docs/ are gen
 """
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from lwsgen.derive import cluster, monitoring, nccl, network, workload
+from lwsgen.records import Record
 
 
-class Document(NamedTuple):
+class Document(Record):
     """One object a kind's file may hold: apiVersion and kind (None for a configuration fragment),
     and the project schema in schemas/ that validates it (None: Kubernetes' own, strict)."""
 
@@ -22,7 +23,7 @@ class Document(NamedTuple):
     schema: str | None = None
 
 
-class Kind(NamedTuple):
+class Kind(Record):
     key: str
     documents: tuple[Document, ...]
     what: str  # for people: what the file holds
@@ -45,7 +46,7 @@ class Kind(NamedTuple):
 KUSTOMIZATION = "kustomization"
 
 
-class Kustomization(NamedTuple):
+class Kustomization(Record):
     resources: tuple[str, ...]
 
 

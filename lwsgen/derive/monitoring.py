@@ -6,12 +6,12 @@ index, so an HPA (which sees leader pods only) can read it through prometheus-ad
 """
 
 from decimal import Decimal
-from typing import NamedTuple
 
 from lwsgen.check.profile import Profile
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
 from lwsgen.derive.naming import GROUP_INDEX_LABEL, LWS_NAME_LABEL, leader_selector
+from lwsgen.records import Record
 from lwsgen.runtimes.base import Capabilities, RecordingRule
 
 # Pod labels copied onto scraped series by podTargetLabels, as Prometheus names them.
@@ -63,7 +63,7 @@ def _expr(rule: RecordingRule, namespace: str, name: str) -> str:
     )
 
 
-class RuleGroup(NamedTuple):
+class RuleGroup(Record):
     name: str
     rules: tuple[RecordingRule, ...]  # with their expressions for this LeaderWorkerSet
 
@@ -92,7 +92,7 @@ def adapter_metric_name(record: str) -> str:
     return record.split(":", 1)[1].replace(":", "_")
 
 
-class PodMonitor(NamedTuple):
+class PodMonitor(Record):
     meta: Meta
     selector: dict[str, str]
     port: str
@@ -100,12 +100,12 @@ class PodMonitor(NamedTuple):
     target_labels: tuple[str, ...]
 
 
-class PrometheusRule(NamedTuple):
+class PrometheusRule(Record):
     meta: Meta
     groups: tuple[RuleGroup, ...]
 
 
-class Behavior(NamedTuple):
+class Behavior(Record):
     """Scale down only after the stabilization window, one group at a time; scale up one group per
     scaleUpPeriodSeconds, since every new group costs a whole set of nodes and a model load."""
 
@@ -113,7 +113,7 @@ class Behavior(NamedTuple):
     scale_up_period: int
 
 
-class Autoscaler(NamedTuple):
+class Autoscaler(Record):
     """A HorizontalPodAutoscaler (metric, average) or a KEDA ScaledObject (server, query, threshold)."""
 
     meta: Meta
@@ -129,7 +129,7 @@ class Autoscaler(NamedTuple):
     threshold: str | None = None
 
 
-class AdapterRule(NamedTuple):
+class AdapterRule(Record):
     """prometheus-adapter `rules` exposing exactly one record, per pod, as the HPA's metric."""
 
     series_query: str

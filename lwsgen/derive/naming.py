@@ -1,6 +1,6 @@
 """Every object name and label set derived from a profile, decided in one place."""
 
-from typing import NamedTuple
+from lwsgen.records import Record
 
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
@@ -17,7 +17,7 @@ _REVISION_LABEL_ROOM = 63 - len("-") - len("-") - 10
 _DNS_LABEL = 63
 
 
-class Names(NamedTuple):
+class Names(Record):
     lws: str
     service: str  # the leader Service (LWS owns a headless Service named <lws>)
     launch: str  # the launch scripts ConfigMap

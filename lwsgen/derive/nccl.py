@@ -14,12 +14,11 @@ Two launchers:
   Service, `torchrun` running an all-reduce script from a ConfigMap on the serving image.
 """
 
-from typing import NamedTuple
-
 from lwsgen import resources
 from lwsgen.derive import naming, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EnvVar, Meta, Pod
+from lwsgen.records import Record
 
 SCRIPTS_MOUNT = "/lwsgen/nccl"
 SCRIPTS_VOLUME = "scripts"
@@ -30,12 +29,12 @@ EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
 LAUNCHER_RESOURCES = {"cpu": "1", "memory": "2Gi"}
 
 
-class Gang(NamedTuple):
+class Gang(Record):
     min_available: int
     queue: str | None
 
 
-class MpiJob(NamedTuple):
+class MpiJob(Record):
     slots: int
     gang: Gang | None
     launcher: Pod
@@ -43,13 +42,13 @@ class MpiJob(NamedTuple):
     worker: Pod
 
 
-class IndexedJob(NamedTuple):
+class IndexedJob(Record):
     pods: int
     service_selector: dict[str, str]
     pod: Pod
 
 
-class NcclTest(NamedTuple):
+class NcclTest(Record):
     meta: Meta
     scripts: dict[str, str]
     deadline: int

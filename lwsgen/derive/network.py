@@ -3,14 +3,13 @@ the pods of this LWS (Ray, NCCL, MPI, SGLang dist-init and llama.cpp RPC use man
 ports; none of them authenticates, so Ray's ports open to the cluster are a remote-code-execution
 hole), the metrics port from the monitoring namespace, and no other ingress."""
 
-from typing import NamedTuple
-
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
 from lwsgen.derive.naming import own_pods
+from lwsgen.records import Record
 
 
-class Ingress(NamedTuple):
+class Ingress(Record):
     """One ingress rule: from these peers (none: any source) to these ports (none: every port)."""
 
     cidrs: tuple[str, ...] = ()
@@ -19,7 +18,7 @@ class Ingress(NamedTuple):
     ports: tuple[str | int, ...] = ()
 
 
-class NetworkPolicy(NamedTuple):
+class NetworkPolicy(Record):
     meta: Meta
     pods: dict[str, str]
     ingress: tuple[Ingress, ...]

@@ -1,9 +1,8 @@
 """Placement parts of the objects: the LWS annotations and labels, the pods' scheduler and
 annotations, and the Volcano Queue, from the scheduling fields (checked in check/scheduling.py)."""
 
-from typing import NamedTuple
-
 from lwsgen.check.profile import Profile
+from lwsgen.records import Record
 
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -16,7 +15,7 @@ NETWORK_TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_TIER = "volcano.sh/network-topology-highest-tier"
 
 
-class Queue(NamedTuple):
+class Queue(Record):
     """A Volcano Queue, emitted when its capacity is declared."""
 
     name: str
@@ -25,7 +24,7 @@ class Queue(NamedTuple):
     capability: dict[str, str]
 
 
-class Placement(NamedTuple):
+class Placement(Record):
     lws_annotations: dict[str, str]
     lws_labels: dict[str, str]
     scheduler_name: str | None

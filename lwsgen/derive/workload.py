@@ -2,18 +2,17 @@
 the leader's ServiceAccount, Role and RoleBinding. Leader and worker pods differ only where the
 runtime says (command, ports, tools) and in the leader's probes."""
 
-from typing import NamedTuple
-
 from lwsgen.derive import naming, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Volume
+from lwsgen.records import Record
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Port, Role, RoleRule
 
 LAUNCH_VOLUME, TOOLS_VOLUME = "launch-scripts", "tools"
 SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
 
 
-class LeaderWorkerSet(NamedTuple):
+class LeaderWorkerSet(Record):
     meta: Meta
     replicas: int | None
     startup_policy: str
@@ -26,7 +25,7 @@ class LeaderWorkerSet(NamedTuple):
     worker: Pod
 
 
-class Service(NamedTuple):
+class Service(Record):
     meta: Meta
     type: str
     selector: dict[str, str]
@@ -34,23 +33,23 @@ class Service(NamedTuple):
     source_ranges: tuple[str, ...] | None
 
 
-class Data(NamedTuple):
+class Data(Record):
     """An object that is metadata and a mapping of data (ConfigMap)."""
 
     meta: Meta
     data: dict[str, str]
 
 
-class Named(NamedTuple):
+class Named(Record):
     meta: Meta
 
 
-class Rules(NamedTuple):
+class Rules(Record):
     meta: Meta
     rules: tuple[RoleRule, ...]
 
 
-class Binding(NamedTuple):
+class Binding(Record):
     meta: Meta
     role: str
     account: str

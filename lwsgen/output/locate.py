@@ -2,13 +2,13 @@
 schema or a cross-object rule) into a Problem at FILE:LINE:COL of the text it was parsed from."""
 
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.records import Record
 
 
-class OutputError(NamedTuple):
+class OutputError(Record):
     """What is wrong at a path of one object; at_key: point at the key itself (an unknown field),
     not at its value."""
 

@@ -1,10 +1,11 @@
 """Stage 5, parse back: rendered text -> objects, one file per output kind."""
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
 from lwsgen.output import emit
+from lwsgen.records import Record
 
 KUSTOMIZATION = "kustomization.yaml"
 
@@ -24,7 +25,7 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     resolve, descend_resolver, ascend_resolver = _resolve, _no_path, _no_path
 
 
-class OutputFile(NamedTuple):
+class OutputFile(Record):
     """One file of OUT/<name>/ and the objects it holds."""
 
     name: str

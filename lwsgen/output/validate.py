@@ -108,17 +108,26 @@ def _strict_sources(version: str) -> dict[str, dict[str, Any]]:
     return roots
 
 
-def _strict_cache_path(cache: Path, version: str) -> Path:
-    """Named by what the texts are built from: the bundled Kubernetes definitions (by size and
-    time, they belong to an installed package) and the project's schemas (by content)."""
+def strict_file_name(version: str) -> str:
+    """Named by what the texts are built from, by content: the Kubernetes definitions that
+    kubernetes-validate bundles and the project's schemas. The same name in the package (built
+    with the wheel) or in the cache directory (built on first use) holds the same texts."""
     import zlib
 
-    stat = (_schema_dir(version) / "_definitions.json").stat()
+    definitions = (_schema_dir(version) / "_definitions.json").read_bytes()
     project = b"".join(
         resources.schema_bytes(name) for name in sorted({*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values()})
     )
-    key = f"{STRICT_CACHE_FORMAT}-{stat.st_size}-{stat.st_mtime_ns}-{zlib.crc32(project):08x}"
-    return cache / f"strict-{version}-{key}.json"
+    key = f"{STRICT_CACHE_FORMAT}-{len(definitions)}-{zlib.crc32(definitions):08x}-{zlib.crc32(project):08x}"
+    return f"strict-{version}-{key}.json"
+
+
+SHIPPED_STRICT = "strict"  # schemas/strict/ in an installed package, made when the wheel is built
+
+
+def build_strict_texts(version: str) -> dict[str, str]:
+    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
+    return {key: self_contained(root, definitions) for key, root in _strict_sources(version).items()}
 
 
 # Cached texts kept per Kubernetes version: enough for a few lwsgen installs used side by side
@@ -140,21 +149,29 @@ def _store(path: Path, texts: dict[str, str]) -> None:
         pass  # no cache directory: build the texts again next time
 
 
+def _read_texts(path: Path) -> dict[str, str] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # absent, or damaged: rebuilt
+
+
 @cache
 def strict_texts(version: str) -> dict[str, str]:
     """Self-contained strict schema texts of what lwsgen emits ("apiVersion kind", or a file
-    schema's name -> JSON text), from the cache or built once and cached."""
+    schema's name -> JSON text): shipped in the package, else from the cache, else built once and
+    cached."""
+    name = strict_file_name(version)
+    texts = _read_texts(resources.package_dir("schemas") / SHIPPED_STRICT / name)
+    if texts is not None:
+        return texts
     cache = cache_dir()
-    path = None if cache is None else _strict_cache_path(cache, version)
-    if path is not None and path.is_file():
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            pass  # a damaged cache file is rebuilt
-    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
-    texts = {key: self_contained(root, definitions) for key, root in _strict_sources(version).items()}
-    if path is not None:
-        _store(path, texts)
+    path = None if cache is None else cache / name
+    texts = None if path is None else _read_texts(path)
+    if texts is None:
+        texts = build_strict_texts(version)
+        if path is not None:
+            _store(path, texts)
     return texts
 
 

@@ -7,11 +7,11 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
 
 from lwsgen.files import atomic_write
 from lwsgen.output.parse import KUSTOMIZATION
 from lwsgen.pipeline import Rendered
+from lwsgen.records import Record
 
 # Lists the files lwsgen wrote into a directory, so a later render removes only its own files.
 MANIFEST = ".lwsgen-files"
@@ -50,7 +50,7 @@ def _owned(directory: Path) -> set[str]:
     }
 
 
-class WriteReport(NamedTuple):
+class WriteReport(Record):
     directory: Path
     changed: tuple[str, ...]
     removed: tuple[str, ...]

@@ -2,25 +2,32 @@
 
 Templates only place values. Every value goes through the one quoting filter `q`, which writes it
 as a YAML double-quoted or flow scalar, so no profile string can add a key or change structure;
-`finalize` refuses any `{{ }}` output that did not go through `q` (or a macro built from it).
+`finalize` refuses any `{{ }}` output that is not Quoted: what `q` returns, or what a macro (made
+only of literal text and q output) returns. Macros return Quoted because the environment joins
+template output with `concat` (Jinja's own hook for it); `indent` shifts macro output only.
+Not HTML autoescaping: Markup's per-piece escaping cost a third of a render.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
 
 from lwsgen.derive.model import Deployment
 from lwsgen.files import cache_dir
 from lwsgen.render.scalars import to_yaml_scalar
 from lwsgen.resources import package_dir
 
+COMPILED_FORMAT = 2  # 1: autoescaped Markup; 2: Quoted through concat
 
-class Quoted(Markup):
-    """Text that `q` produced and may be placed into YAML as it is."""
+
+class Quoted(str):
+    """Text that `q` or a macro produced and may be placed into YAML as it is."""
+
+    __slots__ = ()
 
 
 def q(value: Any) -> Quoted:
@@ -30,10 +37,24 @@ def q(value: Any) -> Quoted:
 
 
 def _only_quoted(value: Any) -> Any:
-    # Markup is what q returns and what macros (made only of q output and literal text) return.
-    if isinstance(value, Markup):
+    if type(value) is Quoted:
         return value
     raise TypeError(f"template placed {value!r} without the q filter")
+
+
+def indent(text: Quoted, width: int) -> Quoted:
+    """Macro output shifted right by width, from its second line on (where the macro call stands)."""
+    if type(text) is not Quoted:
+        raise TypeError(f"indent shifts macro output only, not {text!r}")
+    pad = " " * width
+    first, *rest = text.split("\n")
+    return Quoted("\n".join([first, *(pad + line if line else line for line in rest)]))
+
+
+class _Environment(jinja2.Environment):
+    # Compiled templates and macros join their output with environment.concat: so a macro made of
+    # literal text and Quoted values returns Quoted.
+    concat = staticmethod(lambda parts: Quoted("".join(parts)))
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
@@ -43,7 +64,9 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     base = cache_dir()
     if base is None:
         return None
-    directory = base / f"jinja-{jinja2.__version__}"
+    # Compiled code depends on the environment's options too (autoescape, finalize, concat), which
+    # Jinja's cache key (template name and source) does not cover: bump COMPILED_FORMAT with them.
+    directory = base / f"jinja-{jinja2.__version__}-{COMPILED_FORMAT}"
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -51,23 +74,58 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     return jinja2.FileSystemBytecodeCache(str(directory))
 
 
-@lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(package_dir("templates")),
-        bytecode_cache=_bytecode_cache(),
+COMPILED_DIR = "compiled"  # in an installed package: templates/compiled/, made when the wheel is built
+COMPILED_STAMP = "STAMP"
+
+
+def compiled_stamp() -> str:
+    """What compiled templates must have been made with to be used: this Jinja and COMPILED_FORMAT."""
+    return f"jinja2 {jinja2.__version__} format {COMPILED_FORMAT}\n"
+
+
+def make_environment(
+    loader: jinja2.BaseLoader, bytecode_cache: jinja2.BytecodeCache | None = None
+) -> jinja2.Environment:
+    env = _Environment(
+        loader=loader,
+        bytecode_cache=bytecode_cache,
         undefined=jinja2.StrictUndefined,
-        autoescape=True,  # with finalize: only q output (Markup) reaches the text
+        autoescape=False,  # finalize lets only Quoted text through
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
         finalize=_only_quoted,
     )
     env.filters["q"] = q
+    env.filters["indent"] = indent
     return env
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """Templates precompiled into the installed package (Python modules pip byte-compiled at install:
+    no first-run penalty), or, in a checkout or under another Jinja, compiled from templates/ and
+    kept in the bytecode cache."""
+    templates = package_dir("templates")
+    compiled = templates / COMPILED_DIR
+    try:
+        stamp = (compiled / COMPILED_STAMP).read_text(encoding="utf-8")
+    except OSError:
+        stamp = None
+    if stamp == compiled_stamp():
+        return make_environment(jinja2.ModuleLoader(str(compiled)))
+    return make_environment(jinja2.FileSystemLoader(templates), _bytecode_cache())
+
+
+def compile_into(templates: Path, target: Path) -> None:
+    """Compile every template under templates/ into Python modules in target (the wheel build)."""
+    env = make_environment(jinja2.FileSystemLoader(templates))
+    env.compile_templates(str(target), filter_func=lambda name: name.endswith(".j2"), zip=None)
+    (target / COMPILED_STAMP).write_text(compiled_stamp(), encoding="utf-8")
 
 
 def render(deployment: Deployment) -> dict[str, str]:
     """Kind key -> rendered YAML text; each template sees only its own values, as `v`."""
     env = environment()
-    return {key: env.get_template(f"{key}.yaml.j2").render(v=values) for key, values in deployment.objects.items()}
+    # str(): libyaml reads exact str only, and the whole output came through concat as Quoted
+    return {key: str(env.get_template(f"{key}.yaml.j2").render(v=values)) for key, values in deployment.objects.items()}

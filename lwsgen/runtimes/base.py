@@ -1,18 +1,20 @@
 """What a runtime plugin receives (the typed Profile, check/profile.py) and returns: plain data,
 no Kubernetes objects."""
 
-from typing import Any, NamedTuple
+from typing import Any
+
+from lwsgen.records import Record
 
 SCRIPTS_MOUNT = "/lwsgen/scripts"
 TOOLS_MOUNT = "/lwsgen/bin"
 
 
-class Port(NamedTuple):
+class Port(Record):
     name: str
     number: int
 
 
-class EnvVar(NamedTuple):
+class EnvVar(Record):
     """One container env entry: a value, a field of the pod, or a Secret key."""
 
     name: str
@@ -22,7 +24,7 @@ class EnvVar(NamedTuple):
     secret_key: str | None = None
 
 
-class RecordingRule(NamedTuple):
+class RecordingRule(Record):
     """A recording rule as data. `expr` has two placeholders: {sel}, the label matchers that pick
     this LeaderWorkerSet's leader series, and {by}, the labels every record keeps."""
 
@@ -31,7 +33,7 @@ class RecordingRule(NamedTuple):
     autoscaling: str | None = None
 
 
-class Capabilities(NamedTuple):
+class Capabilities(Record):
     """Facts about a runtime that checks, docs and later stages rely on."""
 
     serving_port: int
@@ -57,7 +59,7 @@ class Capabilities(NamedTuple):
         return ("gpu-utilization", *(rule.autoscaling for rule in self.rules if rule.autoscaling))
 
 
-class Role(NamedTuple):
+class Role(Record):
     """One side of a group (leader or worker): how its container starts."""
 
     command: tuple[str, ...]
@@ -69,13 +71,13 @@ class Role(NamedTuple):
     api_access: bool = False
 
 
-class Probes(NamedTuple):
+class Probes(Record):
     port: str
     startup_path: str
     readiness_path: str
 
 
-class RoleRule(NamedTuple):
+class RoleRule(Record):
     """One RBAC rule of the leader's Role."""
 
     api_groups: tuple[str, ...]
@@ -83,7 +85,7 @@ class RoleRule(NamedTuple):
     verbs: tuple[str, ...]
 
 
-class RuntimeParts(NamedTuple):
+class RuntimeParts(Record):
     leader: Role
     worker: Role
     probes: Probes
