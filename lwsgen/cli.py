@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive,
         default=0,
         metavar="N",
-        help="worker processes for large batches (default: one per usable CPU; 1 renders in this process)",
+        help="worker processes for large batches (default: one per free CPU; 1 renders in this process)",
     )
 
     check = commands.add_parser(
@@ -190,7 +190,7 @@ def _render(args: argparse.Namespace) -> int:
         sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
         return EXIT_INVALID
     results, problems = [], []
-    for outcome in batch.render_all(profiles, args.out, args.jobs or batch.usable_cpus()):
+    for outcome in batch.render_all(profiles, args.out, args.jobs or batch.auto_jobs(len(profiles))):
         problems += outcome.problems
         if outcome.result is not None:
             results.append(outcome.result)

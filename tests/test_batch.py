@@ -1,6 +1,7 @@
 """Large batches render on several processes, with the same bytes, messages and all-or-nothing rule."""
 
 import os
+import sys
 
 import pytest
 
@@ -59,3 +60,28 @@ def test_large_batches_use_worker_processes_and_small_ones_do_not(monkeypatch, t
 def test_jobs_must_be_a_positive_count(value, capsys):
     assert main(["render", "p.yaml", "-j", value]) == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_default_jobs_fork_only_onto_free_cpus_for_a_large_enough_batch(monkeypatch):
+    monkeypatch.setattr(batch, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(batch, "busy_cpus", lambda: 0)
+    assert batch.auto_jobs(1000) == 4
+    assert batch.auto_jobs(15) == 1  # too few to repay starting workers
+    monkeypatch.setattr(batch, "busy_cpus", lambda: 3)
+    assert batch.auto_jobs(1000) == 1  # one CPU free: render here
+    monkeypatch.setattr(batch, "busy_cpus", lambda: 9)
+    assert batch.auto_jobs(1000) == 1
+
+
+def test_busy_cpus_counts_runnable_tasks_besides_this_one():
+    import subprocess
+    import time
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        time.sleep(0.3)
+        assert batch.busy_cpus() >= 2
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
