@@ -124,44 +124,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def _profile_paths(paths: list[str]) -> list[tuple[Path, str]]:
-    """Profiles named on the command line, and every *.yaml/*.yml under a named directory except the
-    bases that other profiles there extend (a base renders only when named itself)."""
-    from lwsgen.load.inherit import bases_of
-
-    named, walked = [], []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            walked += [(p, str(p)) for p in sorted(path.rglob("*")) if p.suffix in (".yaml", ".yml") and p.is_file()]
-        else:
-            named.append((path, raw))
-    bases = {base for path, _ in walked for base in bases_of(path)}
-    return named + [(path, shown) for path, shown in walked if path.resolve() not in bases]
-
-
-def _duplicate_names(results) -> list:
-    from lwsgen.problems import Problem
-
-    seen: dict[str, str] = {}
-    problems = []
-    for result in results:
-        name = result.name
-        if name in seen:
-            problems.append(
-                Problem(
-                    result.source,
-                    0,
-                    0,
-                    "name",
-                    f"{name!r} is also the name of {seen[name]}; both would write the same directory",
-                    "duplicate-name",
-                )
-            )
-        seen.setdefault(name, result.source)
-    return problems
-
-
 def _report(problems: list, fmt: str, *, stdout_taken: bool = False) -> None:
     """Errors and warnings in the chosen format: text for people on stderr; json (one array) and
     GitHub annotations for machines on stdout, unless stdout carries the YAML stream."""
@@ -182,20 +144,15 @@ def _strictly(problems: list, strict: bool) -> list:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from lwsgen import batch
+    from lwsgen.commands import render
     from lwsgen.output import write
 
-    profiles = _profile_paths(args.paths)
+    profiles = render.profile_paths(args.paths)
     if not profiles:
         sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
         return EXIT_INVALID
-    results, problems = [], []
-    for outcome in batch.render_all(profiles, args.out, args.jobs or batch.auto_jobs(len(profiles))):
-        problems += outcome.problems
-        if outcome.result is not None:
-            results.append(outcome.result)
-            problems += outcome.result.warnings
-    problems = _strictly(problems + _duplicate_names(results), args.strict)
+    results, problems = render.render_all(profiles, args.out, args.jobs)
+    problems = _strictly(problems, args.strict)
     if any(p.is_error for p in problems):
         _report(problems, args.format)
         return EXIT_INVALID

@@ -34,6 +34,8 @@ def test_wheel_carries_templates_and_schemas_and_renders_outside_the_repo(tmp_pa
     assert "lwsgen/templates/leaderworkerset.yaml.j2" in names
     assert "lwsgen/templates/scripts/mpi-leader.sh" in names
     assert "lwsgen/schemas/profile.schema.json" in names
+    assert "lwsgen/templates/compiled/STAMP" in names  # shipped: what a first run would build
+    assert any(n.startswith("lwsgen/schemas/strict/strict-1.33-") for n in names)
     target = tmp_path / "site"
     subprocess.run(
         [
@@ -53,7 +55,8 @@ def test_wheel_carries_templates_and_schemas_and_renders_outside_the_repo(tmp_pa
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}
+    cache = tmp_path / "cache"
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(cache)}
     proc = subprocess.run(
         [
             sys.executable,
@@ -75,3 +78,70 @@ def test_wheel_carries_templates_and_schemas_and_renders_outside_the_repo(tmp_pa
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(str(target))
     assert (elsewhere / "out" / "triton-llama3-405b" / "leaderworkerset.yaml").is_file()
+
+
+@pytest.mark.tools
+def test_a_fresh_install_builds_nothing_on_its_first_render(tmp_path):
+    """No first-run penalty: the wheel's first render compiles no template and builds no schema text."""
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-w",
+            str(wheels),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = wheels.glob("lwsgen-*.whl")
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    cache = tmp_path / "cache"
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import jinja2; "
+        "from lwsgen.output import validate; import lwsgen.cli as c\n"
+        "def refuse(*a, **k): raise SystemExit('built on the first run: ' + repr(a[:1]))\n"
+        "jinja2.Environment._parse = refuse; validate.build_strict_texts = refuse\n"
+        "sys.exit(c.main(sys.argv[2:]))"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            probe,
+            str(target),
+            "render",
+            str(PROFILES / "triton-llama3-405b.yaml"),
+            "--stdout",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(cache)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("\nkind: ") > 10
+    assert not cache.exists() or not any(cache.rglob("*.json"))

@@ -1,0 +1,55 @@
+"""`lwsgen render`'s work before anything is printed or written: which files are profiles, and every
+profile through the pipeline (batch.py spreads them over processes), with the problems of the set."""
+
+from pathlib import Path
+
+from lwsgen import batch
+from lwsgen.load.inherit import bases_of
+from lwsgen.pipeline import Rendered
+from lwsgen.problems import Problem
+
+
+def profile_paths(paths: list[str]) -> list[tuple[Path, str]]:
+    """Profiles named on the command line, and every *.yaml/*.yml under a named directory except the
+    bases that other profiles there extend (a base renders only when named itself)."""
+    named, walked = [], []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            walked += [(p, str(p)) for p in sorted(path.rglob("*")) if p.suffix in (".yaml", ".yml") and p.is_file()]
+        else:
+            named.append((path, raw))
+    bases = {base for path, _ in walked for base in bases_of(path)}
+    return named + [(path, shown) for path, shown in walked if path.resolve() not in bases]
+
+
+def duplicate_names(results: list[Rendered]) -> list[Problem]:
+    seen: dict[str, str] = {}
+    problems = []
+    for result in results:
+        name = result.name
+        if name in seen:
+            problems.append(
+                Problem(
+                    result.source,
+                    0,
+                    0,
+                    "name",
+                    f"{name!r} is also the name of {seen[name]}; both would write the same directory",
+                    "duplicate-name",
+                )
+            )
+        seen.setdefault(name, result.source)
+    return problems
+
+
+def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int) -> tuple[list[Rendered], list[Problem]]:
+    """The rendered profiles, and every problem and warning (a name two profiles share included);
+    jobs 0: the default (batch.auto_jobs)."""
+    results, problems = [], []
+    for outcome in batch.render_all(profiles, out_root, jobs or batch.auto_jobs(len(profiles))):
+        problems += outcome.problems
+        if outcome.result is not None:
+            results.append(outcome.result)
+            problems += outcome.result.warnings
+    return results, problems + duplicate_names(results)
