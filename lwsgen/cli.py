@@ -27,7 +27,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lwsgen {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_render_arguments, _validate_arguments, _plan_arguments, _explain_arguments):
+        add(commands)
+    commands.add_parser("schema", help="print the profile JSON Schema", description="Print the profile JSON Schema.")
+    return parser
 
+
+def _render_arguments(commands) -> None:
     render = commands.add_parser(
         "render",
         help="render profiles into OUT/<name>/",
@@ -56,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
         help="worker processes for large batches (default: one per free CPU; 1 renders in this process)",
     )
 
+
+def _validate_arguments(commands) -> None:
     check = commands.add_parser(
         "validate",
         help="validate profiles and manifests (files or directories)",
@@ -73,13 +81,15 @@ def _parser() -> argparse.ArgumentParser:
         help="Kubernetes schemas for manifests (default 1.33; profiles use their kubernetesVersion)",
     )
 
+
+def _plan_arguments(commands) -> None:
     plan = commands.add_parser(
         "plan",
         help="size a deployment: nodes and tensor x pipeline split for a model on a GPU",
         description="Smallest node count and parallelism that hold a model on a GPU type (offline estimate).",
     )
     which = plan.add_mutually_exclusive_group(required=True)
-    which.add_argument("--model", metavar="NAME", help="a catalog model (see the README's Sizing section)")
+    which.add_argument("--model", metavar="NAME", help="a catalog model (see docs/sizing.md)")
     which.add_argument(
         "--params", type=float, metavar="BILLIONS", help="parameter count in billions, for a model outside the catalog"
     )
@@ -103,6 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--runtime", metavar="R", help="runtime of the emitted profile")
     plan.add_argument("--image", metavar="I", help="image of the emitted profile")
 
+
+def _explain_arguments(commands) -> None:
     explain = commands.add_parser(
         "explain",
         help="what a profile will run: groups, pods, ranks, objects, autoscaling path",
@@ -112,9 +124,6 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--format", choices=("text", "mermaid"), default="text", help="text tree (default) or a mermaid diagram"
     )
-
-    commands.add_parser("schema", help="print the profile JSON Schema", description="Print the profile JSON Schema.")
-    return parser
 
 
 def _positive(text: str) -> int:
