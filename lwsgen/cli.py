@@ -61,6 +61,18 @@ def _render_arguments(commands) -> None:
         metavar="N",
         help="worker processes for large batches (default: one per free CPU; 1 renders in this process)",
     )
+    render.add_argument(
+        "--force",
+        action="store_true",
+        help="replace files in OUT/<name>/ that lwsgen did not write (not in .lwsgen-files)",
+    )
+    render.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for another render into the same OUT (default 60)",
+    )
 
 
 def _validate_arguments(commands) -> None:
@@ -126,6 +138,13 @@ def _explain_arguments(commands) -> None:
     )
 
 
+def _safe(text: str) -> str:
+    """One line whatever a path or value holds: control characters shown as escapes."""
+    from lwsgen.problems import printable
+
+    return printable(text)
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -178,8 +197,12 @@ def _render(args: argparse.Namespace) -> int:
         if not lines:
             out.write(f"{len(results)} output director{'y is' if len(results) == 1 else 'ies are'} up to date\n")
         return EXIT_INVALID if lines else EXIT_OK
-    with write.locked(out_root):
-        reports = [(result, write.write_one(out_root, result)) for result in results]
+    try:
+        with write.locked(out_root, args.lock_timeout):
+            reports = list(zip(results, write.write_all(out_root, results, args.force), strict=True))
+    except write.WriteError as err:
+        sys.stderr.write(f"lwsgen render: {_safe(str(err))}\n")
+        return EXIT_INVALID
     for result, report in reports:
         p = result.profile
         out.write(

@@ -1,20 +1,33 @@
-"""Writing a file whole, and where lwsgen keeps what it caches between runs."""
+"""Writing a file whole and never through a link, and where lwsgen keeps what it caches between runs."""
 
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
+# Created, never opened: a planted file or symbolic link at the name is an error, not a target.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
-def atomic_write(path: Path, text: str) -> None:
-    # A temporary file renamed over the target: readers see the old file or the new one, never half.
-    # No fsync: everything lwsgen writes can be regenerated, and fsync per file costs more than
-    # rendering it.
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
+def create_exclusive(path: Path, text: str) -> None:
+    """Write a new file at path; fails if anything (a file, a link) is already there."""
+    fd = os.open(path, _CREATE, 0o644)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
+    except BaseException:
+        os.unlink(path)
+        raise
+
+
+def atomic_write(path: Path, text: str) -> None:
+    # A new temporary file (an unpredictable name, created exclusively) renamed over the target:
+    # readers see the old file or the new one, never half, and a link at the target is replaced,
+    # not followed. No fsync: everything lwsgen writes can be regenerated.
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    create_exclusive(tmp, text)
+    try:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

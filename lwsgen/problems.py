@@ -7,6 +7,17 @@ from lwsgen.records import Record
 
 ERROR, WARNING = "error", "warning"
 
+# What must not reach a terminal or a log raw: C0 controls (newline and tab included: a message is
+# one line), DEL, C1 controls and the Unicode line separators. Shown as Python escapes (\x1b, \n).
+_CONTROL = {
+    code: chr(code).encode("unicode_escape").decode("ascii")
+    for code in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)
+}
+
+
+def printable(text: str) -> str:
+    return text.translate(_CONTROL)
+
 
 class Problem(Record):
     """Something wrong with an input, at a position (1-based line and column; 0 = unknown).
@@ -25,9 +36,9 @@ class Problem(Record):
         return self.severity == ERROR
 
     def text(self) -> str:
-        where = f"{self.file}:{self.line}:{self.col}"
-        message = self.message if self.is_error else f"{self.severity}: {self.message}"
-        return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
+        where = f"{printable(self.file)}:{self.line}:{self.col}"
+        message = printable(self.message if self.is_error else f"{self.severity}: {self.message}")
+        return f"{where}: {printable(self.path)}: {message}" if self.path else f"{where}: {message}"
 
 
 class ProblemsError(Exception):
@@ -45,11 +56,11 @@ def format_text(problems: list[Problem]) -> str:
 def format_json(problems: list[Problem]) -> str:
     rows = [
         {
-            "file": p.file,
+            "file": printable(p.file),
             "line": p.line,
             "column": p.col,
-            "path": p.path,
-            "message": p.message,
+            "path": printable(p.path),
+            "message": printable(p.message),
             "code": p.code,
             "severity": p.severity,
         }
@@ -59,7 +70,7 @@ def format_json(problems: list[Problem]) -> str:
 
 
 def _escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(value: str) -> str:

@@ -69,10 +69,10 @@ def test_the_crd_check_rejects_unknown_fields(minimal, render):
 @pytest.mark.tools
 @pytest.mark.parametrize("path", ALL_PROFILES, ids=_ids(ALL_PROFILES))
 def test_kubectl_kustomize_builds_every_output_directory(rendered, path, tmp_path):
-    from lwsgen.output.write import write_one
+    from lwsgen.output.write import write_all
 
     result = rendered[path]
-    write_one(tmp_path, result)
+    write_all(tmp_path, [result])
     built = subprocess.run(
         [tool("kubectl"), "kustomize", str(tmp_path / result.name)], capture_output=True, text=True, check=True
     ).stdout

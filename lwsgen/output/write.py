@@ -1,20 +1,46 @@
-"""Stage 7, write: rendered directories to OUT/<name>/ atomically; --check drift; --stdout stream."""
+"""Stage 7, write: rendered directories to OUT/<name>/; --check drift; --stdout stream.
 
+What a render guarantees, whatever stops it (SIGKILL, Ctrl-C, a full disk):
+- each OUT/<name> is entirely its old content or entirely its new content: the new directory is
+  built beside it (OUT/.<name>.lwsgen-<random>, unchanged and foreign files hard-linked, so they
+  keep their inode and mtime) and swapped in with one atomic rename (renameat2 RENAME_EXCHANGE);
+  `.lwsgen-files` always matches the directory it is in;
+- in a batch, directories are swapped one after another: an interrupted batch leaves some
+  directories new and the rest old, never one half-written, and the next run removes what the
+  interrupted one left in OUT and converges;
+- nothing is written through a symbolic link, and no file lwsgen did not write (not listed in
+  `.lwsgen-files`) is replaced or removed unless --force;
+- every failure of the environment (OUT not a directory, read-only, full, permission denied, a lock
+  held too long) is a WriteError: one line, exit 1.
+"""
+
+import errno
 import fcntl
 import hashlib
+import os
+import secrets
+import shutil
+import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lwsgen.files import atomic_write
+from lwsgen.files import create_exclusive
 from lwsgen.output.parse import KUSTOMIZATION
 from lwsgen.pipeline import Rendered
 from lwsgen.records import Record
 
 # Lists the files lwsgen wrote into a directory, so a later render removes only its own files.
 MANIFEST = ".lwsgen-files"
+STAGING = ".lwsgen-"  # OUT/.<name>.lwsgen-<random>: a directory being built or being removed
+LOCK_TIMEOUT = 60.0
+
+
+class WriteError(Exception):
+    """What stopped a write, as one line for the user."""
 
 
 def lock_path(out_root: Path) -> Path:
@@ -23,16 +49,52 @@ def lock_path(out_root: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"lwsgen-{digest}.lock"
 
 
+def _open_lock(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise WriteError(f"{path} is a symbolic link; remove it (lwsgen never follows one)") from None
+        raise WriteError(f"cannot open the lock {path}: {err.strerror}") from None
+
+
+def _holder(fd: int) -> str:
+    try:
+        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        pid = ""
+    return f"pid {pid}" if pid.isdigit() else "another process"
+
+
 @contextmanager
-def locked(out_root: Path) -> Iterator[None]:
-    """Hold the output root's lock: two renders into one directory never interleave their writes."""
-    with open(lock_path(out_root), "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            sys.stderr.write(f"lwsgen: waiting for another render into {out_root}\n")
-            fcntl.flock(handle, fcntl.LOCK_EX)
+def locked(out_root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the output root's lock: two renders into one directory never interleave their writes.
+    Waits at most `timeout` seconds, saying who holds it."""
+    path = lock_path(out_root)
+    fd = _open_lock(path)
+    try:
+        deadline, said = time.monotonic() + timeout, False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not said:
+                    sys.stderr.write(
+                        f"lwsgen: waiting for another render into {out_root} ({_holder(fd)}, lock {path})\n"
+                    )
+                    said = True
+                if time.monotonic() >= deadline:
+                    raise WriteError(
+                        f"another render into {out_root} ({_holder(fd)}) held the lock {path} for {timeout:g} s; "
+                        "wait for it or raise --lock-timeout"
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
+    finally:
+        os.close(fd)
 
 
 def _with_manifest(result: Rendered) -> dict[str, str]:
@@ -41,13 +103,13 @@ def _with_manifest(result: Rendered) -> dict[str, str]:
     return files
 
 
-def _owned(directory: Path) -> set[str]:
-    manifest = directory / MANIFEST
-    if not manifest.is_file():
-        return set()
-    return {
-        line.strip() for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip() and "/" not in line
-    }
+class Plan(Record):
+    """What writing one directory changes."""
+
+    directory: Path
+    files: dict[str, str]  # name -> text, the manifest included
+    changed: tuple[str, ...]
+    removed: tuple[str, ...]
 
 
 class WriteReport(Record):
@@ -56,21 +118,162 @@ class WriteReport(Record):
     removed: tuple[str, ...]
 
 
-def write_one(out_root: Path, result: Rendered) -> WriteReport:
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _owned(directory: Path) -> set[str]:
+    manifest = directory / MANIFEST
+    info = _lstat(manifest)
+    if info is None:
+        return set()
+    if not stat.S_ISREG(info.st_mode):
+        raise WriteError(f"{manifest} is not a regular file; lwsgen never writes through a link")
+    text = manifest.read_text(encoding="utf-8", errors="replace")
+    return {line.strip() for line in text.splitlines() if line.strip() and "/" not in line and line.strip() != MANIFEST}
+
+
+def _same(path: Path, text: str) -> bool:
+    return path.read_bytes() == text.encode("utf-8")
+
+
+def plan(out_root: Path, result: Rendered, force: bool = False) -> Plan:
+    """What a write of result changes; raises WriteError for a link or a file lwsgen did not write."""
     directory = out_root / result.name
-    directory.mkdir(parents=True, exist_ok=True)
+    info = _lstat(directory)
     files = _with_manifest(result)
-    stale = _owned(directory) - set(files)
-    changed = []
+    if info is None:
+        return Plan(directory, files, tuple(files), ())
+    if stat.S_ISLNK(info.st_mode):
+        raise WriteError(f"{directory} is a symbolic link; lwsgen writes only into real directories")
+    if not stat.S_ISDIR(info.st_mode):
+        raise WriteError(f"{directory} exists and is not a directory")
+    owned = _owned(directory)
+    changed, foreign = [], []
     for name, text in files.items():
         path = directory / name
-        if path.is_file() and path.read_bytes() == text.encode("utf-8"):
-            continue  # unchanged files keep their mtime: GitOps tools and make see no change
-        atomic_write(path, text)  # the output lock keeps two renders' temporary files apart
-        changed.append(name)
-    for name in sorted(stale):
-        (directory / name).unlink(missing_ok=True)
-    return WriteReport(directory, tuple(c for c in changed if c != MANIFEST), tuple(sorted(stale)))
+        entry = _lstat(path)
+        if entry is None:
+            changed.append(name)
+        elif stat.S_ISLNK(entry.st_mode) or not stat.S_ISREG(entry.st_mode):
+            raise WriteError(f"{path} is not a regular file (a link or a directory); lwsgen never writes through one")
+        elif not _same(path, text):
+            changed.append(name)
+            if name not in owned and name != MANIFEST:
+                foreign.append(path)
+    removed = sorted(name for name in owned - set(files) if _lstat(directory / name) is not None)
+    if foreign and not force:
+        raise WriteError(
+            f"{foreign[0]} was not written by lwsgen (not in {MANIFEST}); "
+            "move it away, or render with --force to replace it"
+        )
+    return Plan(directory, files, tuple(changed), tuple(removed))
+
+
+def _hardlink_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(source, target, follow_symlinks=False)
+
+
+def _stage(staging: Path, change: Plan) -> None:
+    """The new directory, built beside the old one: what stays is hard-linked, what changes written."""
+    staging.mkdir(mode=0o755)
+    rewritten = set(change.changed) | set(change.removed)
+    if change.directory.is_dir():
+        for entry in os.scandir(change.directory):
+            if entry.name in rewritten:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.copytree(entry.path, staging / entry.name, symlinks=True, copy_function=_hardlink_or_copy)
+            else:
+                _hardlink_or_copy(Path(entry.path), staging / entry.name)
+    for name in change.changed:
+        create_exclusive(staging / name, change.files[name])
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories in one step (Linux renameat2); False where the system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd = -100
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _swap_in(staging: Path, directory: Path) -> None:
+    if not directory.exists():
+        os.rename(staging, directory)
+        return
+    if not _exchange(staging, directory):
+        # Two renames; a stop between them leaves OUT/.<name>.lwsgen-old-..., which clean() restores.
+        old = directory.parent / f".{directory.name}{STAGING}old-{secrets.token_hex(6)}"
+        os.rename(directory, old)
+        os.rename(staging, directory)
+        staging = old
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def clean(out_root: Path) -> None:
+    """Remove what an interrupted render left in OUT: directories being built (never swapped in) and
+    old directories swapped out; restore an old one whose replacement never arrived."""
+    if not out_root.is_dir():
+        return
+    for entry in sorted(os.scandir(out_root), key=lambda e: e.name):
+        name = entry.name
+        if not (name.startswith(".") and STAGING in name) or not entry.is_dir(follow_symlinks=False):
+            continue
+        target = out_root / name[1:].split(STAGING, 1)[0]
+        if f"{STAGING}old-" in name and not os.path.lexists(target):
+            os.rename(entry.path, target)
+        else:
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _replace_directory(out_root: Path, change: Plan) -> None:
+    staging = out_root / f".{change.directory.name}{STAGING}{secrets.token_hex(6)}"
+    try:
+        _stage(staging, change)
+        _swap_in(staging, change.directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # after a swap, this is the old directory's leftovers
+        raise
+
+
+def write_all(out_root: Path, results: list[Rendered], force: bool = False) -> list[WriteReport]:
+    """Write every result (the caller holds the lock); nothing is written unless every directory may be."""
+    try:
+        clean(out_root)
+        plans = [plan(out_root, result, force) for result in results]
+        out_root.mkdir(parents=True, exist_ok=True)
+        reports = []
+        for change in plans:
+            if change.changed or change.removed:
+                _replace_directory(out_root, change)
+            reports.append(
+                WriteReport(change.directory, tuple(c for c in change.changed if c != MANIFEST), change.removed)
+            )
+        return reports
+    except OSError as err:
+        where = err.filename or out_root
+        raise WriteError(f"cannot write {where}: {err.strerror or err}") from None
 
 
 def drift(out_root: Path, result: Rendered) -> list[str]:

@@ -1,0 +1,127 @@
+"""Every output directory is whole after any interruption: a 500-profile batch killed (SIGKILL, and
+SIGINT) at random moments leaves each OUT/<name> entirely old or entirely new, with a matching
+.lwsgen-files, and the next run converges; a full disk is one line and exit 1."""
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import PROFILES, REPO, tool
+
+sys.path.insert(0, str(REPO / "tools"))
+from bench import generate  # noqa: E402  (the bench's generated batch: the examples, renamed)
+
+COUNT, ROUNDS = 500, 30
+
+
+def _snapshot(out: Path) -> dict[str, dict[str, bytes]]:
+    return {d.name: {f.name: f.read_bytes() for f in d.iterdir()} for d in out.iterdir() if not d.name.startswith(".")}
+
+
+def _render(profiles: Path, out: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "lwsgen", "render", str(profiles), "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+
+
+def _bump(source: Path, target: Path) -> None:
+    """The same batch, every profile changed (replicas and a label): every directory rewritten."""
+    target.mkdir()
+    for path in sorted(source.glob("*.yaml")):
+        (target / path.name).write_text(path.read_text() + "labels:\n  revision: two\n")
+
+
+@pytest.fixture(scope="module")
+def batches(tmp_path_factory):
+    root = tmp_path_factory.mktemp("batches")
+    generate(PROFILES, COUNT, root / "v1")
+    _bump(root / "v1", root / "v2")
+    expected = {}
+    for version in ("v1", "v2"):
+        proc = _render(root / version, root / f"out-{version}")
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        expected[version] = _snapshot(root / f"out-{version}")
+    return root, expected
+
+
+@pytest.mark.tools
+def test_killed_batches_leave_every_directory_whole_and_the_next_run_converges(batches, tmp_path):
+    root, expected = batches
+    rng = random.Random(1234)
+    start = time.perf_counter()
+    proc = _render(root / "v2", tmp_path / "timing")
+    proc.communicate(timeout=300)
+    duration = time.perf_counter() - start
+    outcomes = {"old": 0, "new": 0}
+    kustomize = tool("kubectl")
+    for round_ in range(ROUNDS):
+        out = tmp_path / f"out-{round_}"
+        # Hard links are a faithful copy here: lwsgen never changes a file in place.
+        shutil.copytree(root / "out-v1", out, copy_function=os.link)
+        proc = _render(root / "v2", out)
+        # Most of a batch is rendering; its writes come last: aim most kills at the end.
+        time.sleep(rng.uniform(0.5, 1.05) * duration)
+        proc.send_signal(signal.SIGINT if round_ % 5 == 4 else signal.SIGKILL)
+        proc.communicate(timeout=60)
+        found = _snapshot(out)
+        assert set(found) == set(expected["v1"])
+        for name, files in found.items():
+            state = "new" if files == expected["v2"][name] else "old"
+            assert files == expected["v2" if state == "new" else "v1"][name], f"round {round_}: {name} is neither"
+            outcomes[state] += 1
+        for name in rng.sample(sorted(found), 3):
+            built = subprocess.run([kustomize, "kustomize", str(out / name)], capture_output=True, text=True)
+            assert built.returncode == 0, built.stderr
+        if round_ in (0, ROUNDS - 1):  # the next run converges and cleans up after the interrupted one
+            proc = _render(root / "v2", out)
+            assert proc.communicate(timeout=300)[1] == "" or proc.returncode == 0
+            assert _snapshot(out) == expected["v2"]
+            assert not [p for p in out.iterdir() if p.name.startswith(".")]
+        shutil.rmtree(out)
+    assert outcomes["old"] and outcomes["new"], outcomes  # kills landed before, during and after the writes
+
+
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir()
+    return (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        == 0
+    )
+
+
+@pytest.mark.tools
+def test_a_full_disk_is_one_line_and_exit_1_and_leaves_whole_directories(batches, tmp_path):
+    root, expected = batches
+    disk = tmp_path / "disk"
+    if not _mount_tmpfs(disk, "160k"):
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        few = tmp_path / "few"
+        few.mkdir()
+        for path in sorted((root / "v1").glob("*.yaml"))[:40]:
+            shutil.copy(path, few / path.name)
+        proc = _render(few, disk / "out")
+        _, err = proc.communicate(timeout=120)
+        failures = [line for line in err.splitlines() if ": warning: " not in line]
+        assert proc.returncode == 1 and len(failures) == 1, err
+        assert failures[0].startswith("lwsgen render: cannot write ") and "No space left on device" in failures[0]
+        assert "Traceback" not in err
+        for name, files in _snapshot(disk / "out").items():
+            assert files == expected["v1"][name], f"{name} is half-written"
+        assert not [p for p in (disk / "out").iterdir() if p.name.startswith(".")]
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)

@@ -1,0 +1,141 @@
+"""Stage 7 under hostile files and bad luck: no write through a link, no file lwsgen did not write
+touched, directories whole after any interruption, every environment failure one line and exit 1."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from conftest import REPO, merged
+from lwsgen.cli import main
+from lwsgen.output import write
+
+
+def _render(profile, out, *extra):
+    return main(["render", str(profile), "-o", str(out), *extra])
+
+
+def _tree(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_planted_link_in_the_output_directory_is_refused(write_profile, minimal, tmp_path, capsys):
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    victim.write_text("precious\n")
+    profile = write_profile(merged(minimal, replicas=2))
+    assert _render(write_profile(minimal), out) == 0
+    (out / "demo" / "leaderworkerset.yaml").unlink()
+    (out / "demo" / "leaderworkerset.yaml").symlink_to(victim)
+    assert _render(profile, out) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "leaderworkerset.yaml is not a regular file" in err
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_symlinked_output_directory_is_refused(write_profile, minimal, tmp_path, capsys):
+    elsewhere, out = tmp_path / "elsewhere", tmp_path / "out"
+    elsewhere.mkdir()
+    out.mkdir()
+    (out / "demo").symlink_to(elsewhere)
+    assert _render(write_profile(minimal), out) == 1
+    assert "demo is a symbolic link" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_symlinked_lock_is_refused(write_profile, minimal, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    out, target = tmp_path / "out", tmp_path / "created-through-the-link"
+    write.lock_path(out).symlink_to(target)
+    assert _render(write_profile(minimal), out) == 1
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert not target.exists() and not out.exists()
+
+
+def test_lock_waits_are_bounded_and_name_the_holder(write_profile, minimal, tmp_path, capsys):
+    out = tmp_path / "out"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+            "from lwsgen.output.write import locked\nwith locked(Path(sys.argv[2])):\n print('held', flush=True); time.sleep(30)",
+            str(REPO),
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        assert _render(write_profile(minimal), out, "--lock-timeout", "0.3") == 1
+        err = capsys.readouterr().err
+        assert f"pid {holder.pid}" in err and "--lock-timeout" in err
+        assert not out.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+
+
+def test_files_lwsgen_did_not_write_are_never_replaced_or_removed(write_profile, minimal, tmp_path, capsys):
+    out = tmp_path / "out"
+    off, on = (
+        write_profile(minimal, "off.yaml"),
+        write_profile(merged(minimal, **{"monitoring.enabled": True}), "on.yaml"),
+    )
+    assert _render(off, out) == 0
+    mine = out / "demo" / "podmonitor.yaml"
+    mine.write_text("# my own\n")
+    (out / "demo" / "NOTES.md").write_text("kept\n")
+    (out / "demo" / "extra").mkdir()
+    (out / "demo" / "extra" / "overlay.yaml").write_text("kept too\n")
+    before = _tree(out)
+    assert _render(on, out) == 1
+    assert "podmonitor.yaml was not written by lwsgen" in capsys.readouterr().err
+    assert _tree(out) == before
+    assert _render(off, out) == 0  # render v1 again: the user's file is not lwsgen's to remove
+    assert mine.read_text() == "# my own\n"
+    assert _render(on, out, "--force") == 0
+    assert mine.read_text() != "# my own\n"
+    assert (out / "demo" / "NOTES.md").read_text() == "kept\n"
+    assert (out / "demo" / "extra" / "overlay.yaml").read_text() == "kept too\n"
+    assert _render(off, out) == 0  # now it is lwsgen's: removed when no longer rendered
+    assert not mine.exists() and (out / "demo" / "NOTES.md").exists()
+
+
+def test_unchanged_files_keep_their_inode_and_mtime_when_others_change(write_profile, minimal, tmp_path):
+    out = tmp_path / "out"
+    assert _render(write_profile(minimal), out) == 0
+    service = out / "demo" / "service.yaml"
+    before = os.stat(service)
+    assert _render(write_profile(merged(minimal, replicas=3)), out) == 0
+    after = os.stat(service)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_leftovers_of_an_interrupted_render_are_cleaned_or_restored(write_profile, minimal, tmp_path):
+    out = tmp_path / "out"
+    profile = write_profile(minimal)
+    assert _render(profile, out) == 0
+    good = _tree(out / "demo")
+    (out / ".demo.lwsgen-0badc0ffee00").mkdir()
+    (out / ".demo.lwsgen-0badc0ffee00" / "half.yaml").write_text("half")
+    os.rename(out / "demo", out / ".demo.lwsgen-old-123456789abc")  # stopped between two renames
+    assert _render(profile, out) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["demo"]
+    assert _tree(out / "demo") == good
+
+
+@pytest.mark.parametrize("case", ["out-is-a-file", "output-directory-is-a-file"])
+def test_environment_failures_are_one_line_and_exit_1(write_profile, minimal, tmp_path, capsys, case):
+    out = tmp_path / "out"
+    if case == "out-is-a-file":
+        out.write_text("")
+    else:
+        out.mkdir()
+        (out / "demo").write_text("")
+    assert _render(write_profile(minimal), out) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("lwsgen render: ") and "internal error" not in err
