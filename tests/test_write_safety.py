@@ -55,18 +55,12 @@ def test_a_symlinked_lock_is_refused(write_profile, minimal, tmp_path, monkeypat
 
 def test_lock_waits_are_bounded_and_name_the_holder(write_profile, minimal, tmp_path, capsys):
     out = tmp_path / "out"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
-            "from lwsgen.output.write import locked\nwith locked(Path(sys.argv[2])):\n print('held', flush=True); time.sleep(30)",
-            str(REPO),
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+    hold = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+        "from lwsgen.output.write import locked\n"
+        "with locked(Path(sys.argv[2])):\n print('held', flush=True); time.sleep(30)"
     )
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(REPO), str(out)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
         assert _render(write_profile(minimal), out, "--lock-timeout", "0.3") == 1
