@@ -57,7 +57,9 @@ def minimal() -> dict:
 
 @pytest.fixture
 def write_profile(tmp_path):
-    """Write a profile (dict or text) to tmp_path/<name> and return its path."""
+    """Write a profile (dict or text) to tmp_path/<name> and return its path. tmp_path stands for a
+    repository (it has a .git), so bases in it may be anywhere below it."""
+    (tmp_path / ".git").mkdir(exist_ok=True)
 
     def write(profile, name: str = "profile.yaml") -> Path:
         path = tmp_path / name

@@ -11,7 +11,7 @@ P = [
 
 def test_text_is_sorted_by_file_line_and_column():
     assert format_text(P) == (
-        "a.yaml:2:7: name: too long\na.yaml:10:2: bad: 50%, really\nyes\nb.yaml:3:1: node.gpus: too few\n"
+        "a.yaml:2:7: name: too long\na.yaml:10:2: bad: 50%, really\\nyes\nb.yaml:3:1: node.gpus: too few\n"
     )
 
 
@@ -32,3 +32,10 @@ def test_warnings_keep_their_severity_in_every_format():
     assert format_text([warning]) == "p.yaml:3:5: lws.maxSurge: warning: costly\n"
     assert '"severity": "warning"' in format_json([warning])
     assert format_github([warning]) == "::warning file=p.yaml,line=3,col=5::lws.maxSurge: costly\n"
+
+
+def test_control_characters_never_reach_the_output_raw():
+    forged = Problem("p\x1b[2J.yaml", 1, 1, 'env["A\nfake.yaml:1:1: all good"]', "bad \x9b\u2028 value", "c")
+    for text in (format_text([forged]), format_json([forged]), format_github([forged])):
+        assert not any(ch in text for ch in "\x1b\x9b\u2028") and text.count("\n") == text.strip().count("\n") + 1
+    assert format_text([forged]).count("\n") == 1

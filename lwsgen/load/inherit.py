@@ -63,9 +63,42 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+MAX_DEPTH = 32  # bases in one chain
+
+
+def work_tree(path: Path) -> Path | None:
+    """The git work tree holding path (the nearest directory above it with a .git), if any."""
+    for directory in path.resolve().parents:
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _confined(target: str, child: Path) -> Path | None:
+    """The base a child names, if it stays inside the child's directory tree or its git work tree."""
+    if os.path.isabs(target):
+        return None
+    base = (child.parent / target).resolve()
+    roots = [child.resolve().parent, *filter(None, [work_tree(child)])]
+    return base if any(base.is_relative_to(root) for root in roots) else None
+
+
 def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -> Source:
     """A profile with every base it extends merged under it; the result has no `extends`."""
     resolved = path.resolve()
+    if len(chain) > MAX_DEPTH:
+        raise ProblemsError(
+            [
+                Problem(
+                    display or str(path),
+                    1,
+                    1,
+                    EXTENDS,
+                    (f"more than {MAX_DEPTH} bases in one extends chain; flatten it"),
+                    "extends-too-deep",
+                )
+            ]
+        )
     if resolved in chain:
         names = " -> ".join(_display(p) for p in (*chain, resolved))
         raise ProblemsError([Problem(display or str(path), 1, 1, EXTENDS, f"extends cycle: {names}", "extends-cycle")])
@@ -75,6 +108,19 @@ def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -
         return src
     if not isinstance(target, str) or not target:
         raise ProblemsError([src.problem((EXTENDS,), "must be the relative path of a base profile", "wrong-type")])
+    if _confined(target, path) is None:
+        raise ProblemsError(
+            [
+                src.problem(
+                    (EXTENDS,),
+                    (
+                        "a base must be a relative path inside this profile's directory or its git work tree; "
+                        "absolute paths and paths that leave it are refused"
+                    ),
+                    "base-outside",
+                )
+            ]
+        )
     base_path = path.parent / target
     if not base_path.is_file():
         raise ProblemsError(
@@ -104,9 +150,12 @@ def bases_of(path: Path) -> set[Path]:
         except (ProblemsError, OSError):
             return found
         target = src.data.get(EXTENDS)
-        if not isinstance(target, str):
+        if not isinstance(target, str) or len(found) > MAX_DEPTH:
             return found
-        current = (current.parent / target).resolve()
+        base = _confined(target, current)
+        if base is None:
+            return found
+        current = base
         if current in found or not current.is_file():
             return found
         found.add(current)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +159,61 @@ def _walk(node: yaml.Node, data: Any, path: PathKey, src: Source, problems: list
             _walk(item_node, item, path + (index,), src, problems)
 
 
+# Bounds on what one input may cost: a profile's bytes, and the nodes of a document with its YAML
+# aliases expanded (an alias bomb of a few hundred bytes expands to billions).
+MAX_PROFILE_BYTES = 1 << 20
+MAX_NODES = 50_000
+
+
+def _node_budget(node: yaml.Node, file: str, limit: int) -> None:
+    """Refuse a document whose node graph, aliases expanded, has more than `limit` nodes."""
+    pending, seen = [node], 0
+    while pending:
+        current = pending.pop()
+        seen += 1
+        if seen > limit:
+            raise ProblemsError(
+                [
+                    Problem(
+                        file,
+                        node.start_mark.line + 1,
+                        node.start_mark.column + 1,
+                        "",
+                        (
+                            f"the document expands to more than {limit} YAML nodes (through aliases); "
+                            f"at most {limit} are read"
+                        ),
+                        "too-large",
+                    )
+                ]
+            )
+        if isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                pending += (key, value)
+        elif isinstance(current, yaml.SequenceNode):
+            pending += current.value
+
+
+def _construct(loader, node: yaml.Node, file: str, limit: int) -> Any:
+    _node_budget(node, file, limit)
+    try:
+        return loader.construct_document(node)
+    except ValueError as err:  # Python refuses integers of more than 4300 digits
+        mark = node.start_mark
+        raise ProblemsError(
+            [
+                Problem(
+                    file,
+                    mark.line + 1,
+                    mark.column + 1,
+                    "",
+                    (f"a value YAML cannot read as a number ({str(err).split(':')[0]})"),
+                    "bad-number",
+                )
+            ]
+        ) from None
+
+
 def _source(node: yaml.Node | None, data: Any, file: str, problems: list[Problem]) -> Source:
     src = Source(file, data)
     if node is not None:
@@ -164,12 +221,12 @@ def _source(node: yaml.Node | None, data: Any, file: str, problems: list[Problem
     return src
 
 
-def load_text(text: str, file: str) -> Source:
+def load_text(text: str, file: str, max_nodes: int = MAX_NODES) -> Source:
     """Parse one YAML document, keeping positions; raise ProblemsError on any defect."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        data = _construct(loader, node, file, max_nodes) if node is not None else None
     except yaml.YAMLError as err:
         raise ProblemsError([_syntax_problem(err, file)]) from None
     finally:
@@ -181,7 +238,7 @@ def load_text(text: str, file: str) -> Source:
     return src
 
 
-def load_documents(text: str, file: str) -> list[Source]:
+def load_documents(text: str, file: str, max_nodes: int = 20 * MAX_NODES) -> list[Source]:
     """Every document of a multi-document YAML stream, each with positions (empty documents skipped)."""
     loader = _Loader(text)
     sources: list[Source] = []
@@ -190,7 +247,7 @@ def load_documents(text: str, file: str) -> list[Source]:
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
-                sources.append(_source(node, loader.construct_document(node), file, problems))
+                sources.append(_source(node, _construct(loader, node, file, max_nodes), file, problems))
     except yaml.YAMLError as err:
         raise ProblemsError([_syntax_problem(err, file)]) from None
     finally:
@@ -200,17 +257,47 @@ def load_documents(text: str, file: str) -> list[Source]:
     return sources
 
 
-def read_text(path: Path, display: str | None = None) -> str:
-    file = display or str(path)
+_KINDS_OF_FILE = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_bytes(path: Path, file: str, limit: int | None = None) -> bytes:
+    """A regular file's bytes, at most `limit`; anything else is a Problem, found without blocking
+    (a named pipe is opened non-blocking and refused, never read)."""
+
+    def refuse(message: str, code: str) -> ProblemsError:
+        return ProblemsError([Problem(file, 0, 0, "", message, code)])
+
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
-        raise ProblemsError([Problem(file, 0, 0, "", f"cannot read: {err.strerror}", "unreadable")]) from None
-    return _decode(raw, file)
+        raise refuse(f"cannot read: {err.strerror}", "unreadable") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = next((name for test, name in _KINDS_OF_FILE if test(info.st_mode)), "not a regular file")
+            raise refuse(f"is {what}, not a file; nothing was read", "not-a-file")
+        if limit is not None and info.st_size > limit:
+            raise refuse(f"is {info.st_size} bytes; a profile is at most {limit} bytes", "too-large")
+        raw = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(raw) > limit:
+        raise refuse(f"is more than {limit} bytes; a profile is at most {limit} bytes", "too-large")
+    return raw
+
+
+def read_text(path: Path, display: str | None = None, limit: int | None = None) -> str:
+    file = display or str(path)
+    return _decode(read_bytes(path, file, limit), file)
 
 
 def load_file(path: Path, display: str | None = None) -> Source:
-    return load_text(read_text(path, display), display or str(path))
+    """A profile file: at most MAX_PROFILE_BYTES and MAX_NODES."""
+    return load_text(read_text(path, display, MAX_PROFILE_BYTES), display or str(path))
 
 
 def load_mapping(path: Path, display: str | None = None) -> Source:
