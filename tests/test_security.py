@@ -98,8 +98,31 @@ def test_network_policy_can_be_turned_off(render):
     assert "networkpolicy.yaml" not in render(profile_for("vllm", security={"networkPolicy": False})).files
 
 
-# Injection: any string a profile can carry reaches the objects byte for byte.
-profile_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+# Injection: any string a profile can carry (printable text: control characters are refused) reaches
+# the objects byte for byte, and the container as written once the kubelet has expanded $(VAR).
+profile_text = st.text(st.characters(exclude_categories=("Cs", "Cc", "Cn"), include_characters="\t\n$()"), max_size=40)
+
+
+def kubelet_expand(text: str, env: dict[str, str]) -> str:
+    """What the kubelet makes of command, args and env text (k8s.io/kubernetes third_party/forked/
+    golang/expansion): $$ is $, $(VAR) is VAR's value where VAR is defined, anything else stays."""
+    out, i = [], 0
+    while i < len(text):
+        if text.startswith("$$", i):
+            out.append("$")
+            i += 2
+        elif text.startswith("$(", i) and ")" in text[i + 2 :]:
+            end = text.index(")", i + 2)
+            name = text[i + 2 : end]
+            out.append(env.get(name, text[i : end + 1]))
+            i = end + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+SECRETS = {"HF_TOKEN": "s3cr3t", "VALUE": "s3cr3t", "POD_NAME": "s3cr3t"}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -117,10 +140,33 @@ def test_profile_strings_round_trip_byte_for_byte(render, annotation, env, args,
     lws = lws_of(rendered)
     assert lws["metadata"]["annotations"]["note"] == annotation
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
-    assert {"name": "VALUE", "value": env} in leader["env"]
-    assert leader["args"][leader["args"].index("--served-model-name") + 1] == served
-    assert leader["args"][len(leader["args"]) - len(args) :] == args
+    [value] = [e["value"] for e in leader["env"] if e["name"] == "VALUE"]
+    assert kubelet_expand(value, SECRETS) == env
+    written = [kubelet_expand(arg, SECRETS) for arg in leader["args"]]
+    assert written[written.index("--served-model-name") + 1] == served
+    assert written[len(written) - len(args) :] == args
     assert set(lws) == {"apiVersion", "kind", "metadata", "spec"}
+
+
+def test_profile_strings_never_expand_into_secrets(render):
+    """`servedName: $(HF_TOKEN)` is that text in the container, not the token; LWS's own variables
+    still expand where a profile names them on purpose."""
+    profile = profile_for(
+        "vllm",
+        env={"NOTE": "$(HF_TOKEN)"},
+        model={
+            "path": "/m",
+            "servedName": "$(HF_TOKEN)",
+            "tokenSecret": {"name": "hf", "key": "t"},
+            "extraArgs": ["--api-key=$(HF_TOKEN)", "--rank=$(LWS_WORKER_INDEX)", "$$(x)"],
+        },
+    )
+    leader = lws_of(render(profile))["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    env = {"HF_TOKEN": "s3cr3t", "LWS_WORKER_INDEX": "0"}
+    texts = [*leader["command"], *leader["args"], *(e.get("value", "") for e in leader["env"])]
+    assert not any("s3cr3t" in kubelet_expand(text, env) for text in texts)
+    assert "--rank=0" in [kubelet_expand(arg, env) for arg in leader["args"]]
+    assert "$$(x)" in [kubelet_expand(arg, env) for arg in leader["args"]]
 
 
 def test_an_unpaired_surrogate_is_refused_not_crashed_on(write_profile, capsys):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import nccl, scheduling
+from lwsgen.check import metadata, nccl, scheduling
 from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
@@ -258,6 +258,7 @@ RULES: tuple[Rule, ...] = (
     check_rollout,
     scheduling.check,
     check_nccl_test,
+    metadata.check,
 )
 
 

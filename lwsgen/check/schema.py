@@ -137,33 +137,81 @@ def _describe(err, src: Source) -> Problem:
     return src.problem(path, err.message, "invalid")
 
 
+# Characters no profile string may hold: C0 controls but tab and newline, DEL, C1 controls, the
+# non-characters U+FFFE/U+FFFF and lone surrogates. Kubernetes tools refuse them in manifests, and
+# they forge lines in logs and terminals.
+_BAD_TEXT = frozenset(
+    chr(c) for c in (*range(0x09), 0x0B, 0x0C, *range(0x0D, 0x20), *range(0x7F, 0xA0), 0xFFFE, 0xFFFF)
+)
+INT_RANGE = (-(2**63), 2**63 - 1)  # what Kubernetes (int64) and the schema validator hold
+
+
+def _text_problem(text: str) -> str | None:
+    bad = next((ch for ch in text if ch in _BAD_TEXT or "\ud800" <= ch <= "\udfff"), None)
+    if bad is None:
+        return None
+    return f"contains the control character U+{ord(bad):04X}; only printable text, tabs and newlines are allowed"
+
+
 def _non_json_values(data: Any, path: tuple, src: Source, out: list[Problem]) -> None:
-    """YAML types JSON has no word for (dates, binary, sets, NaN) are refused before the schema."""
+    """YAML types JSON has no word for (dates, binary, sets, NaN), control characters and numbers
+    beyond 64 bits are refused before the schema."""
     if isinstance(data, dict):
         for key, value in data.items():
-            if isinstance(key, str) and any("\ud800" <= ch <= "\udfff" for ch in key):
-                out.append(
-                    src.problem(
-                        path, "a key contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text"
-                    )
-                )
+            why = _text_problem(key) if isinstance(key, str) else None
+            if why:
+                out.append(src.problem(path, f"a key {why}", "bad-text"))
                 continue
             _non_json_values(value, path + (key,), src, out)
     elif isinstance(data, list):
         for index, value in enumerate(data):
             _non_json_values(value, path + (index,), src, out)
+    elif isinstance(data, str):
+        why = _text_problem(data)
+        if why:
+            out.append(src.problem(path, why, "bad-text"))
+    elif isinstance(data, bool) or data is None:
+        pass
+    elif isinstance(data, int):
+        if not INT_RANGE[0] <= data <= INT_RANGE[1]:
+            out.append(
+                src.problem(
+                    path, f"a {len(str(abs(data)))}-digit number is out of range; at most 2^63 - 1", "out-of-range"
+                )
+            )
     elif isinstance(data, (datetime.date, datetime.datetime)):
         out.append(src.problem(path, f"YAML read {data!s} as a date; quote it to make it a string", "wrong-type"))
-    elif isinstance(data, str) and any("\ud800" <= ch <= "\udfff" for ch in data):
-        out.append(
-            src.problem(path, "contains an unpaired surrogate escape, which is not valid Unicode text", "bad-text")
-        )
     elif isinstance(data, bytes):
         out.append(src.problem(path, "binary values are not allowed; use a string", "wrong-type"))
     elif isinstance(data, float) and not math.isfinite(data):
         out.append(src.problem(path, f"{data} is not a usable number", "wrong-type"))
-    elif not isinstance(data, (str, int, float, bool, type(None))):
+    elif not isinstance(data, float):
         out.append(src.problem(path, f"unsupported YAML value of type {type(data).__name__}", "wrong-type"))
+
+
+def _integers(schema: dict[str, Any], data: Any, path: tuple, src: Source, out: list[Problem]) -> None:
+    """JSON Schema counts 8.0 as an integer; a profile does not: integer fields take whole numbers."""
+    schema = _resolve(schema)
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if isinstance(data, float) and "integer" in kinds and "number" not in kinds:
+        out.append(src.problem(path, f"must be an integer, not {data!r}", "wrong-type"))
+    elif isinstance(data, dict):
+        properties, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        for key, value in data.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                _integers(sub, value, path + (key,), src, out)
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        for index, value in enumerate(data):
+            _integers(schema["items"], value, path + (index,), src, out)
+
+
+def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if ref is None:
+        return schema
+    return {**profile_schema()["$defs"][ref.rsplit("/", 1)[1]], **{k: v for k, v in schema.items() if k != "$ref"}}
 
 
 def check_schema(src: Source) -> list[Problem]:
@@ -171,7 +219,9 @@ def check_schema(src: Source) -> list[Problem]:
     _non_json_values(src.data, (), src, problems)
     if problems:
         return problems
-    return [_describe(err, src) for err in _validator().iter_errors(src.data)]
+    problems = [_describe(err, src) for err in _validator().iter_errors(src.data)]
+    _integers(profile_schema(), src.data, (), src, problems)
+    return problems
 
 
 def _fill(schema: dict[str, Any], data: dict[str, Any]) -> None:

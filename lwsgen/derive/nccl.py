@@ -19,6 +19,7 @@ from lwsgen.derive import naming, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EnvVar, Meta, Pod
 from lwsgen.records import Record
+from lwsgen.runtimes.base import literal
 
 SCRIPTS_MOUNT = "/lwsgen/nccl"
 SCRIPTS_VOLUME = "scripts"
@@ -58,12 +59,7 @@ class NcclTest(Record):
 
 def _env(ctx: Context, extra: dict[str, str]) -> tuple[EnvVar, ...]:
     profile = ctx.profile
-    values = {
-        **(EFA_ENV if profile.node.efa else {}),
-        **{e.name: e.value for e in pods.profile_env(profile)},
-        **profile.nccl_test.env,
-        **extra,
-    }
+    values = {**(EFA_ENV if profile.node.efa else {}), **profile.env, **profile.nccl_test.env, **extra}
     return pods.env_values(values)
 
 
@@ -86,7 +82,7 @@ def _mpijob(ctx: Context) -> MpiJob:
     env = _env(ctx, {"LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps)})
     forwarded = [flag for e in env if not e.name.startswith("LWSGEN_") for flag in ("-x", e.name)]
     mpirun = (
-        test.mpirun,
+        literal(test.mpirun),
         "--allow-run-as-root",
         "--tag-output",
         "-np",
@@ -100,11 +96,11 @@ def _mpijob(ctx: Context) -> MpiJob:
         "-x",
         "LD_LIBRARY_PATH",
         *forwarded,
-        test.all_reduce_perf,
+        literal(test.all_reduce_perf),
         "-b",
         "8",
         "-e",
-        test.max_bytes,
+        literal(test.max_bytes),
         "-f",
         "2",
         "-g",

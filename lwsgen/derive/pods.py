@@ -21,7 +21,7 @@ from lwsgen.derive.model import (
     Volume,
 )
 from lwsgen.derive.scheduling import Placement
-from lwsgen.runtimes.base import Port
+from lwsgen.runtimes.base import Port, literal
 
 SHM_VOLUME, MODEL_VOLUME = "dshm", "model"
 PULL_POLICY = "IfNotPresent"
@@ -35,12 +35,12 @@ def env_text(value: object) -> str:
 
 
 def profile_env(profile: Profile) -> tuple[EnvVar, ...]:
-    """The profile's own env, as every pod on its nodes gets it."""
-    return tuple(EnvVar(name, value=env_text(value)) for name, value in profile.env.items())
+    """The profile's own env, as every pod on its nodes gets it (literal: see runtimes.base.literal)."""
+    return env_values(profile.env)
 
 
 def env_values(values: dict[str, object]) -> tuple[EnvVar, ...]:
-    return tuple(EnvVar(name, value=env_text(value)) for name, value in values.items())
+    return tuple(EnvVar(name, value=literal(env_text(value))) for name, value in values.items())
 
 
 def equal(amounts: dict[str, str]) -> Resources:

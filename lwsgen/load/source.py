@@ -104,7 +104,7 @@ def _decode(raw: bytes, file: str) -> str:
 def _syntax_problem(err: yaml.YAMLError, file: str) -> Problem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-    what = getattr(err, "problem", None) or str(err)
+    what = getattr(err, "problem", None) or str(err).splitlines()[0]
     if what == "but found another document":
         return Problem(
             file, line, col, "", "a second YAML document starts here; a profile is one document", "multiple-documents"

@@ -1,6 +1,7 @@
 """What a runtime plugin receives (the typed Profile, check/profile.py) and returns: plain data,
 no Kubernetes objects."""
 
+import re
 from typing import Any
 
 from lwsgen.records import Record
@@ -122,3 +123,28 @@ def safe_ratio(numerator: str, denominator: str) -> str:
     """numerator / denominator, and 0 (not NaN, not absent) where the denominator is 0, so an idle
     group reports 0 and an autoscaler can still scale it down."""
     return f"({numerator}) / (({denominator}) > 0) or ({denominator}) * 0"
+
+
+# Variables LeaderWorkerSet sets on every container, which profile strings may reference on purpose.
+OWN_REFERENCES = ("LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX")
+_OWN_REFERENCE = re.compile(r"(\$\((?:" + "|".join(OWN_REFERENCES) + r")\))")
+
+
+def literal(text: str) -> str:
+    """A profile string as command, args or env text that the kubelet leaves as written: it expands
+    $(VAR) there, so every $ is doubled ($$ becomes $), except in $(LWS_LEADER_ADDRESS),
+    $(LWS_GROUP_SIZE) and $(LWS_WORKER_INDEX). `servedName: $(HF_TOKEN)` stays that text, never the secret."""
+    pieces = _OWN_REFERENCE.split(text)
+    return "".join(piece if index % 2 else piece.replace("$", "$$") for index, piece in enumerate(pieces))
+
+
+def model_path(profile) -> str:
+    return literal(profile.model.path)
+
+
+def served_name(profile) -> str:
+    return literal(profile.served_name)
+
+
+def extra_args(profile) -> tuple[str, ...]:
+    return tuple(literal(arg) for arg in profile.model.extra_args)

@@ -13,9 +13,12 @@ from lwsgen.runtimes.base import (
     Role,
     RoleRule,
     RuntimeParts,
+    extra_args,
     field_env,
+    model_path,
     plain_env,
     script_command,
+    served_name,
 )
 
 WORKER_CONTAINER = "worker"  # derive names the containers "leader" and "worker"
@@ -92,16 +95,16 @@ def openai_server_on_ray(profile: Profile, module: str, port: int) -> tuple[str,
         "--port",
         str(port),
         "--model",
-        profile.model.path,
+        model_path(profile),
         "--served-model-name",
-        profile.served_name,
+        served_name(profile),
         "--tensor-parallel-size",
         str(profile.parallelism.tensor),
         "--pipeline-parallel-size",
         str(profile.parallelism.pipeline),
         "--distributed-executor-backend",
         "ray",
-        *profile.model.extra_args,
+        *extra_args(profile),
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, per_pod_rule
+from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, extra_args, model_path, per_pod_rule, served_name
 
 NAME = "llamacpp"
 SERVING_PORT = 8080
@@ -43,9 +43,9 @@ def server_command(profile: Profile) -> tuple[str, ...]:
     return (
         "llama-server",
         "--model",
-        profile.model.path,
+        model_path(profile),
         "--alias",
-        profile.served_name,
+        served_name(profile),
         "--host",
         "0.0.0.0",
         "--port",
@@ -53,7 +53,7 @@ def server_command(profile: Profile) -> tuple[str, ...]:
         "--n-gpu-layers",
         "999",
         *metrics,
-        *profile.model.extra_args,
+        *extra_args(profile),
     )
 
 

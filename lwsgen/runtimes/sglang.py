@@ -14,7 +14,16 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Port, Probes, RuntimeParts, per_pod_rule
+from lwsgen.runtimes.base import (
+    Capabilities,
+    Port,
+    Probes,
+    RuntimeParts,
+    extra_args,
+    model_path,
+    per_pod_rule,
+    served_name,
+)
 
 NAME = "sglang"
 SERVING_PORT = 30000
@@ -42,9 +51,9 @@ def node_command(profile: Profile) -> tuple[str, ...]:
         "-m",
         "sglang.launch_server",
         "--model-path",
-        profile.model.path,
+        model_path(profile),
         "--served-model-name",
-        profile.served_name,
+        served_name(profile),
         "--tp",
         str(profile.parallelism.tensor),
         *pipeline,
@@ -60,11 +69,11 @@ def node_command(profile: Profile) -> tuple[str, ...]:
 def parts(profile: Profile) -> RuntimeParts:
     node = node_command(profile)
     metrics = ("--enable-metrics",) if profile.monitoring.enabled else ()
-    leader = (*node, "--host", "0.0.0.0", "--port", str(SERVING_PORT), *metrics, *profile.model.extra_args)
+    leader = (*node, "--host", "0.0.0.0", "--port", str(SERVING_PORT), *metrics, *extra_args(profile))
     return launchers.dial_leader(
         profile,
         leader,
-        (*node, *profile.model.extra_args),
+        (*node, *extra_args(profile)),
         leader_ports=(Port("http", SERVING_PORT), Port("dist-init", DIST_INIT_PORT)),
         probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
     )

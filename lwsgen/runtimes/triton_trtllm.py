@@ -23,6 +23,8 @@ from lwsgen.runtimes.base import (
     Probes,
     RecordingRule,
     RuntimeParts,
+    extra_args,
+    model_path,
     plain_env,
     rate_per_pod,
     safe_ratio,
@@ -86,7 +88,7 @@ def check(profile: Profile) -> list[tuple[tuple, str, str]]:
 
 
 def parts(profile: Profile) -> RuntimeParts:
-    rank = ("/bin/bash", f"{SCRIPTS_MOUNT}/triton-rank.sh", profile.model.path, *profile.model.extra_args)
+    rank = ("/bin/bash", f"{SCRIPTS_MOUNT}/triton-rank.sh", model_path(profile), *extra_args(profile))
     ports_env = tuple(plain_env(f"LWSGEN_{p.name.upper()}_PORT", p.number) for p in PORTS)
     return launchers.mpi_over_kubectl(
         profile,

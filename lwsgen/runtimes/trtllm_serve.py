@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers
-from lwsgen.runtimes.base import Capabilities, Port, Probes, RuntimeParts
+from lwsgen.runtimes.base import Capabilities, Port, Probes, RuntimeParts, extra_args, model_path
 
 NAME = "trtllm-serve"
 MPIRUN = "/opt/hpcx/ompi/bin/mpirun"  # HPC-X OpenMPI as shipped in NGC images
@@ -32,7 +32,7 @@ def rank_command(profile: Profile) -> tuple[str, ...]:
     return (
         "trtllm-llmapi-launch",
         "trtllm-serve",
-        profile.model.path,
+        model_path(profile),
         "--host",
         "0.0.0.0",
         "--port",
@@ -41,7 +41,7 @@ def rank_command(profile: Profile) -> tuple[str, ...]:
         str(profile.parallelism.tensor),
         "--pp_size",
         str(profile.parallelism.pipeline),
-        *profile.model.extra_args,
+        *extra_args(profile),
     )
 
 
