@@ -21,6 +21,7 @@ class Rendered(Record):
     profile: Profile
     files: dict[str, str]
     warnings: tuple[Problem, ...]
+    name_at: tuple[str, int, int] = ("", 1, 1)  # where `name` is set: the profile, or the base that set it
 
     @property
     def name(self) -> str:
@@ -61,4 +62,5 @@ def render_profile(path: Path, out_root: str = "out", display: str | None = None
     problems = _output_problems(f"{out_root}/{profile.name}", files, parsed, profile.kubernetes_version, src.file)
     if problems:
         raise ProblemsError(problems)
-    return Rendered(src.file, profile, files, tuple(warnings))
+    name_at = (src.file_of(("name",)), *src.position(("name",)))
+    return Rendered(src.file, profile, files, tuple(warnings), name_at)

@@ -23,6 +23,7 @@ MINIMAL = {
     "parallelism": {"tensor": 8, "pipeline": 2},
     "node": {"gpus": 8},
     "monitoring": {"enabled": False},
+    "service": {"type": "ClusterIP"},  # the default LoadBalancer, open, is warned about (tested on its own)
 }
 
 

@@ -56,7 +56,16 @@ def test_policies_are_written_out_even_at_their_defaults(render, minimal):
 
 def test_service_selects_leaders_of_this_lws_only_under_another_name(render, minimal):
     service = objects_of(
-        render(merged(minimal, service={"annotations": {"a/b": "c"}, "loadBalancerSourceRanges": ["10.0.0.0/8"]}))
+        render(
+            merged(
+                minimal,
+                service={
+                    "type": "LoadBalancer",
+                    "annotations": {"a/b": "c"},
+                    "loadBalancerSourceRanges": ["10.0.0.0/8"],
+                },
+            )
+        )
     )["service.yaml"]
     assert service["metadata"]["name"] == "demo-leader"
     assert service["spec"]["selector"] == {

@@ -101,6 +101,7 @@ class Service(Record):
     load_balancer_source_ranges: tuple
     allowed_sources: tuple
     allowed_namespaces: tuple
+    api_key_secret: TokenSecret | None
 
 
 class Monitoring(Record):

@@ -90,6 +90,17 @@ def check_replicas(profile: Profile, src: Source) -> list[Problem]:
 
 def check_service(profile: Profile, src: Source) -> list[Problem]:
     service = profile.service
+    if service.api_key_secret is not None and not runtimes.get(profile.runtime).CAPABILITIES.takes_api_key:
+        return [
+            src.problem(
+                ("service", "apiKeySecret"),
+                (
+                    f"{profile.runtime} has no API key option lwsgen can pass from a Secret; runtimes that take one: "
+                    + ", ".join(n for n in runtimes.known() if runtimes.get(n).CAPABILITIES.takes_api_key)
+                ),
+                "not-supported",
+            )
+        ]
     if service.load_balancer_source_ranges and service.type != "LoadBalancer":
         return [
             src.problem(
@@ -275,6 +286,19 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     if too_small:
         field = ("model", "family") if profile.model.family else ("model", "params")
         out.append(src.problem(field, too_small, "does-not-fit"))
+    service = profile.service
+    if service.type == "LoadBalancer" and not (service.load_balancer_source_ranges or service.allowed_sources):
+        out.append(
+            src.problem(
+                ("service", "type"),
+                (
+                    "a LoadBalancer with no service.loadBalancerSourceRanges or service.allowedSources serves the "
+                    "model to any address that reaches the load balancer; set either, or service.type ClusterIP"
+                    + ("" if service.api_key_secret else ", and service.apiKeySecret")
+                ),
+                "exposed",
+            )
+        )
     caps = runtimes.get(profile.runtime).CAPABILITIES
     if profile.monitoring.enabled and not caps.metrics:
         out.append(

@@ -40,6 +40,7 @@ def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: siz
         "model": model,
         "parallelism": {"tensor": chosen.tensor, "pipeline": chosen.pipeline},
         "node": {"gpus": args.gpus_per_node, "gpuProduct": g.product},
+        "service": {"type": "ClusterIP"},  # reachable in the cluster only until you choose how to expose it
     }
     return "# yaml-language-server: $schema=../schemas/profile.schema.json\n" + yaml.safe_dump(profile, sort_keys=False)
 

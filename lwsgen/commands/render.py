@@ -24,21 +24,15 @@ def profile_paths(paths: list[str]) -> list[tuple[Path, str]]:
 
 
 def duplicate_names(results: list[Rendered]) -> list[Problem]:
+    """Two profiles of one batch with one name would write one directory: an error at the second's name."""
     seen: dict[str, str] = {}
     problems = []
     for result in results:
         name = result.name
         if name in seen:
-            problems.append(
-                Problem(
-                    result.source,
-                    0,
-                    0,
-                    "name",
-                    f"{name!r} is also the name of {seen[name]}; both would write the same directory",
-                    "duplicate-name",
-                )
-            )
+            file, line, col = result.name_at
+            message = f"{name!r} is also the name of {seen[name]}; both would write the same directory"
+            problems.append(Problem(file, line, col, "name", message, "duplicate-name"))
         seen.setdefault(name, result.source)
     return problems
 

@@ -215,8 +215,10 @@ KINDS: tuple[Kind, ...] = (
             Document("kubeflow.org/v2beta1", "MPIJob", "mpijob.schema.json"),
             Document("v1", "Service"),
             Document("batch/v1", "Job"),
+            Document("networking.k8s.io/v1", "NetworkPolicy"),
         ),
-        "NCCL all-reduce preflight: `MPIJob`, or `Service` + Indexed `Job`, with its `ConfigMap`",
+        "NCCL all-reduce preflight: `MPIJob`, or `Service` + Indexed `Job`, with its `ConfigMap` "
+        "and a `NetworkPolicy` admitting only the test's pods",
         "`ncclTest.enabled`",
         nccl.nccl_test,
         "nccl-test",

@@ -98,6 +98,7 @@ class PodMonitor(Record):
     port: str
     interval: str
     target_labels: tuple[str, ...]
+    bearer: object | None = None  # the API key Secret (check.profile.TokenSecret), when /metrics needs it
 
 
 class PrometheusRule(Record):
@@ -151,6 +152,7 @@ def podmonitor(ctx: Context, kind) -> PodMonitor | None:
         caps.metrics_port,
         profile.monitoring.interval,
         (LWS_NAME_LABEL, GROUP_INDEX_LABEL),
+        profile.service.api_key_secret if caps.metrics_need_api_key else None,
     )
 
 

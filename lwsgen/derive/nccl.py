@@ -55,6 +55,7 @@ class NcclTest(Record):
     deadline: int
     mpijob: MpiJob | None
     job: IndexedJob | None
+    fenced: dict[str, str] | None  # the test pods' labels their NetworkPolicy selects and admits; None: no policy
 
 
 def _env(ctx: Context, extra: dict[str, str]) -> tuple[EnvVar, ...]:
@@ -142,6 +143,11 @@ def _mpijob(ctx: Context) -> MpiJob:
     )
 
 
+def _test_pods(ctx: Context) -> dict[str, str]:
+    """What selects the test's pods and only them (sshd on the MPI workers, torchrun's 29500)."""
+    return {k: v for k, v in _labels(ctx).items() if k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")}
+
+
 def _indexed_job(ctx: Context) -> IndexedJob:
     profile, test, name = ctx.profile, ctx.profile.nccl_test, ctx.names.nccl_test
     env = _env(
@@ -173,8 +179,7 @@ def _indexed_job(ctx: Context) -> IndexedJob:
         security=pods.container_security(profile),
     )
     labels = _labels(ctx)
-    # Stable DNS for the test pods (<job>-<index>.<service>), before they are ready.
-    selector = {k: v for k, v in labels.items() if k in ("app.kubernetes.io/instance", "app.kubernetes.io/component")}
+    selector = _test_pods(ctx)  # stable DNS for the test pods (<job>-<index>.<service>), before they are ready
     pod = pods.pod(
         profile,
         ctx.placement,
@@ -201,4 +206,5 @@ def nccl_test(ctx: Context, kind) -> NcclTest | None:
         test.timeout_seconds,
         _mpijob(ctx) if mpi else None,
         None if mpi else _indexed_job(ctx),
+        _test_pods(ctx) if ctx.profile.security.network_policy else None,
     )

@@ -55,7 +55,7 @@ class Binding(Record):
     account: str
 
 
-def _env(ctx: Context, role: Role) -> tuple[EnvVar, ...]:
+def _env(ctx: Context, side: str, role: Role) -> tuple[EnvVar, ...]:
     profile = ctx.profile
     env = list(role.env)
     if not profile.lws.supports("LWS_WORKER_INDEX"):
@@ -64,7 +64,23 @@ def _env(ctx: Context, role: Role) -> tuple[EnvVar, ...]:
     secret = profile.model.token_secret
     if secret is not None:
         env.append(EnvVar("HF_TOKEN", secret_name=secret.name, secret_key=secret.key))
+    if side == "leader":
+        env += _api_key_env(ctx)
     return (*env, *pods.profile_env(profile))
+
+
+def _api_key_env(ctx: Context) -> list[EnvVar]:
+    """The serving API key from its Secret: in the variable the server reads, or for the launch
+    script to append as a flag when it execs the server."""
+    secret, caps = ctx.profile.service.api_key_secret, ctx.plugin.CAPABILITIES
+    if secret is None:
+        return []
+    if caps.api_key_env:
+        return [EnvVar(caps.api_key_env, secret_name=secret.name, secret_key=secret.key)]
+    return [
+        EnvVar("LWSGEN_API_KEY", secret_name=secret.name, secret_key=secret.key),
+        EnvVar("LWSGEN_API_KEY_FLAG", value=caps.api_key_flag),
+    ]
 
 
 def _volumes(ctx: Context, role: Role) -> tuple[tuple[Volume, ...], tuple[Mount, ...]]:
@@ -93,7 +109,7 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
         profile.image,
         role.command,
         args=role.args,
-        env=_env(ctx, role),
+        env=_env(ctx, side, role),
         ports=role.ports,
         resources=pods.equal(pods.node_amounts(profile)),
         mounts=mounts,

@@ -23,6 +23,8 @@ CAPABILITIES = Capabilities(
     metrics=("aphrodite:num_requests_waiting", "aphrodite:num_requests_running", "aphrodite:gpu_cache_usage_perc"),
     leader_ready_needs_workers=True,
     needs_api_access=False,
+    # aphrodite/envs.py APHRODITE_API_KEY (commit 657aec0c, since v0.5.0); guards /v1, /health and /metrics stay open.
+    api_key_env="APHRODITE_API_KEY",
     rules=(
         per_pod_rule("sum", "aphrodite:num_requests_waiting", autoscaling="queue-length"),
         per_pod_rule("sum", "aphrodite:num_requests_running"),

@@ -53,6 +53,16 @@ class Capabilities(Record):
     metrics_port: str = "http"
     # Recording rules over those metrics; each may serve one autoscaling.metric.
     rules: tuple[RecordingRule, ...] = ()
+    # service.apiKeySecret: the environment variable the server reads its API key from, or else the
+    # flag the launch script appends at exec time (never in the manifest or the launch log).
+    api_key_env: str | None = None
+    api_key_flag: str | None = None
+    # The key guards /metrics too, so the PodMonitor must send it.
+    metrics_need_api_key: bool = False
+
+    @property
+    def takes_api_key(self) -> bool:
+        return bool(self.api_key_env or self.api_key_flag)
 
     @property
     def autoscaling_metrics(self) -> tuple[str, ...]:
@@ -84,6 +94,7 @@ class RoleRule(Record):
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]
     verbs: tuple[str, ...]
+    resource_names: tuple[str, ...] | None = None  # None: every object of those resources
 
 
 class RuntimeParts(Record):

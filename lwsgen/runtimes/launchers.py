@@ -76,12 +76,30 @@ def mpi_over_kubectl(
         probes=probes,
         service_ports=service_ports,
         scripts=scripts("mpi-leader.sh", "mpi-worker.sh", "kubectl-rsh", *extra_scripts),
-        role_rules=(
-            RoleRule(("",), ("pods",), ("get", "list")),
-            # create: SPDY exec, and WebSocket exec on Kubernetes >= 1.35; get: WebSocket exec before 1.35.
-            RoleRule(("",), ("pods/exec",), ("create", "get")),
-        ),
+        role_rules=_exec_rules(profile),
     )
+
+
+def worker_pod_names(profile: Profile) -> tuple[str, ...]:
+    """Every worker pod this LWS can have: <name>-<group>-<index>, for every group up to the most
+    there can be (maxReplicas under autoscaling) and every index from 1 (0 is the leader, <name>-<group>)."""
+    return tuple(
+        f"{profile.name}-{group}-{index}"
+        for group in range(max(profile.groups_at_most, 1))
+        for index in range(1, profile.group_size)
+    )
+
+
+def _exec_rules(profile: Profile) -> tuple[RoleRule, ...]:
+    """The leader lists its group's pods and execs into its workers, and into no other pod of the
+    namespace (resourceNames; without workers there is nothing to exec into, and an empty list would
+    allow every pod)."""
+    rules = [RoleRule(("",), ("pods",), ("get", "list"))]
+    workers = worker_pod_names(profile)
+    if workers:
+        # create: SPDY exec, and WebSocket exec on Kubernetes >= 1.35; get: WebSocket exec before 1.35.
+        rules.append(RoleRule(("",), ("pods/exec",), ("create", "get"), workers))
+    return tuple(rules)
 
 
 def openai_server_on_ray(profile: Profile, module: str, port: int) -> tuple[str, ...]:

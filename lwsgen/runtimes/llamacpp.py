@@ -30,6 +30,10 @@ CAPABILITIES = Capabilities(
     metrics=("llamacpp:requests_processing", "llamacpp:requests_deferred"),
     leader_ready_needs_workers=True,
     needs_api_access=False,
+    # common/arg.cpp --api-key set_env("LLAMA_API_KEY") (b6123); tools/server/server.cpp keeps only /health
+    # (and /models) public, so /metrics needs the key: the PodMonitor sends it as a bearer token.
+    api_key_env="LLAMA_API_KEY",
+    metrics_need_api_key=True,
     image_has_pytorch=False,
     rules=(
         per_pod_rule("sum", "llamacpp:requests_deferred", autoscaling="queue-length"),

@@ -35,6 +35,9 @@ CAPABILITIES = Capabilities(
     metrics=("sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:token_usage"),
     leader_ready_needs_workers=True,
     needs_api_access=False,
+    # python/sglang/srt/server_args.py --api-key; no environment variable (v0.4.6.post1, v0.5.23).
+    # srt/utils.py (0.4.6.post1, lines 790-802) leaves /health* and /metrics open.
+    api_key_flag="--api-key",
     rules=(
         per_pod_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length"),
         per_pod_rule("sum", "sglang:num_running_reqs"),

@@ -26,6 +26,9 @@ CAPABILITIES = Capabilities(
     metrics=("vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc"),
     leader_ready_needs_workers=True,
     needs_api_access=False,
+    # vllm/envs.py VLLM_API_KEY (since v0.3.0); read when --api-key is not given
+    # (vllm/entrypoints/openai/api_server.py v0.8.5, lines 842-843); guards /v1, /health and /metrics stay open.
+    api_key_env="VLLM_API_KEY",
     rules=(
         per_pod_rule("sum", "vllm:num_requests_waiting", autoscaling="queue-length"),
         per_pod_rule("sum", "vllm:num_requests_running"),

@@ -14,4 +14,8 @@ leader_resolves() {
 }
 wait_until leader_resolves
 log "starting: $*"
+if [ -n "${LWSGEN_API_KEY_FLAG:-}" ]; then
+  # service.apiKeySecret for an engine that takes its key only as a flag: appended here, unlogged.
+  set -- "$@" "$LWSGEN_API_KEY_FLAG" "${LWSGEN_API_KEY:?the API key Secret is empty}"
+fi
 exec "$@"
