@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test lint tools docs check checkov bench clean
+.PHONY: render test lint tools docs fuzz check checkov bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ test: tools lint
 ## docs: regenerate every generated block of README.md and docs/ (output kinds, profile fields, runtimes, sizing)
 docs: $(STAMP)
 	$(BIN)/python -m lwsgen.commands.docs .
+
+## fuzz: 10,000 generated and mutated profiles through the command line: none may exit 3 or trace back
+fuzz: $(STAMP)
+	$(BIN)/python tools/fuzz.py 10000
 
 ## check: is out/ current with profiles/?
 check: $(STAMP)

@@ -125,3 +125,17 @@ def test_a_full_disk_is_one_line_and_exit_1_and_leaves_whole_directories(batches
         assert not [p for p in (disk / "out").iterdir() if p.name.startswith(".")]
     finally:
         subprocess.run(["umount", str(disk)], check=False)
+
+
+@pytest.mark.tools
+def test_a_read_only_output_is_one_line_and_exit_1(write_profile, minimal, tmp_path):
+    disk = tmp_path / "ro"
+    if not _mount_tmpfs(disk, "1m"):
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        proc = _render(write_profile(minimal), disk / "out")
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1 and err.count("\n") == 1 and "Read-only file system" in err, err
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
