@@ -1,4 +1,5 @@
-"""`pip install .` gives a wheel that renders outside the repository (templates and schemas inside)."""
+"""`pip install .` gives a wheel that renders outside the repository (templates and schemas inside)
+and whose first render builds nothing (what a cache would hold is shipped)."""
 
 import subprocess
 import sys
@@ -8,55 +9,38 @@ import pytest
 
 from conftest import PROFILES, REPO
 
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
-@pytest.mark.tools
-def test_wheel_carries_templates_and_schemas_and_renders_outside_the_repo(tmp_path):
-    wheels = tmp_path / "wheels"
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The wheel built from this checkout, and a directory it is installed into."""
+    root = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--disable-pip-version-check",
-            "-w",
-            str(wheels),
-            str(REPO),
-        ],
+        [*PIP, "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(root / "wheels"), str(REPO)],
         check=True,
         capture_output=True,
     )
-    [wheel] = wheels.glob("lwsgen-*.whl")
+    [wheel] = (root / "wheels").glob("lwsgen-*.whl")
+    target = root / "site"
+    subprocess.run(
+        [*PIP, "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)], check=True, capture_output=True
+    )
+    return wheel, target
+
+
+@pytest.mark.tools
+def test_wheel_carries_templates_and_schemas_and_renders_outside_the_repo(installed, tmp_path):
+    wheel, target = installed
     names = zipfile.ZipFile(wheel).namelist()
     assert "lwsgen/templates/leaderworkerset.yaml.j2" in names
     assert "lwsgen/templates/scripts/mpi-leader.sh" in names
     assert "lwsgen/schemas/profile.schema.json" in names
     assert "lwsgen/templates/compiled/STAMP" in names  # shipped: what a first run would build
     assert any(n.startswith("lwsgen/schemas/strict/strict-1.33-") for n in names)
-    target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--disable-pip-version-check",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    cache = tmp_path / "cache"
-    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(cache)}
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "cache")}
     proc = subprocess.run(
         [
             sys.executable,
@@ -81,44 +65,9 @@ def test_wheel_carries_templates_and_schemas_and_renders_outside_the_repo(tmp_pa
 
 
 @pytest.mark.tools
-def test_a_fresh_install_builds_nothing_on_its_first_render(tmp_path):
+def test_a_fresh_install_builds_nothing_on_its_first_render(installed, tmp_path):
     """No first-run penalty: the wheel's first render compiles no template and builds no schema text."""
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--disable-pip-version-check",
-            "-w",
-            str(wheels),
-            str(REPO),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    [wheel] = wheels.glob("lwsgen-*.whl")
-    target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--disable-pip-version-check",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    _, target = installed
     cache = tmp_path / "cache"
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]); import jinja2; "
