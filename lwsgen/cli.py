@@ -15,6 +15,9 @@ from lwsgen import __version__
 
 FORMATS = ("text", "json", "github")  # keep in step with problems.FORMATTERS (tested)
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+# Kinds of derive/kinds.py outside the kustomization (a test keeps this in step; the table is not
+# imported here so that --help stays instant).
+OUTSIDE_KUSTOMIZATION = ("prometheus-adapter-rules", "volcano-queue", "nccl-test", "eksctl-nodegroup")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,6 +63,14 @@ def _render_arguments(commands) -> None:
         default=0,
         metavar="N",
         help="worker processes for large batches (default: one per free CPU; 1 renders in this process)",
+    )
+    render.add_argument(
+        "--include",
+        action="append",
+        choices=OUTSIDE_KUSTOMIZATION,
+        metavar="KIND",
+        help="with --stdout, also this file outside the kustomization (repeatable): "
+        + ", ".join(OUTSIDE_KUSTOMIZATION),
     )
     render.add_argument(
         "--force",
@@ -189,7 +200,7 @@ def _render(args: argparse.Namespace) -> int:
     _report(problems, args.format, stdout_taken=args.stdout)
     out_root = Path(args.out)
     if args.stdout:
-        sys.stdout.write(write.stream(results))
+        sys.stdout.write(write.stream(results, tuple(args.include or ())))
         return EXIT_OK
     if args.check:
         lines = [line for result in results for line in write.drift(out_root, result)]

@@ -4,11 +4,12 @@ profile inheritance, Argo CD sync waves and health check, pre-commit hooks."""
 import json
 import shlex
 import shutil
+import subprocess
 
 import pytest
 import yaml
 
-from conftest import REPO, lws_of, merged, objects_of
+from conftest import PROFILES, REPO, lws_of, merged, objects_of
 from lwsgen.cli import main
 
 
@@ -325,3 +326,34 @@ def test_github_actions_example_gates_on_validate_and_check():
     runs = [step.get("run", "") for step in workflow["jobs"]["lwsgen"]["steps"]]
     assert any("lwsgen validate" in r and "--format github" in r for r in runs)
     assert any("lwsgen render" in r and "--check" in r for r in runs)
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("example", sorted(p.stem for p in PROFILES.glob("*.yaml")))
+def test_stdout_is_exactly_what_kustomize_builds_from_the_directory(example, tmp_path, capsys):
+    """Argo CD applies the stream: the same objects as `kubectl kustomize OUT/<name>`, and no
+    one-off test or fragment without a kind unless asked for."""
+    from conftest import tool
+
+    profile = PROFILES / f"{example}.yaml"
+    assert main(["render", str(profile), "-o", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["render", str(profile), "--stdout"]) == 0
+    streamed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / example)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    expected = [d for d in yaml.safe_load_all(built.stdout) if d]
+    key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, streamed)) == sorted(map(key, expected))
+    assert all("kind" in d and "apiVersion" in d for d in streamed)
+
+
+def test_stdout_includes_one_offs_and_fragments_only_when_asked(capsys):
+    from lwsgen.cli import OUTSIDE_KUSTOMIZATION
+    from lwsgen.derive.kinds import KINDS
+
+    assert set(OUTSIDE_KUSTOMIZATION) == {k.key for k in KINDS if not k.in_kustomization and k.key != "kustomization"}
+    profile = str(PROFILES / "triton-llama3-405b.yaml")
+    assert main(["render", profile, "--stdout", "--include", "nccl-test", "--include", "eksctl-nodegroup"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert "MPIJob" in {d.get("kind") for d in docs} and any("nodeGroups" in d for d in docs)

@@ -29,7 +29,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lwsgen.files import create_exclusive
-from lwsgen.output.parse import KUSTOMIZATION
 from lwsgen.pipeline import Rendered
 from lwsgen.records import Record
 
@@ -294,12 +293,17 @@ def drift(out_root: Path, result: Rendered) -> list[str]:
     return lines
 
 
-def stream(results: list[Rendered]) -> str:
-    """Every object of every profile as one multi-document YAML stream (no kustomization)."""
+def stream(results: list[Rendered], include: tuple[str, ...] = ()) -> str:
+    """One multi-document YAML stream of exactly the objects each directory's kustomization lists
+    (what `kubectl kustomize OUT/<name>` builds, and what Argo CD applies), in file order; files
+    outside it (one-off tests, configuration fragments) only when `include` names their kind."""
+    from lwsgen.derive.kinds import BY_FILE
+
     docs = []
     for result in results:
         for name in sorted(result.files):
-            if name != KUSTOMIZATION:
+            kind = BY_FILE[name]
+            if kind.in_kustomization or kind.key in include:
                 text = result.files[name]
                 docs.append(text if not text.startswith("---\n") else text[4:])
     return "".join(f"---\n{doc}" for doc in docs)
