@@ -177,6 +177,22 @@ def _report(problems: list, fmt: str, *, stdout_taken: bool = False) -> None:
         stream.write(FORMATTERS[fmt](problems))
 
 
+def _drift_report(found: list, fmt: str, directories: int) -> str:
+    """--check's findings: lines and bounded diffs, one GitHub annotation per file, or a JSON list."""
+    import json
+
+    from lwsgen.problems import Problem, format_github
+
+    if fmt == "json":
+        rows = [{"file": str(d.path), "state": d.state, "profile": d.profile, "diff": list(d.diff)} for d in found]
+        return json.dumps(rows, indent=2) + "\n"
+    if fmt == "github":
+        return format_github([Problem(str(d.path), 1, 1, "", d.line(), f"drift-{d.state}") for d in found])
+    if not found:
+        return f"{directories} output director{'y is' if directories == 1 else 'ies are'} up to date\n"
+    return "".join(_safe(d.line()) + "\n" + "".join(f"  {_safe(line)}\n" for line in d.diff) for d in found)
+
+
 def _strictly(problems: list, strict: bool) -> list:
     """--strict: every warning is an error."""
     return [p._replace(severity="error") for p in problems] if strict else problems
@@ -197,17 +213,15 @@ def _render(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     # The report of what was written is for people: on stderr when stdout carries json.
     out = sys.stderr if args.format == "json" else sys.stdout
-    _report(problems, args.format, stdout_taken=args.stdout)
+    _report(problems, args.format, stdout_taken=args.stdout or args.check)
     out_root = Path(args.out)
     if args.stdout:
         sys.stdout.write(write.stream(results, tuple(args.include or ())))
         return EXIT_OK
     if args.check:
-        lines = [line for result in results for line in write.drift(out_root, result)]
-        out.write("".join(f"{line}\n" for line in lines))
-        if not lines:
-            out.write(f"{len(results)} output director{'y is' if len(results) == 1 else 'ies are'} up to date\n")
-        return EXIT_INVALID if lines else EXIT_OK
+        found = [item for result in results for item in write.drift(out_root, result)]
+        sys.stdout.write(_drift_report(found, args.format, len(results)))
+        return EXIT_INVALID if found else EXIT_OK
     try:
         with write.locked(out_root, args.lock_timeout):
             reports = list(zip(results, write.write_all(out_root, results, args.force), strict=True))

@@ -41,7 +41,8 @@ def test_check_reports_each_kind_of_drift_and_exits_1(rendered_repo, capsys, dri
     before = {p.name: p.read_bytes() for p in directory.iterdir()}
     capsys.readouterr()
     assert main(["render", str(profile.parent), "-o", str(out), "--check"]) == 1
-    assert capsys.readouterr().out.splitlines() == [expected.format(out=out, profiles=profile)]
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("  ")]  # diffs indented
+    assert lines == [expected.format(out=out, profiles=profile)]
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
 
 

@@ -93,7 +93,7 @@ def test_check_reports_missing_stale_and_extra_files_and_writes_nothing(write_pr
     (out / "demo" / "extra.yaml").write_text("x: 1\n")
     (out / "demo" / "configmap.yaml").unlink()
     assert main(["render", str(path), "--check", "-o", str(out)]) == 1
-    report = capsys.readouterr().out.splitlines()
+    report = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("  ")]  # no diff lines
     assert report == [
         f"{out}/demo/configmap.yaml: missing",
         f"{out}/demo/service.yaml: stale (differs from what {path} renders)",
@@ -122,3 +122,28 @@ def test_written_files_are_world_readable_not_executable(write_profile, minimal,
     out = tmp_path / "out"
     main(["render", str(write_profile(minimal)), "-o", str(out)])
     assert {oct(p.stat().st_mode & 0o777) for p in (out / "demo").iterdir()} == {"0o644"}
+
+
+def test_check_shows_a_bounded_diff_and_speaks_json_and_github(write_profile, minimal, tmp_path, capsys):
+    import json
+
+    out, path = tmp_path / "out", write_profile(minimal)
+    assert main(["render", str(path), "-o", str(out)]) == 0
+    service = out / "demo" / "service.yaml"
+    service.write_text(service.read_text().replace("type: ClusterIP", "type: NodePort") + "# " * 2000 + "\n" * 60)
+    (out / "demo" / "extra.yaml").write_text("x: 1\n")
+    capsys.readouterr()
+    assert main(["render", str(path), "--check", "-o", str(out)]) == 1
+    text = capsys.readouterr().out.splitlines()
+    assert "  -  type: NodePort" in text and "  +  type: ClusterIP" in text
+    assert any(line.startswith("  ... ") and line.endswith(" more diff lines") for line in text)
+    assert main(["render", str(path), "--check", "-o", str(out), "--format", "github"]) == 1
+    annotations = sorted(capsys.readouterr().out.splitlines(), reverse=True)
+    assert annotations == [
+        f"::error file={service},line=1,col=1::{service}: stale (differs from what {path} renders)",
+        f"::error file={out}/demo/extra.yaml,line=1,col=1::{out}/demo/extra.yaml: extra (not rendered from {path})",
+    ]
+    assert main(["render", str(path), "--check", "-o", str(out), "--format", "json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["state"], r["file"]) for r in rows] == [("stale", str(service)), ("extra", f"{out}/demo/extra.yaml")]
+    assert rows[0]["diff"][0].endswith("(committed)") and len(rows[0]["diff"]) == 41

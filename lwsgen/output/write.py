@@ -275,22 +275,53 @@ def write_all(out_root: Path, results: list[Rendered], force: bool = False) -> l
         raise WriteError(f"cannot write {where}: {err.strerror or err}") from None
 
 
-def drift(out_root: Path, result: Rendered) -> list[str]:
-    """Lines naming every missing, stale or extra file of OUT/<name>/."""
+DIFF_LINES = 40  # of a stale file's unified diff, at most
+
+
+class Drift(Record):
+    """One file of OUT/<name>/ that is not what its profile renders."""
+
+    path: Path
+    state: str  # missing, stale or extra
+    profile: str
+    diff: tuple[str, ...] = ()  # a stale file's unified diff, committed -> rendered, bounded
+
+    def line(self) -> str:
+        what = {
+            "missing": "missing",
+            "stale": f"stale (differs from what {self.profile} renders)",
+            "extra": f"extra (not rendered from {self.profile})",
+        }
+        return f"{self.path}: {what[self.state]}"
+
+
+def _diff(path: Path, text: str) -> tuple[str, ...]:
+    import difflib
+
+    old = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(old, text.splitlines(keepends=True), f"{path} (committed)", f"{path} (rendered)"))
+    lines = [line.rstrip("\n") for line in lines]
+    if len(lines) > DIFF_LINES:
+        lines = [*lines[:DIFF_LINES], f"... {len(lines) - DIFF_LINES} more diff lines"]
+    return tuple(lines)
+
+
+def drift(out_root: Path, result: Rendered) -> list[Drift]:
+    """Every missing, stale or extra file of OUT/<name>/."""
     directory = out_root / result.name
     files = _with_manifest(result)
-    lines = []
+    found = []
     for name, text in sorted(files.items()):
         path = directory / name
         if not path.is_file():
-            lines.append(f"{path}: missing")
+            found.append(Drift(path, "missing", result.source))
         elif path.read_bytes() != text.encode("utf-8"):
-            lines.append(f"{path}: stale (differs from what {result.source} renders)")
+            found.append(Drift(path, "stale", result.source, _diff(path, text)))
     if directory.is_dir():
         for path in sorted(directory.iterdir()):
             if path.name not in files:
-                lines.append(f"{path}: extra (not rendered from {result.source})")
-    return lines
+                found.append(Drift(path, "extra", result.source))
+    return found
 
 
 def stream(results: list[Rendered], include: tuple[str, ...] = ()) -> str:
