@@ -32,7 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_render_arguments, _validate_arguments, _plan_arguments, _explain_arguments):
         add(commands)
-    commands.add_parser("schema", help="print the profile JSON Schema", description="Print the profile JSON Schema.")
+    schema = commands.add_parser(
+        "schema", help="print the profile JSON Schema", description="Print the profile JSON Schema."
+    )
+    schema.add_argument("--partial", action="store_true", help="the schema of a base: every field, none required")
     return parser
 
 
@@ -202,7 +205,7 @@ def _render(args: argparse.Namespace) -> int:
     from lwsgen.commands import render
     from lwsgen.output import write
 
-    profiles = render.profile_paths(args.paths)
+    profiles = render.profile_paths(args.paths, None if args.stdout else args.out)
     if not profiles:
         sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
         return EXIT_INVALID
@@ -292,11 +295,11 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _schema(_args: argparse.Namespace) -> int:
+def _schema(args: argparse.Namespace) -> int:
     from lwsgen import resources
-    from lwsgen.check.schema import PROFILE_SCHEMA
+    from lwsgen.check.schema import PARTIAL_SCHEMA, PROFILE_SCHEMA
 
-    sys.stdout.write(resources.schema_bytes(PROFILE_SCHEMA).decode("utf-8"))
+    sys.stdout.write(resources.schema_bytes(PARTIAL_SCHEMA if args.partial else PROFILE_SCHEMA).decode("utf-8"))
     return EXIT_OK
 
 

@@ -214,6 +214,40 @@ def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
     return {**profile_schema()["$defs"][ref.rsplit("/", 1)[1]], **{k: v for k, v in schema.items() if k != "$ref"}}
 
 
+PARTIAL_SCHEMA = "profile-partial.schema.json"
+
+
+def partial_schema() -> dict[str, Any]:
+    """The profile schema for a base (a part of a profile that others extend): every field as in a
+    profile, none required. The committed schemas/profile-partial.schema.json is this (make docs)."""
+    partial = copy.deepcopy(profile_schema())
+    partial["$id"] = partial["$id"].replace(PROFILE_SCHEMA, PARTIAL_SCHEMA)
+    partial["title"] = "lwsgen profile base (fields of a profile that others extend; none required)"
+    for key in ("if", "then", "else"):
+        partial.pop(key, None)
+    for field in ("model", "node"):
+        partial["properties"][field].pop("required", None)
+    return partial
+
+
+@lru_cache(maxsize=1)
+def _partial_validator():
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(resources.schema_bytes(PARTIAL_SCHEMA).decode("utf-8"))
+
+
+def check_partial(src: Source) -> list[Problem]:
+    """A base's fields against the profile schema, none of them required."""
+    problems: list[Problem] = []
+    _non_json_values(src.data, (), src, problems)
+    if problems:
+        return problems
+    problems = [_describe(err, src) for err in _partial_validator().iter_errors(src.data)]
+    _integers(profile_schema(), src.data, (), src, problems)
+    return problems
+
+
 def check_schema(src: Source) -> list[Problem]:
     problems: list[Problem] = []
     _non_json_values(src.data, (), src, problems)

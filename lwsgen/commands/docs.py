@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lwsgen.check.schema import profile_schema
+from lwsgen.check.schema import partial_schema, profile_schema
 
 BLOCKS = {
     "output-kinds": (
@@ -175,13 +175,25 @@ def regenerate(text: str, blocks: tuple[str, ...]) -> str:
     return text
 
 
+GENERATED_FILES = {"schemas/profile-partial.schema.json": lambda: _json(partial_schema())}
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def stale(root: Path) -> list[str]:
-    """The documentation files under root whose generated blocks differ from the code."""
-    return [
+    """The documentation files (and generated files) under root that differ from the code."""
+    found = [
         name
         for name, blocks in FILES.items()
         if regenerate((root / name).read_text(encoding="utf-8"), blocks) != (root / name).read_text(encoding="utf-8")
     ]
+    for name, make in GENERATED_FILES.items():
+        path = root / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != make():
+            found.append(name)
+    return found
 
 
 def main(argv: list[str]) -> int:
@@ -192,6 +204,11 @@ def main(argv: list[str]) -> int:
         new = regenerate(text, blocks)
         if new != text:
             path.write_text(new, encoding="utf-8")
+            print(f"{name}: regenerated")
+    for name, make in GENERATED_FILES.items():
+        path = root / name
+        if path.parent.is_dir() and (not path.is_file() or path.read_text(encoding="utf-8") != make()):
+            path.write_text(make(), encoding="utf-8")
             print(f"{name}: regenerated")
     return 0
 

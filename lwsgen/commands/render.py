@@ -4,23 +4,15 @@ profile through the pipeline (batch.py spreads them over processes), with the pr
 from pathlib import Path
 
 from lwsgen import batch
-from lwsgen.load.inherit import bases_of
+from lwsgen.commands import discover
 from lwsgen.pipeline import Rendered
 from lwsgen.problems import Problem
 
 
-def profile_paths(paths: list[str]) -> list[tuple[Path, str]]:
-    """Profiles named on the command line, and every *.yaml/*.yml under a named directory except the
-    bases that other profiles there extend (a base renders only when named itself)."""
-    named, walked = [], []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            walked += [(p, str(p)) for p in sorted(path.rglob("*")) if p.suffix in (".yaml", ".yml") and p.is_file()]
-        else:
-            named.append((path, raw))
-    bases = {base for path, _ in walked for base in bases_of(path)}
-    return named + [(path, shown) for path, shown in walked if path.resolve() not in bases]
+def profile_paths(paths: list[str], out_root: str | None = None) -> list[tuple[Path, str]]:
+    """Profiles named on the command line, and the profiles under a named directory except the bases
+    other profiles there extend (commands/discover.py); nothing under the output root."""
+    return discover.profiles(paths, Path(out_root) if out_root else None)[0]
 
 
 def duplicate_names(results: list[Rendered]) -> list[Problem]:

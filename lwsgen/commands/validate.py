@@ -12,7 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lwsgen.check import schema
+from lwsgen.commands import discover
 from lwsgen.load import source
+from lwsgen.load.inherit import bases_of
 from lwsgen.output import locate, relations, validate
 from lwsgen.output.write import MANIFEST
 from lwsgen.problems import Problem, ProblemsError
@@ -31,13 +34,42 @@ class Report:
 
 
 def _files(paths: list[str]) -> list[tuple[Path, str]]:
+    """Named files, and the YAML files under named directories outside dot directories."""
     found = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found += [(p, str(p)) for p in sorted(path.rglob("*")) if p.suffix in YAML_SUFFIXES and p.is_file()]
+            found += [(p, str(p)) for p in discover.walk(path)]
         else:
             found.append((path, raw))
+    return found
+
+
+def _bases(files: list[tuple[Path, str]]) -> set[Path]:
+    """Profiles that another profile given, or one beside a given file, extends: checked as bases."""
+    candidates = {path.resolve() for path, _ in files}
+    for directory in {path.parent.resolve() for path, _ in files}:
+        # the given file's directory and its sibling directories: where overlays of a base live
+        candidates |= {p for p in (*directory.glob("*.y*ml"), *directory.parent.glob("*/*.y*ml")) if p.is_file()}
+    return {base for candidate in candidates for base in bases_of(candidate)}
+
+
+def _siblings(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """The other files of each lwsgen output directory a given file is in (listed in its
+    .lwsgen-files): what cross-object rules read when only some of a directory's files are given."""
+    given = {path.resolve() for path, _ in files}
+    found = []
+    for directory in sorted({path.parent for path, _ in files if (path.parent / MANIFEST).is_file()}):
+        listed = (directory / MANIFEST).read_text(encoding="utf-8", errors="replace").split()
+        for name in listed:
+            sibling = directory / name
+            if (
+                "/" not in name
+                and sibling.suffix in YAML_SUFFIXES
+                and sibling.is_file()
+                and sibling.resolve() not in given
+            ):
+                found.append((sibling, str(sibling)))
     return found
 
 
@@ -52,6 +84,11 @@ def _is_object(data: Any) -> bool:
 def _lwsgen_kustomization(path: Path, data: dict[str, Any]) -> bool:
     """Kustomizations are free-form; only those lwsgen wrote are held to its schema."""
     return data.get("kind") != "Kustomization" or (path.parent / MANIFEST).is_file()
+
+
+def _base(src: source.Source, report: Report) -> None:
+    report.problems += schema.check_partial(src)
+    report.checked += 1
 
 
 def _profile(path: Path, shown: str, report: Report) -> None:
@@ -70,14 +107,24 @@ def run(paths: list[str], kubernetes_version: str) -> Report:
     report = Report()
     objects: dict[str, tuple[dict[str, Any], ...]] = {}
     sources: dict[str, list[source.Source]] = {}
-    for path, shown in _files(paths):
+    files = _files(paths)
+    bases = _bases(files)
+    context = {shown for _, shown in _siblings(files)}
+    for path, shown in [*files, *_siblings(files)]:
         try:
             docs = source.load_documents(source.read_text(path, shown), shown)
         except ProblemsError as err:
             report.problems += err.problems
             continue
         if len(docs) == 1 and _is_profile(docs[0].data):
-            _profile(path, shown, report)
+            if path.resolve() in bases:
+                _base(docs[0], report)
+            else:
+                _profile(path, shown, report)
+            continue
+        if shown in context:  # read for the cross-object rules only
+            objects[shown] = tuple(d.data for d in docs if _is_object(d.data))
+            sources[shown] = [d for d in docs if _is_object(d.data)]
             continue
         kept = []
         for doc in docs:

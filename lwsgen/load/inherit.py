@@ -143,6 +143,8 @@ def bases_of(path: Path) -> set[Path]:
     found: set[Path] = set()
     current = path
     while True:
+        if not current.is_file():  # a named pipe or a device is never read here
+            return found
         try:
             if EXTENDS not in current.read_text(encoding="utf-8", errors="replace"):
                 return found  # no extends anywhere in the file: no need to parse it

@@ -1,0 +1,57 @@
+"""Which files of a tree are profiles, for `render DIR` and `validate DIR`.
+
+A named file is always taken as given. Walking a directory, lwsgen reads the *.yaml and *.yml files
+that are profiles: a top-level `runtime:` or `extends:` key and no top-level `kind:` (Kubernetes
+objects and kustomizations have one). It skips dot directories and dot files (.git, .github,
+.pre-commit-config.yaml), and the output root being written. A base is a profile another profile
+in the walk extends: it renders only when named itself, and `validate` checks it as a partial
+profile (schemas/profile-partial.schema.json is the schema editors can use for it).
+"""
+
+import re
+from pathlib import Path
+
+from lwsgen.load.inherit import bases_of
+
+YAML_SUFFIXES = (".yaml", ".yml")
+_PROFILE_KEY = re.compile(rb"^(runtime|extends)\s*:", re.M)
+_KIND_KEY = re.compile(rb"^kind\s*:", re.M)
+
+
+def walk(root: Path, skip: Path | None = None) -> list[Path]:
+    """The YAML files under root, in order, outside dot directories and the skipped tree."""
+    skipped = skip.resolve() if skip is not None else None
+    found = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).parts
+        if any(part.startswith(".") for part in relative) or path.suffix not in YAML_SUFFIXES:
+            continue
+        if skipped is not None and path.resolve().is_relative_to(skipped):
+            continue
+        if path.is_file():
+            found.append(path)
+    return found
+
+
+def looks_like_profile(path: Path) -> bool:
+    """A top-level runtime: or extends: key, and no kind: (the first 64 KiB are enough to tell)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return True  # unreadable: let the pipeline say so
+    return bool(_PROFILE_KEY.search(head)) and not _KIND_KEY.search(head)
+
+
+def profiles(paths: list[str], out_root: Path | None = None) -> tuple[list[tuple[Path, str]], set[Path]]:
+    """(profile, as shown) for named files and the profiles found under named directories, except
+    the bases among them; and the resolved paths of every base they extend."""
+    named, walked = [], []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            walked += [(p, str(p)) for p in walk(path, out_root) if looks_like_profile(p)]
+        else:
+            named.append((path, raw))
+    bases = {base for path, _ in (*named, *walked) for base in bases_of(path)}
+    return named + [(path, shown) for path, shown in walked if path.resolve() not in bases], bases
