@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from conftest import PROFILES, REPO, lws_of, merged, objects_of
+from lws_status import SAMPLES
 from lwsgen.cli import main
 
 
@@ -265,46 +266,41 @@ def _health(obj: dict) -> tuple[str, str]:
     return result["status"], result["message"]
 
 
-LWS = {"metadata": {"generation": 3}, "spec": {"replicas": 2}}
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+def test_argocd_health_check_for_leaderworkerset(sample):
+    """The Lua check, run by lupa, on what the LWS controller writes (tests/lws_status.py)."""
+    obj, argocd, _ = SAMPLES[sample]
+    status, message = _health(obj)
+    assert status == argocd, message
 
 
-@pytest.mark.parametrize(
-    "status, expected",
-    [
-        (None, ("Progressing", "Waiting for the LeaderWorkerSet controller")),
-        ({"observedGeneration": 2}, ("Progressing", "Waiting for the controller to observe generation 3")),
-        (
-            {
-                "observedGeneration": 3,
-                "readyReplicas": 1,
-                "updatedReplicas": 2,
-                "conditions": [{"type": "Progressing", "status": "True"}],
-            },
-            ("Progressing", "1 of 2 groups ready"),
-        ),
-        (
-            {
-                "observedGeneration": 3,
-                "readyReplicas": 2,
-                "updatedReplicas": 1,
-                "conditions": [{"type": "UpdateInProgress", "status": "True"}],
-            },
-            ("Progressing", "Rolling update: 1 of 2 groups updated, 2 ready"),
-        ),
-        (
-            {
-                "observedGeneration": 3,
-                "readyReplicas": 2,
-                "updatedReplicas": 2,
-                "conditions": [{"type": "Available", "status": "True"}],
-            },
-            ("Healthy", "2 of 2 groups ready"),
-        ),
-    ],
-)
-def test_argocd_health_check_for_leaderworkerset(status, expected):
-    obj = dict(LWS, **({"status": status} if status is not None else {}))
-    assert _health(obj) == expected
+def _flux(obj: dict) -> str:
+    """What Flux's kustomize-controller makes of docs/flux/kustomization.yaml's healthCheckExprs: the
+    expressions evaluated by a CEL library with the object's fields as variables; a missing field
+    is an error, on which Flux keeps waiting."""
+    import celpy
+
+    [check] = yaml.safe_load((REPO / "docs" / "flux" / "kustomization.yaml").read_text())["spec"]["healthCheckExprs"]
+    env = celpy.Environment()
+    verdicts = []
+    for name, status in (("current", "Current"), ("failed", "Failed"), ("inProgress", "InProgress")):
+        program = env.program(env.compile(check[name]))
+        try:
+            result = program.evaluate(celpy.json_to_cel(obj))
+        except celpy.CELEvalError:
+            return "InProgress"
+        if isinstance(result, celpy.CELEvalError):
+            return "InProgress"
+        if bool(result):
+            verdicts.append(status)
+    assert len(verdicts) == 1, verdicts  # the expressions exclude each other
+    return verdicts[0]
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+def test_flux_health_check_expressions_for_leaderworkerset(sample):
+    obj, _, flux = SAMPLES[sample]
+    assert _flux(obj) == flux
 
 
 def test_pre_commit_hooks_run_lwsgen_commands_that_pass_on_a_current_repo(rendered_repo, monkeypatch, capsys):
