@@ -82,7 +82,7 @@ def _render_arguments(commands) -> None:
     )
     render.add_argument(
         "--lock-timeout",
-        type=float,
+        type=_seconds,
         default=60.0,
         metavar="SECONDS",
         help="how long to wait for another render into the same OUT (default 60)",
@@ -159,6 +159,15 @@ def _safe(text: str) -> str:
     return printable(text)
 
 
+def _seconds(text: str) -> float:
+    import math
+
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError("must be a number of seconds, 0 or more")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -222,7 +231,11 @@ def _render(args: argparse.Namespace) -> int:
         sys.stdout.write(write.stream(results, tuple(args.include or ())))
         return EXIT_OK
     if args.check:
-        found = [item for result in results for item in write.drift(out_root, result)]
+        try:
+            found = [item for result in results for item in write.drift(out_root, result)]
+        except OSError as err:
+            sys.stderr.write(f"lwsgen render: cannot read {_safe(str(err.filename or out_root))}: {err.strerror}\n")
+            return EXIT_INVALID
         sys.stdout.write(_drift_report(found, args.format, len(results)))
         return EXIT_INVALID if found else EXIT_OK
     try:

@@ -133,3 +133,68 @@ def test_environment_failures_are_one_line_and_exit_1(write_profile, minimal, tm
     assert _render(write_profile(minimal), out) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lwsgen render: ") and "internal error" not in err
+
+
+def test_an_output_root_others_may_write_is_refused(write_profile, minimal, tmp_path, capsys):
+    out = tmp_path / "shared"
+    out.mkdir(mode=0o777)
+    out.chmod(0o777)
+    assert _render(write_profile(minimal), out) == 1
+    assert "is writable by other users (mode 777)" in capsys.readouterr().err
+    assert list(out.iterdir()) == []
+
+
+def test_a_mount_inside_an_output_directory_is_never_emptied(write_profile, minimal, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _render(write_profile(minimal), out) == 0
+    data = out / "demo" / "data"
+    data.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(data)], capture_output=True).returncode:
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        (data / "keep").write_text("x")
+        capsys.readouterr()
+        assert _render(write_profile(merged(minimal, replicas=3)), out) == 1
+        assert "is a mount point" in capsys.readouterr().err
+        assert (data / "keep").read_text() == "x"
+    finally:
+        subprocess.run(["umount", str(data)], check=False)
+
+
+def test_manifest_entries_never_remove_directories_or_paths(write_profile, minimal, tmp_path):
+    out = tmp_path / "out"
+    assert _render(write_profile(minimal), out) == 0
+    (out / "demo" / "mydir").mkdir()
+    (out / "demo" / "mydir" / "f").write_text("data")
+    with open(out / "demo" / ".lwsgen-files", "a") as manifest:
+        manifest.write("mydir\n..\n.\nbad\0name\n")
+    assert _render(write_profile(merged(minimal, replicas=3)), out) == 0
+    assert (out / "demo" / "mydir" / "f").read_text() == "data"
+
+
+def test_the_user_s_own_dot_directories_in_out_are_left_alone(write_profile, minimal, tmp_path):
+    out = tmp_path / "out"
+    for name in (".notes.lwsgen-bak", ".cfg.lwsgen-old-keep"):
+        (out / name).mkdir(parents=True)
+        (out / name / "f").write_text("mine")
+    assert _render(write_profile(minimal), out) == 0
+    assert sorted(p.name for p in out.iterdir()) == [".cfg.lwsgen-old-keep", ".notes.lwsgen-bak", "demo"]
+
+
+def test_the_directory_keeps_its_mode(write_profile, minimal, tmp_path):
+    out = tmp_path / "out"
+    assert _render(write_profile(minimal), out) == 0
+    (out / "demo").chmod(0o2750)
+    assert _render(write_profile(merged(minimal, replicas=3)), out) == 0
+    assert oct(os.stat(out / "demo").st_mode & 0o7777) == oct(0o2750)
+
+
+def test_check_agrees_with_render_on_links(write_profile, minimal, tmp_path, capsys):
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    profile = write_profile(minimal)
+    assert _render(profile, elsewhere) == 0
+    out.mkdir()
+    (out / "demo").symlink_to(elsewhere / "demo")
+    capsys.readouterr()
+    assert main(["render", str(profile), "-o", str(out), "--check"]) == 1
+    assert "demo: not a directory (a link or a file)" in capsys.readouterr().out

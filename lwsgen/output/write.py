@@ -12,12 +12,16 @@ What a render guarantees, whatever stops it (SIGKILL, Ctrl-C, a full disk):
   `.lwsgen-files`) is replaced or removed unless --force;
 - every failure of the environment (OUT not a directory, read-only, full, permission denied, a lock
   held too long) is a WriteError: one line, exit 1.
+Limits, by design: OUT must be writable by its owner only (else another user could swap a directory
+being built for a link; such an OUT is refused); a mount inside OUT/<name> is refused, never moved;
+a file someone else creates in OUT/<name> while a render swaps it is lost with the old directory.
 """
 
 import errno
 import fcntl
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -35,6 +39,8 @@ from lwsgen.records import Record
 # Lists the files lwsgen wrote into a directory, so a later render removes only its own files.
 MANIFEST = ".lwsgen-files"
 STAGING = ".lwsgen-"  # OUT/.<name>.lwsgen-<random>: a directory being built or being removed
+# Exactly what lwsgen names them (a profile name is a DNS label; 12 hex digits): nothing of the user's.
+_LEFTOVER = re.compile(r"\.(?P<name>[a-z]([-a-z0-9]*[a-z0-9])?)\.lwsgen-(?P<old>old-)?[0-9a-f]{12}")
 LOCK_TIMEOUT = 60.0
 
 
@@ -43,18 +49,28 @@ class WriteError(Exception):
 
 
 def lock_path(out_root: Path) -> Path:
-    """The lock of one output root; kept in the temp directory so nothing lands in a GitOps repo."""
-    digest = hashlib.sha256(str(out_root.resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"lwsgen-{digest}.lock"
+    """The lock of one output root; kept in the temp directory so nothing lands in a GitOps repo,
+    one per user (a lock another user created could not be opened, or could be a trap)."""
+    try:
+        where = out_root.resolve()
+    except (OSError, RuntimeError) as err:  # a symbolic-link loop
+        raise WriteError(f"cannot resolve {out_root}: {err}") from None
+    digest = hashlib.sha256(str(where).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"lwsgen-{os.getuid()}-{digest}.lock"
 
 
 def _open_lock(path: Path) -> int:
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise WriteError(f"{path} is a symbolic link; remove it (lwsgen never follows one)") from None
         raise WriteError(f"cannot open the lock {path}: {err.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_nlink != 1:
+        os.close(fd)
+        raise WriteError(f"the lock {path} is not a plain file of this user's; remove it")
+    return fd
 
 
 def _holder(fd: int) -> str:
@@ -132,11 +148,18 @@ def _owned(directory: Path) -> set[str]:
     if not stat.S_ISREG(info.st_mode):
         raise WriteError(f"{manifest} is not a regular file; lwsgen never writes through a link")
     text = manifest.read_text(encoding="utf-8", errors="replace")
-    return {line.strip() for line in text.splitlines() if line.strip() and "/" not in line and line.strip() != MANIFEST}
+    names = {line.strip() for line in text.splitlines()}
+    # only plain file names: never a path, '.', '..', a NUL, or the manifest itself
+    return {n for n in names if n and "/" not in n and "\0" not in n and n not in (".", "..", MANIFEST)}
+
+
+def _is_file_or_link(info: os.stat_result | None) -> bool:
+    return info is not None and (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode))
 
 
 def _same(path: Path, text: str) -> bool:
-    return path.read_bytes() == text.encode("utf-8")
+    data = text.encode("utf-8")
+    return os.lstat(path).st_size == len(data) and path.read_bytes() == data  # no reading a huge file
 
 
 def plan(out_root: Path, result: Rendered, force: bool = False) -> Plan:
@@ -163,7 +186,8 @@ def plan(out_root: Path, result: Rendered, force: bool = False) -> Plan:
             changed.append(name)
             if name not in owned and name != MANIFEST:
                 foreign.append(path)
-    removed = sorted(name for name in owned - set(files) if _lstat(directory / name) is not None)
+    # lwsgen writes only files: an owned name that is now a directory (or a device) is not removed
+    removed = sorted(name for name in owned - set(files) if _is_file_or_link(_lstat(directory / name)))
     if foreign and not force:
         raise WriteError(
             f"{foreign[0]} was not written by lwsgen (not in {MANIFEST}); "
@@ -180,13 +204,24 @@ def _hardlink_or_copy(source: Path, target: Path) -> None:
 
 
 def _stage(staging: Path, change: Plan) -> None:
-    """The new directory, built beside the old one: what stays is hard-linked, what changes written."""
+    """The new directory, built beside the old one: what stays is hard-linked, what changes written;
+    the directory keeps its mode and owner."""
     staging.mkdir(mode=0o755)
     rewritten = set(change.changed) | set(change.removed)
     if change.directory.is_dir():
-        for entry in os.scandir(change.directory):
+        old = os.stat(change.directory)
+        os.chmod(staging, stat.S_IMODE(old.st_mode))
+        if os.getuid() == 0:
+            os.chown(staging, old.st_uid, old.st_gid)
+        with os.scandir(change.directory) as scan:
+            entries = list(scan)
+        for entry in entries:
             if entry.name in rewritten:
                 continue
+            if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_dev != old.st_dev:
+                raise WriteError(
+                    f"{entry.path} is a mount point; lwsgen swaps whole directories and never moves a mount"
+                )
             if entry.is_dir(follow_symlinks=False):
                 shutil.copytree(entry.path, staging / entry.name, symlinks=True, copy_function=_hardlink_or_copy)
             else:
@@ -225,7 +260,11 @@ def _swap_in(staging: Path, directory: Path) -> None:
         # Two renames; a stop between them leaves OUT/.<name>.lwsgen-old-..., which clean() restores.
         old = directory.parent / f".{directory.name}{STAGING}old-{secrets.token_hex(6)}"
         os.rename(directory, old)
-        os.rename(staging, directory)
+        try:
+            os.rename(staging, directory)
+        except BaseException:
+            os.rename(old, directory)  # put the old one back: the directory is never missing
+            raise
         staging = old
     shutil.rmtree(staging, ignore_errors=True)
 
@@ -235,12 +274,14 @@ def clean(out_root: Path) -> None:
     old directories swapped out; restore an old one whose replacement never arrived."""
     if not out_root.is_dir():
         return
-    for entry in sorted(os.scandir(out_root), key=lambda e: e.name):
-        name = entry.name
-        if not (name.startswith(".") and STAGING in name) or not entry.is_dir(follow_symlinks=False):
+    with os.scandir(out_root) as scan:
+        entries = sorted(scan, key=lambda e: e.name)
+    for entry in entries:
+        match = _LEFTOVER.fullmatch(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False):
             continue
-        target = out_root / name[1:].split(STAGING, 1)[0]
-        if f"{STAGING}old-" in name and not os.path.lexists(target):
+        target = out_root / match["name"]
+        if match["old"] and not os.path.lexists(target):
             os.rename(entry.path, target)
         else:
             shutil.rmtree(entry.path, ignore_errors=True)
@@ -256,9 +297,20 @@ def _replace_directory(out_root: Path, change: Plan) -> None:
         raise
 
 
+def _private(out_root: Path) -> None:
+    """Refuse an output root others may write: they could swap a directory being built for a link."""
+    info = _lstat(out_root)
+    if info is not None and stat.S_ISDIR(info.st_mode) and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise WriteError(
+            f"{out_root} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); lwsgen writes only into "
+            f"an output root its owner alone may change: chmod go-w {out_root}"
+        )
+
+
 def write_all(out_root: Path, results: list[Rendered], force: bool = False) -> list[WriteReport]:
     """Write every result (the caller holds the lock); nothing is written unless every directory may be."""
     try:
+        _private(out_root)
         clean(out_root)
         plans = [plan(out_root, result, force) for result in results]
         out_root.mkdir(parents=True, exist_ok=True)
@@ -288,6 +340,8 @@ class Drift(Record):
 
     def line(self) -> str:
         what = {
+            "not-a-directory": "not a directory (a link or a file); lwsgen writes only real directories",
+            "not-a-file": "not a regular file (a link, a directory or a device)",
             "missing": "missing",
             "stale": f"stale (differs from what {self.profile} renders)",
             "extra": f"extra (not rendered from {self.profile})",
@@ -310,14 +364,20 @@ def drift(out_root: Path, result: Rendered) -> list[Drift]:
     """Every missing, stale or extra file of OUT/<name>/."""
     directory = out_root / result.name
     files = _with_manifest(result)
+    info = _lstat(directory)
+    if info is not None and not stat.S_ISDIR(info.st_mode):  # a link or a file: render would refuse it too
+        return [Drift(directory, "not-a-directory", result.source)]
     found = []
     for name, text in sorted(files.items()):
         path = directory / name
-        if not path.is_file():
+        entry = _lstat(path)
+        if entry is None:
             found.append(Drift(path, "missing", result.source))
-        elif path.read_bytes() != text.encode("utf-8"):
+        elif not stat.S_ISREG(entry.st_mode):
+            found.append(Drift(path, "not-a-file", result.source))
+        elif not _same(path, text):
             found.append(Drift(path, "stale", result.source, _diff(path, text)))
-    if directory.is_dir():
+    if info is not None:
         for path in sorted(directory.iterdir()):
             if path.name not in files:
                 found.append(Drift(path, "extra", result.source))
