@@ -23,7 +23,7 @@ CORE_KINDS = {
     "HorizontalPodAutoscaler",
     "NetworkPolicy",
 }
-NOT_OBJECTS = {"kustomization.yaml", "prometheus-adapter-rules.yaml", "eksctl-nodegroup.yaml"}
+NOT_OBJECTS = {"kustomization.yaml", "prometheus-adapter-rules.yaml", "eksctl-nodegroup.yaml", "kustomizeconfig.yaml"}
 
 
 def _ids(paths):

@@ -35,6 +35,7 @@ def test_schemas_come_from_the_table():
     assert validate.FILE_SCHEMAS == {
         "prometheus-adapter-rules.yaml": "prometheus-adapter-rules.schema.json",
         "eksctl-nodegroup.yaml": "eksctl-nodegroup.schema.json",
+        "kustomizeconfig.yaml": "kustomizeconfig.schema.json",
     }
     for kind in KINDS:
         for document in kind.documents:
@@ -52,10 +53,11 @@ def test_emitted_files_are_the_kinds_whose_builders_gave_values(render, minimal)
         "podmonitor.yaml",
         "prometheusrule.yaml",
         "kustomization.yaml",
+        "kustomizeconfig.yaml",
     }
     assert set(rendered.files) == expected
     listed = yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
-    assert listed == sorted(expected - {"kustomization.yaml"})
+    assert listed == sorted(expected - {"kustomization.yaml", "kustomizeconfig.yaml"})
 
 
 class Budget(NamedTuple):

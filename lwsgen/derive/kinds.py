@@ -48,6 +48,15 @@ KUSTOMIZATION = "kustomization"
 
 class Kustomization(Record):
     resources: tuple[str, ...]
+    configurations: tuple[str, ...] = ("kustomizeconfig.yaml",)
+
+
+class Static(Record):
+    """A file whose template holds everything (no values)."""
+
+
+def _static(_ctx: Any, _kind: "Kind") -> Static:
+    return Static()
 
 
 def _kustomization(_ctx: Any, _kind: Kind) -> None:
@@ -234,6 +243,20 @@ KINDS: tuple[Kind, ...] = (
         "nodes",
         outside="eksctl configuration, not a cluster object",
         header=EKSCTL_HEADER,
+    ),
+    Kind(
+        "kustomizeconfig",
+        (Document(None, None, "kustomizeconfig.schema.json"),),
+        "kustomize's transformer configuration for LeaderWorkerSet (name references, labels, images)",
+        "always: the kustomization names it in `configurations:`, so overlays keep every reference",
+        _static,
+        "kustomization",
+        outside="transformer configuration, not a resource",
+        header=(
+            "# How kustomize overlays (namePrefix/nameSuffix, namespace, labels, images) must treat\n"
+            "# LeaderWorkerSet, which kustomize does not know. kustomization.yaml names this file in\n"
+            "# `configurations:`; it is not a cluster object.\n"
+        ),
     ),
     Kind(
         KUSTOMIZATION,

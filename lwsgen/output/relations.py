@@ -4,6 +4,7 @@ an autoscaler targets an LWS that exists, every container requests what it limit
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,10 +46,18 @@ def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any
     if LWS_NAME_LABEL not in selector:
         return  # not a Service of LeaderWorkerSet pods
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
-    if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(selector) != 2:
+    # other labels (a kustomize commonLabels overlay adds its own) only where the leader pods carry them
+    leader_labels = _leader_template(lws).get("metadata", {}).get("labels", {}) if lws else {}
+    extra = {k: v for k, v in selector.items() if k not in (LWS_NAME_LABEL, WORKER_INDEX_LABEL)}
+    if (
+        lws is None
+        or selector.get(WORKER_INDEX_LABEL) != "0"
+        or any(leader_labels.get(k) != v for k, v in extra.items())
+    ):
         yield (
             ("spec", "selector"),
-            f'must select exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0"',
+            f'must select {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0" '
+            "(and only labels its leader pods carry)",
         )
         return
     if service["metadata"]["name"] == lws["metadata"]["name"]:
@@ -74,6 +83,14 @@ def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, 
             f'must match exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0"',
         )
         return
+    own = monitor["metadata"].get("namespace")
+    names = monitor["spec"].get("namespaceSelector", {}).get("matchNames")
+    if own and names is not None and own not in names:
+        yield (
+            ("spec", "namespaceSelector", "matchNames"),
+            f"does not name the PodMonitor's own namespace {own!r} (a kustomize `namespace:` overlay cannot "
+            "change it: set monitoring's namespace in the profile instead)",
+        )
     named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
     for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"]):
         if endpoint["port"] not in named:
@@ -81,6 +98,45 @@ def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, 
                 ("spec", "podMetricsEndpoints", index, "port"),
                 f"{endpoint['port']!r} is not a named port of the leader container",
             )
+
+
+_SERIES_NAME = re.compile(r'leaderworkerset_sigs_k8s_io_name="([^"]*)"')
+_SERIES_NAMESPACE = re.compile(r'(?<![_a-z])namespace="([^"]*)"')
+
+
+def _rule_rules(rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    """Names inside PromQL cannot follow a kustomize overlay (namePrefix, namespace): say where they broke."""
+    own = rule["metadata"].get("namespace")
+    for g, group in enumerate(rule["spec"].get("groups", [])):
+        for r, item in enumerate(group.get("rules", [])):
+            expr = str(item.get("expr", ""))
+            for name in set(_SERIES_NAME.findall(expr)):
+                if lws_by_name and name not in lws_by_name:
+                    yield (
+                        ("spec", "groups", g, "rules", r, "expr"),
+                        f"selects LeaderWorkerSet {name!r}, which is not in this set (names in PromQL do not "
+                        "follow a kustomize namePrefix/nameSuffix; render the profile with the new name)",
+                    )
+            for namespace in set(_SERIES_NAMESPACE.findall(expr)):
+                if own and namespace != own:
+                    yield (
+                        ("spec", "groups", g, "rules", r, "expr"),
+                        f"selects namespace {namespace!r}, not the rule's own {own!r} (a kustomize `namespace:` "
+                        "overlay does not reach into PromQL; set the profile's namespace)",
+                    )
+
+
+def _role_rules(role: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    """resourceNames are pod names derived from the LWS name: an overlay that renames the LWS breaks them."""
+    for index, rule in enumerate(role.get("rules", [])):
+        for name in rule.get("resourceNames", []):
+            if lws_by_name and not any(name.startswith(f"{lws}-") for lws in lws_by_name):
+                yield (
+                    ("rules", index, "resourceNames"),
+                    f"{name!r} is not a pod of a LeaderWorkerSet in this set (pod names do not follow a "
+                    "kustomize namePrefix/nameSuffix; render the profile with the new name)",
+                )
+                break
 
 
 def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
@@ -108,6 +164,8 @@ CROSS_RULES = {
     "Service": _service_rules,
     "PodMonitor": _podmonitor_rules,
     "HorizontalPodAutoscaler": _target_rules,
+    "PrometheusRule": _rule_rules,
+    "Role": _role_rules,
     "ScaledObject": _target_rules,
 }
 

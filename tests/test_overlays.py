@@ -1,0 +1,83 @@
+"""kustomize overlays keep every reference of lwsgen's output consistent, through the
+kustomizeconfig.yaml each kustomization names in `configurations:`; what cannot follow (names inside
+PromQL, pod names in the leader's Role) is reported by `lwsgen validate` on the built output."""
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import REPO, tool
+from lwsgen.cli import main
+
+pytestmark = pytest.mark.tools
+OVERLAY = {
+    "resources": ["../base"],
+    "namePrefix": "prod-",
+    "nameSuffix": "-a",
+    "labels": [{"pairs": {"team": "ml"}, "includeSelectors": True, "includeTemplates": True}],
+    "images": [{"name": "vllm/vllm-openai", "newTag": "v0.9.2"}],
+}
+
+
+def _build(tmp_path, example, overlay):
+    shutil.copytree(REPO / "out" / example, tmp_path / "base")
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(built.stdout) if d}, built.stdout
+
+
+def test_name_prefix_suffix_labels_and_images_keep_every_reference(tmp_path):
+    objects, _ = _build(tmp_path, "vllm-llama31-405b", OVERLAY)
+    lws = objects[("LeaderWorkerSet", "prod-vllm-llama31-405b-a")]
+    name = lws["metadata"]["name"]
+    for side in ("leaderTemplate", "workerTemplate"):
+        pod = lws["spec"]["leaderWorkerTemplate"][side]
+        [volume] = [v for v in pod["spec"]["volumes"] if "configMap" in v]
+        assert ("ConfigMap", volume["configMap"]["name"]) in objects
+        assert pod["metadata"]["labels"]["team"] == "ml"
+        assert pod["spec"]["containers"][0]["image"] == "vllm/vllm-openai:v0.9.2"
+    service = objects[("Service", "prod-vllm-llama31-405b-leader-a")]
+    leader_labels = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["labels"]
+    assert service["spec"]["selector"]["leaderworkerset.sigs.k8s.io/name"] == name
+    assert all(
+        leader_labels.get(k, v) == v for k, v in service["spec"]["selector"].items() if "leaderworkerset" not in k
+    )
+    monitor = objects[("PodMonitor", name)]
+    assert monitor["spec"]["selector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] == name
+    policy = objects[("NetworkPolicy", name)]
+    assert policy["spec"]["podSelector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] == name
+    peers = [p for rule in policy["spec"]["ingress"] for p in rule.get("from", []) if "podSelector" in p]
+    assert all(p["podSelector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] == name for p in peers)
+
+
+def test_scale_targets_and_service_accounts_follow(tmp_path):
+    objects, _ = _build(tmp_path, "triton-llama3-405b", {**OVERLAY, "images": []})
+    name = "prod-triton-llama3-405b-a"
+    assert objects[("HorizontalPodAutoscaler", name)]["spec"]["scaleTargetRef"]["name"] == name
+    lws = objects[("LeaderWorkerSet", name)]
+    account = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["serviceAccountName"]
+    assert ("ServiceAccount", account) in objects
+
+
+def test_validate_names_what_an_overlay_cannot_follow(tmp_path, capsys):
+    overlay = {"resources": ["../base"], "namePrefix": "prod-", "namespace": "prod"}
+    _, text = _build(tmp_path, "triton-llama3-405b", overlay)
+    built = tmp_path / "built.yaml"
+    built.write_text(text)
+    assert main(["validate", str(built)]) == 1
+    out = capsys.readouterr().out
+    assert "not a pod of a LeaderWorkerSet in this set" in out  # the Role's resourceNames
+    assert "names in PromQL do not follow a kustomize namePrefix" in out
+    assert "a kustomize `namespace:` overlay does not reach into PromQL" in out
+    assert "does not name the PodMonitor's own namespace 'prod'" in out
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(
+        subprocess.run(
+            [tool("kubectl"), "kustomize", str(tmp_path / "base")], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert main(["validate", str(plain)]) == 0, capsys.readouterr().out
