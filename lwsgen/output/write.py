@@ -237,9 +237,12 @@ def _exchange(a: Path, b: Path) -> bool:
     """Swap two directories in one step (Linux renameat2); False where the system cannot."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
+    try:
+        import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (ImportError, OSError):  # a Python without ctypes: the two-rename fallback
+        return False
     renameat2 = getattr(libc, "renameat2", None)
     if renameat2 is None:
         return False
