@@ -50,6 +50,9 @@ class Model(Record):
     params: float | None
     dtype: str | None
     load_timeout_seconds: int
+    attention_heads: int | None
+    kv_heads: int | None
+    layers: int | None
 
 
 class Parallelism(Record):

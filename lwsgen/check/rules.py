@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import metadata, nccl, scheduling
+from lwsgen.check import engine, metadata, nccl, scheduling
 from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
@@ -270,6 +270,8 @@ RULES: tuple[Rule, ...] = (
     scheduling.check,
     check_nccl_test,
     metadata.check,
+    engine.check_heads,
+    engine.check_extra_args,
 )
 
 
@@ -281,7 +283,7 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     """What is valid but emitted differently than asked, costly, or unlikely to fit, said out loud."""
     from lwsgen.check import sizing
 
-    out = scheduling.warnings(profile, src)
+    out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
     too_small = sizing.fits_profile(profile)
     if too_small:
         field = ("model", "family") if profile.model.family else ("model", "params")

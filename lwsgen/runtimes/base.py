@@ -59,6 +59,10 @@ class Capabilities(Record):
     api_key_flag: str | None = None
     # The key guards /metrics too, so the PodMonitor must send it.
     metrics_need_api_key: bool = False
+    # Flags lwsgen derives on the engine's command line: model.extraArgs may not repeat them.
+    derived_flags: tuple[str, ...] = ()
+    # parallelism.tensor splits attention heads (tensor parallelism proper); llama.cpp splits layers.
+    tensor_splits_heads: bool = True
 
     @property
     def takes_api_key(self) -> bool:

@@ -25,6 +25,8 @@ NAME = "llamacpp"
 SERVING_PORT = 8080
 
 CAPABILITIES = Capabilities(
+    derived_flags=("--model", "-m", "--alias", "--host", "--port", "--n-gpu-layers", "-ngl", "--rpc"),
+    tensor_splits_heads=False,
     serving_port=SERVING_PORT,
     pipeline_parallel=False,
     metrics=("llamacpp:requests_processing", "llamacpp:requests_deferred"),

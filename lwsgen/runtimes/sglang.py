@@ -30,6 +30,18 @@ SERVING_PORT = 30000
 DIST_INIT_PORT = 20000
 
 CAPABILITIES = Capabilities(
+    derived_flags=(
+        "--model-path",
+        "--served-model-name",
+        "--tp",
+        "--tp-size",
+        "--pp-size",
+        "--dist-init-addr",
+        "--nnodes",
+        "--node-rank",
+        "--host",
+        "--port",
+    ),
     serving_port=SERVING_PORT,
     pipeline_parallel=True,
     metrics=("sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:token_usage"),

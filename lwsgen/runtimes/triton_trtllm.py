@@ -35,6 +35,7 @@ MPIRUN = "/opt/hpcx/ompi/bin/mpirun"  # HPC-X OpenMPI as shipped in NGC images
 PORTS = (Port("http", 8000), Port("grpc", 8001), Port("metrics", 8002))
 
 CAPABILITIES = Capabilities(
+    derived_flags=("--model-repository", "--http-port", "--grpc-port", "--metrics-port", "--id"),
     serving_port=8000,
     pipeline_parallel=True,
     metrics=(

@@ -20,6 +20,7 @@ MPIRUN = "/opt/hpcx/ompi/bin/mpirun"  # HPC-X OpenMPI as shipped in NGC images
 SERVING_PORT = 8000
 
 CAPABILITIES = Capabilities(
+    derived_flags=("--host", "--port", "--tp_size", "--pp_size"),
     serving_port=SERVING_PORT,
     pipeline_parallel=True,
     metrics=(),

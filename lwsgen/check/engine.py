@@ -1,0 +1,139 @@
+"""The engine's arguments against the model and the profile: tensor parallelism must split the
+attention heads evenly (and the KV heads, or replicate them), pipeline stages should split the
+layers evenly, and model.extraArgs may not repeat a flag lwsgen derives (it would override the
+parallelism, port or model the probes, Service and group size are built from).
+
+Heads and layers come from the catalog (model.family) or model.attentionHeads/kvHeads/layers.
+vLLM raises "Total number of attention heads (N) must be divisible by tensor parallel size (T)"
+(vllm/config.py ModelConfig.verify_with_parallel_config, v0.8.x) and replicates KV heads only by a
+whole factor (ModelConfig.get_num_kv_heads: kv // tensor, at least 1; the QKV linear layer divides
+tensor by the KV heads when they are fewer). Head-sharded tensor parallelism has the same rule in
+the other engines (not checked against their source here). Uneven pipeline stages load, but the
+group runs at the pace of the largest (vllm.distributed.utils.get_pp_indices spreads the rest).
+"""
+
+from lwsgen import runtimes
+from lwsgen.check import sizing
+from lwsgen.check.profile import Profile
+from lwsgen.load.source import Source
+from lwsgen.problems import Problem
+
+
+def _facts(profile: Profile) -> tuple[int | None, int | None, int | None, tuple]:
+    """(attention heads, KV heads, layers, the field they come from)."""
+    model = profile.model
+    catalog = sizing.MODELS.get(model.family) if model.family else None
+    heads = model.attention_heads or (catalog.heads if catalog else None)
+    kv = model.kv_heads or (catalog.kv_heads if catalog else None)
+    layers = model.layers or (catalog.layers if catalog else None)
+    field = ("model", "family") if catalog and not model.attention_heads else ("model", "attentionHeads")
+    return heads, kv, layers, field
+
+
+def _divisors_near(count: int, around: int) -> str:
+    options = [d for d in range(1, count + 1) if count % d == 0]
+    near = sorted(options, key=lambda d: (abs(d - around), d))[:3]
+    return ", ".join(map(str, sorted(near)))
+
+
+def check_heads(profile: Profile, src: Source) -> list[Problem]:
+    if not runtimes.get(profile.runtime).CAPABILITIES.tensor_splits_heads:
+        return []
+    heads, kv, _, field = _facts(profile)
+    tensor, out = profile.parallelism.tensor, []
+    at = ("parallelism", "tensor") if ("parallelism", "tensor") in src.values_at else field
+    if heads and heads % tensor:
+        out.append(
+            src.problem(
+                at,
+                (
+                    f"tensor {tensor} does not divide the model's {heads} attention heads, which the engine refuses; "
+                    f"tensor sizes near it that do: {_divisors_near(heads, tensor)}"
+                ),
+                "not-divisible",
+            )
+        )
+    elif kv and kv % tensor and tensor % kv:
+        out.append(
+            src.problem(
+                at,
+                (
+                    f"tensor {tensor} neither divides the model's {kv} KV heads nor is a multiple of them (then each "
+                    "is "
+                    f"replicated on tensor / {kv} ranks); tensor sizes near it that work: "
+                    f"{', '.join(str(t) for t in sorted({*_divisors_near(kv, tensor).split(', ')}, key=int))}"
+                ),
+                "not-divisible",
+            )
+        )
+    return out
+
+
+def layer_warnings(profile: Profile, src: Source) -> list[Problem]:
+    _, _, layers, _ = _facts(profile)
+    pipeline = profile.parallelism.pipeline
+    if not layers or pipeline == 1 or layers % pipeline == 0:
+        return []
+    at = ("parallelism", "pipeline")
+    return [
+        src.problem(
+            at,
+            (
+                f"pipeline {pipeline} does not divide the model's {layers} layers: stages get {layers // pipeline} or "
+                f"{layers // pipeline + 1}, and the group runs at the pace of the largest"
+            ),
+            "uneven-stages",
+        )
+    ]
+
+
+def check_extra_args(profile: Profile, src: Source) -> list[Problem]:
+    caps = runtimes.get(profile.runtime).CAPABILITIES
+    out = []
+    for index, arg in enumerate(profile.model.extra_args):
+        flag = arg.split("=", 1)[0]
+        if arg.startswith("-") and flag in caps.derived_flags:
+            out.append(
+                src.problem(
+                    ("model", "extraArgs", index),
+                    (
+                        f"{flag} is a flag lwsgen derives for {profile.runtime} (from parallelism, the runtime's "
+                        "serving "
+                        "port or model); repeating it would override what the probes, Service and group size are built "
+                        "from: set the profile field instead"
+                    ),
+                    "derived-flag",
+                )
+            )
+    return out
+
+
+def fit_warnings(profile: Profile, src: Source) -> list[Problem]:
+    """Say when the fit check could not run: an unknown GPU product, or an instance type without one."""
+    if not (profile.model.family or profile.model.params):
+        return []
+    node, known = profile.node, ", ".join(sorted(g.product for g in sizing.GPUS.values()))
+    if node.gpu_product and sizing.gpu_by_product(node.gpu_product) is None:
+        return [
+            src.problem(
+                ("node", "gpuProduct"),
+                (
+                    f"{node.gpu_product!r} is not a GPU lwsgen knows, so whether the model fits was not checked; "
+                    f"known: {known}"
+                ),
+                "fit-not-checked",
+            )
+        ]
+    if node.instance_type and not node.gpu_product:
+        return [
+            src.problem(
+                ("node", "instanceType"),
+                (
+                    "without node.gpuProduct lwsgen cannot tell the GPU of this instance type, so whether the model "
+                    "fits "
+                    f"was not checked; set node.gpuProduct (known: {known})"
+                ),
+                "fit-not-checked",
+            )
+        ]
+    return []
