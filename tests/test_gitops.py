@@ -129,7 +129,8 @@ def test_validate_checks_cross_object_rules_across_files(rendered_repo, write_pr
     assert code == 1 and "spec.scaleTargetRef: must target a LeaderWorkerSet" in captured.out
     hpa["spec"]["scaleTargetRef"]["name"] = "demo"
     write_profile(hpa, "extra/hpa.yaml")
-    assert _validate(capsys, out, path)[0] == 0
+    code, captured = _validate(capsys, out, path)  # the target exists, but still has fixed replicas
+    assert code == 1 and "spec.replicas: is set although an autoscaler owns" in captured.out
 
 
 def test_validate_reports_profile_problems_like_render(write_profile, minimal, capsys):

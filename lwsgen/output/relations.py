@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.output.invariants import invariant_errors
 from lwsgen.output.locate import OutputError
 
 
@@ -178,10 +179,11 @@ def cross_object_errors(
         o["metadata"]["name"]: o
         for docs in objects_by_file.values()
         for o in docs
-        if o.get("kind") == "LeaderWorkerSet"
+        if isinstance(o, dict) and o.get("kind") == "LeaderWorkerSet"
     }
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
             rules = CROSS_RULES.get(obj.get("kind"))
             for path, message in rules(obj, lws_by_name) if rules else ():
                 yield file, index, OutputError(path, message, code="cross-object")
+    yield from invariant_errors(objects_by_file)

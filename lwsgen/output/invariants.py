@@ -1,0 +1,193 @@
+"""Invariants of one output directory, checked on hand-edited manifests as on rendered ones, each
+reported at the offending field: the group's GPUs equal the world size in the engine arguments;
+probes name declared ports; mounts name volumes; ConfigMaps and ServiceAccounts the pods use are in
+the set; an autoscaled LWS leaves replicas to its autoscaler; the NetworkPolicy selects the LWS;
+the HPA's metric is served by an adapter rule whose series a recording rule records, and KEDA
+queries a recorded series."""
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from lwsgen.derive.naming import LWS_NAME_LABEL
+from lwsgen.output.locate import OutputError
+
+SIDES = ("leaderTemplate", "workerTemplate")
+# Engine flags that carry tensor and pipeline degrees (vllm/aphrodite, sglang, trtllm-serve).
+TENSOR_FLAGS = ("--tensor-parallel-size", "--tp", "--tp-size", "--tp_size")
+PIPELINE_FLAGS = ("--pipeline-parallel-size", "--pp-size", "--pp_size")
+
+
+def _flag(args: list[str], names: tuple[str, ...]) -> str | None:
+    for index, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        if name in names:
+            return value or (args[index + 1] if index + 1 < len(args) else None)
+    return None
+
+
+def _gpus(container: dict[str, Any]) -> int | None:
+    limits = container.get("resources", {}).get("limits", {})
+    found = [int(v) for k, v in limits.items() if k.endswith("/gpu") and str(v).isdigit()]
+    return found[0] if found else None
+
+
+def _world_in_args(container: dict[str, Any]) -> int | None:
+    args = [str(a) for a in (*container.get("command", []), *container.get("args", []))]
+    env = {e.get("name"): e.get("value") for e in container.get("env", []) if "value" in e}
+    if str(env.get("LWSGEN_WORLD_SIZE", "")).isdigit():
+        return int(env["LWSGEN_WORLD_SIZE"])
+    tensor = _flag(args, TENSOR_FLAGS)
+    if tensor is None or not tensor.isdigit():
+        return None
+    pipeline = _flag(args, PIPELINE_FLAGS) or "1"
+    return int(tensor) * int(pipeline) if pipeline.isdigit() else None
+
+
+def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> Iterator[OutputError]:
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    size = lwt.get("size", 1)
+    leader = lwt.get("leaderTemplate") or lwt["workerTemplate"]
+    [main, *_] = leader["spec"]["containers"] or [{}]
+    world, gpus = _world_in_args(main), _gpus(main)
+    if world is not None and gpus is not None and size * gpus != world:
+        yield OutputError(
+            ("spec", "leaderWorkerTemplate", "size"),
+            (
+                f"size {size} x {gpus} GPUs per pod is {size * gpus} GPUs, but the engine arguments ask for a world "
+                f"size of {world} (tensor x pipeline): change both together, from the profile"
+            ),
+        )
+    if lws["metadata"]["name"] in scaled and "replicas" in lws["spec"]:
+        yield OutputError(
+            ("spec", "replicas"),
+            "is set although an autoscaler owns this LeaderWorkerSet's replicas; "
+            "a GitOps sync would reset what it scaled",
+        )
+    for side in SIDES:
+        template = lwt.get(side)
+        if template is None:
+            continue
+        yield from _pod(template["spec"], ("spec", "leaderWorkerTemplate", side, "spec"), names)
+
+
+def _pod(spec: dict[str, Any], at: tuple, names: dict[str, set[str]]) -> Iterator[OutputError]:
+    volumes = {v.get("name") for v in spec.get("volumes", [])}
+    for v, volume in enumerate(spec.get("volumes", [])):
+        config_map = volume.get("configMap", {}).get("name")
+        if config_map and names["ConfigMap"] and config_map not in names["ConfigMap"]:
+            yield OutputError((*at, "volumes", v, "configMap", "name"), f"ConfigMap {config_map!r} is not in this set")
+    account = spec.get("serviceAccountName")
+    if account and names["ServiceAccount"] and account not in names["ServiceAccount"]:
+        yield OutputError((*at, "serviceAccountName"), f"ServiceAccount {account!r} is not in this set")
+    for group in ("initContainers", "containers"):
+        for c, container in enumerate(spec.get(group, [])):
+            ports = {p.get("name") for p in container.get("ports", [])}
+            for m, mount in enumerate(container.get("volumeMounts", [])):
+                if mount.get("name") not in volumes:
+                    yield OutputError(
+                        (*at, group, c, "volumeMounts", m, "name"), f"{mount.get('name')!r} is not a volume of this pod"
+                    )
+            for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+                port = container.get(probe, {}).get("httpGet", {}).get("port")
+                if isinstance(port, str) and port not in ports:
+                    yield OutputError(
+                        (*at, group, c, probe, "httpGet", "port"), f"{port!r} is not a named port of this container"
+                    )
+
+
+_RECORD = re.compile(r"^\^?([a-zA-Z_:][a-zA-Z0-9_:]*)\$?$")
+_QUERY_METRIC = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{")
+
+
+def _records(objects: list[dict[str, Any]]) -> set[str] | None:
+    rules = [o for o in objects if o.get("kind") == "PrometheusRule"]
+    if not rules:
+        return None
+    return {r.get("record") for o in rules for g in o["spec"].get("groups", []) for r in g.get("rules", [])}
+
+
+def _adapter_names(objects: list[dict[str, Any]]) -> dict[str, str] | None:
+    """prometheus-adapter rules in the set: served metric name -> the series it reads."""
+    fragments = [o for o in objects if "kind" not in o and isinstance(o.get("rules"), list)]
+    if not fragments:
+        return None
+    served = {}
+    for fragment in fragments:
+        for rule in fragment["rules"]:
+            match = _RECORD.match(str(rule.get("name", {}).get("matches", "")))
+            served[rule.get("name", {}).get("as")] = match.group(1) if match else ""
+    return served
+
+
+def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, OutputError]]:
+    everything = [o for docs in objects_by_file.values() for o in docs]
+    names = {
+        kind: {o["metadata"]["name"] for o in everything if o.get("kind") == kind and "metadata" in o}
+        for kind in ("ConfigMap", "ServiceAccount", "LeaderWorkerSet")
+    }
+    scaled = {
+        o["spec"]["scaleTargetRef"].get("name")
+        for o in everything
+        if o.get("kind") in ("HorizontalPodAutoscaler", "ScaledObject")
+    }
+    records, served = _records(everything), _adapter_names(everything)
+    for file, docs in objects_by_file.items():
+        for index, obj in enumerate(docs):
+            kind = obj.get("kind")
+            errors: Iterator[OutputError] = iter(())
+            if kind == "LeaderWorkerSet":
+                errors = _lws(obj, names, scaled)
+            elif kind == "NetworkPolicy":
+                errors = _policy(obj, names["LeaderWorkerSet"])
+            elif kind == "HorizontalPodAutoscaler":
+                errors = _hpa(obj, served, records)
+            elif kind == "ScaledObject":
+                errors = _keda(obj, records)
+            elif kind is None and isinstance(obj.get("rules"), list) and records is not None:
+                errors = _adapter(obj, records)
+            for error in errors:
+                yield file, index, error._replace(code="cross-object")
+
+
+def _policy(policy: dict[str, Any], lws_names: set[str]) -> Iterator[OutputError]:
+    selected = policy["spec"].get("podSelector", {}).get("matchLabels", {}).get(LWS_NAME_LABEL)
+    if selected is not None and lws_names and selected not in lws_names:
+        yield OutputError(
+            ("spec", "podSelector", "matchLabels", LWS_NAME_LABEL),
+            f"selects LeaderWorkerSet {selected!r}, which is not in this set",
+        )
+
+
+def _hpa(hpa: dict[str, Any], served: dict[str, str] | None, records: set[str] | None) -> Iterator[OutputError]:
+    for m, metric in enumerate(hpa["spec"].get("metrics", [])):
+        name = metric.get("pods", {}).get("metric", {}).get("name")
+        if name and served is not None and name not in served:
+            yield OutputError(
+                ("spec", "metrics", m, "pods", "metric", "name"),
+                f"{name!r} is served by no prometheus-adapter rule in this set; served: "
+                + ", ".join(sorted(filter(None, served))),
+            )
+
+
+def _adapter(fragment: dict[str, Any], records: set[str]) -> Iterator[OutputError]:
+    for r, rule in enumerate(fragment["rules"]):
+        match = _RECORD.match(str(rule.get("name", {}).get("matches", "")))
+        if match and match.group(1) not in records:
+            yield OutputError(
+                ("rules", r, "name", "matches"),
+                f"series {match.group(1)!r} is recorded by no PrometheusRule in this set",
+            )
+
+
+def _keda(scaled: dict[str, Any], records: set[str] | None) -> Iterator[OutputError]:
+    if records is None:
+        return
+    for t, trigger in enumerate(scaled["spec"].get("triggers", [])):
+        query = str(trigger.get("metadata", {}).get("query", ""))
+        for metric in set(_QUERY_METRIC.findall(query)):
+            if ":" in metric and metric not in records:
+                yield OutputError(
+                    ("spec", "triggers", t, "metadata", "query"),
+                    f"reads {metric!r}, which no PrometheusRule in this set records",
+                )
