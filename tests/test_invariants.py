@@ -72,7 +72,8 @@ def test_a_breaking_hand_edit_is_caught_at_its_field(example, mutation, tmp_path
     shutil.copytree(REPO / "out" / example, directory)
     edit, expected = MUTATIONS[mutation]
     lws = (directory / "leaderworkerset.yaml").read_text()
-    if mutation == "size" and ("size: 2" not in lws or not any(f in lws for f in ("--tensor-parallel-size", "--tp", "WORLD_SIZE"))):
+    world_flags = ("--tensor-parallel-size", "--tp", "WORLD_SIZE")
+    if mutation == "size" and ("size: 2" not in lws or not any(f in lws for f in world_flags)):
         pytest.skip("no world size in the engine's arguments (llama.cpp splits layers over whatever joins)")
     edit(directory)
     assert main(["validate", str(directory)]) == 1
