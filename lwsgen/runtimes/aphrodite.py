@@ -18,17 +18,7 @@ NAME = "aphrodite"
 SERVING_PORT = 2242
 
 CAPABILITIES = Capabilities(
-    derived_flags=(
-        "--host",
-        "--port",
-        "--model",
-        "--served-model-name",
-        "--tensor-parallel-size",
-        "-tp",
-        "--pipeline-parallel-size",
-        "-pp",
-        "--distributed-executor-backend",
-    ),
+    derived_flags=launchers.OPENAI_ON_RAY_FLAGS,
     serving_port=SERVING_PORT,
     pipeline_parallel=True,
     metrics=("aphrodite:num_requests_waiting", "aphrodite:num_requests_running", "aphrodite:gpu_cache_usage_perc"),

@@ -102,6 +102,20 @@ def _exec_rules(profile: Profile) -> tuple[RoleRule, ...]:
     return tuple(rules)
 
 
+# The flags openai_server_on_ray derives (vllm and aphrodite): model.extraArgs may not repeat them.
+OPENAI_ON_RAY_FLAGS = (
+    "--host",
+    "--port",
+    "--model",
+    "--served-model-name",
+    "--tensor-parallel-size",
+    "-tp",
+    "--pipeline-parallel-size",
+    "-pp",
+    "--distributed-executor-backend",
+)
+
+
 def openai_server_on_ray(profile: Profile, module: str, port: int) -> tuple[str, ...]:
     """The vLLM-style OpenAI server command (vllm and its fork aphrodite), parallelism from the profile."""
     return (

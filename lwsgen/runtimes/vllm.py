@@ -21,17 +21,7 @@ NAME = "vllm"
 SERVING_PORT = 8080
 
 CAPABILITIES = Capabilities(
-    derived_flags=(
-        "--host",
-        "--port",
-        "--model",
-        "--served-model-name",
-        "--tensor-parallel-size",
-        "-tp",
-        "--pipeline-parallel-size",
-        "-pp",
-        "--distributed-executor-backend",
-    ),
+    derived_flags=launchers.OPENAI_ON_RAY_FLAGS,
     serving_port=SERVING_PORT,
     pipeline_parallel=True,
     metrics=("vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc"),
