@@ -19,6 +19,7 @@ from typing import Any
 from lwsgen import resources
 from lwsgen.derive import kinds
 from lwsgen.files import atomic_write, cache_dir
+from lwsgen.output.apirules import api_errors
 from lwsgen.output.locate import OutputError
 
 K8S_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
@@ -246,3 +247,4 @@ def schema_errors(obj: dict[str, Any], version: str, file: str = "") -> Iterator
         yield OutputError(("kind",), str(err))
         return
     yield from (_located(err) for err in compiled.iter_errors(obj))
+    yield from api_errors(obj)

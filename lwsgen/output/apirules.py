@@ -1,0 +1,104 @@
+"""Kubernetes API rules the OpenAPI schemas do not encode, checked on every object in render and
+validate: object names (DNS-1123 subdomain; a Service's a DNS-1035 label), container names
+(DNS-1123 labels, unique in a pod), port names (IANA service names: at most 15 characters,
+lower-case letters, digits and '-', a letter among them, no '-' at either end or twice in a row;
+unique in a container) and numbers (1-65535), and env var names. The rules follow
+k8s.io/apimachinery/pkg/util/validation/validation.go (IsDNS1123Label, IsDNS1123Subdomain,
+IsDNS1035Label, IsValidPortName, IsValidPortNum, IsEnvVarName) and the pod rules of
+k8s.io/kubernetes/pkg/apis/core/validation/validation.go (validateContainers: duplicate names,
+validateContainerPorts)."""
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from lwsgen.output.locate import OutputError
+
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+ENV_VAR_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+_PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
+
+
+def port_name_problem(name: str) -> str | None:
+    if not 1 <= len(name) <= 15:
+        return "must be 1 to 15 characters (an IANA service name)"
+    if not _PORT_NAME_CHARS.fullmatch(name):
+        return "may hold only lower-case letters, digits and '-'"
+    if not re.search(r"[a-z]", name):
+        return "must contain at least one letter"
+    if name.startswith("-") or name.endswith("-") or "--" in name:
+        return "may not begin or end with '-' or hold '--'"
+    return None
+
+
+def name_problem(kind: str, name: str) -> str | None:
+    if kind == "Service":
+        if len(name) > 63 or not DNS1035_LABEL.fullmatch(name):
+            return (
+                "a Service name must be a DNS-1035 label (lower-case letters, digits, '-', a letter first, at most 63)"
+            )
+        return None
+    if len(name) > 253 or not DNS1123_SUBDOMAIN.fullmatch(name):
+        return "must be a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253)"
+    return None
+
+
+def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]]:
+    kind, spec = obj.get("kind"), obj.get("spec", {})
+    if kind == "LeaderWorkerSet":
+        for side in ("leaderTemplate", "workerTemplate"):
+            if side in spec.get("leaderWorkerTemplate", {}):
+                yield ("spec", "leaderWorkerTemplate", side, "spec"), spec["leaderWorkerTemplate"][side].get("spec", {})
+    elif kind == "Job":
+        yield ("spec", "template", "spec"), spec.get("template", {}).get("spec", {})
+    elif kind == "MPIJob":
+        for role, replica in spec.get("mpiReplicaSpecs", {}).items():
+            yield ("spec", "mpiReplicaSpecs", role, "template", "spec"), replica.get("template", {}).get("spec", {})
+
+
+def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[OutputError]:
+    seen: set[str] = set()
+    for group in ("initContainers", "containers"):
+        for c, container in enumerate(pod.get(group, [])):
+            here = (*at, group, c)
+            name = str(container.get("name", ""))
+            if len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
+                yield OutputError((*here, "name"), f"container name {name!r} must be a DNS-1123 label")
+            elif name in seen:
+                yield OutputError((*here, "name"), f"container name {name!r} is used twice in this pod")
+            seen.add(name)
+            ports: set[str] = set()
+            for p, port in enumerate(container.get("ports", [])):
+                port_name = port.get("name")
+                if port_name is not None:
+                    why = port_name_problem(str(port_name))
+                    if why:
+                        yield OutputError((*here, "ports", p, "name"), f"port name {port_name!r} {why}")
+                    elif port_name in ports:
+                        yield OutputError((*here, "ports", p, "name"), f"port name {port_name!r} is used twice")
+                    ports.add(port_name)
+                number = port.get("containerPort")
+                if isinstance(number, int) and not 1 <= number <= 65535:
+                    yield OutputError((*here, "ports", p, "containerPort"), f"{number} is not a port (1-65535)")
+            for e, env in enumerate(container.get("env", [])):
+                if not ENV_VAR_NAME.fullmatch(str(env.get("name", ""))):
+                    yield OutputError(
+                        (*here, "env", e, "name"),
+                        (
+                            f"{env.get('name')!r} is not an env var name (letters, digits, '-', '_', '.', not a digit "
+                            "first)"
+                        ),
+                    )
+
+
+def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
+    """Every way obj breaks a Kubernetes API rule that its schema does not say."""
+    name = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), dict) else None
+    if isinstance(name, str) and obj.get("kind"):
+        why = name_problem(obj["kind"], name)
+        if why:
+            yield OutputError(("metadata", "name"), f"{name!r}: {why}")
+    for at, pod in _pod_templates(obj):
+        yield from _containers(at, pod)

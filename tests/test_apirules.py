@@ -1,0 +1,83 @@
+"""Kubernetes API rules beyond the schemas. The port-name cases are TestIsValidPortName's good and
+bad values (k8s.io/apimachinery/pkg/util/validation/validation_test.go); the name and env-var cases
+follow the definitions in validation.go (IsDNS1123Subdomain, IsDNS1035Label, IsEnvVarName)."""
+
+import pytest
+
+from conftest import lws_of, merged
+from lwsgen.output import validate
+from lwsgen.output.apirules import ENV_VAR_NAME, name_problem, port_name_problem
+
+
+@pytest.mark.parametrize("name", ["telnet", "re-mail-ck", "pop3", "a", "a-1", "1-a", "a-1-b-2-c", "1-a-2-b-3"])
+def test_good_port_names(name):
+    assert port_name_problem(name) is None
+
+
+@pytest.mark.parametrize(
+    "name", ["longerthan15characters", "", "a" * 16, "12345", "1-2-3-4", "-begin", "end-", "two--hyphens", "whois++"]
+)
+def test_bad_port_names(name):
+    assert port_name_problem(name) is not None
+
+
+@pytest.mark.parametrize(
+    "name, good",
+    [
+        ("a", True),
+        ("ab", True),
+        ("a-b", True),
+        ("0", True),
+        ("a.b", True),
+        ("A", False),
+        ("-a", False),
+        ("a-", False),
+        ("a_b", False),
+        ("a" * 254, False),
+    ],
+)
+def test_object_names_are_dns_subdomains(name, good):
+    assert (name_problem("ConfigMap", name) is None) == good
+
+
+def test_a_service_name_is_a_dns1035_label():
+    assert name_problem("Service", "9-leader") is not None and name_problem("Service", "a-leader") is None
+
+
+@pytest.mark.parametrize(
+    "name, good",
+    [
+        ("A", True),
+        ("ab", True),
+        ("A_B", True),
+        ("a.b", True),
+        ("a-b", True),
+        ("_a", True),
+        ("1a", False),
+        ("a b", False),
+        ("a=b", False),
+        ("", False),
+    ],
+)
+def test_env_var_names(name, good):
+    assert bool(ENV_VAR_NAME.fullmatch(name)) == good
+
+
+def _errors(obj):
+    return [(e.path, e.message) for e in validate.schema_errors(obj, "1.33")]
+
+
+def test_hand_edits_the_schema_allows_but_kubernetes_refuses(render, minimal):
+    lws = lws_of(render(merged(minimal, **{"monitoring.enabled": True})))
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    leader["containers"][0]["ports"][0]["name"] = "http-serving-port-1"
+    leader["containers"][0]["ports"].append({"name": "ray-gcs", "containerPort": 70000})
+    leader["containers"].append({**leader["containers"][0], "ports": []})
+    leader["containers"][0]["env"].append({"name": "1BAD", "value": "x"})
+    found = dict(_errors(lws))
+    base = ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec", "containers")
+    assert "must be 1 to 15 characters" in found[(*base, 0, "ports", 0, "name")]
+    assert "is used twice" in found[(*base, 0, "ports", 2, "name")]
+    assert "70000 is not a port" in found[(*base, 0, "ports", 2, "containerPort")]
+    assert "is used twice in this pod" in found[(*base, 1, "name")]
+    assert any(path[-1] == "name" and "is not an env var name" in message for path, message in found.items())
