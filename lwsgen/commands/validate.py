@@ -31,6 +31,7 @@ class Report:
         self.warnings: list[Problem] = []
         self.checked = 0
         self.not_checked: dict[str, int] = {}  # kind -> documents of it that have no schema
+        self.cel_not_evaluated = 0  # --crd rules the CEL library could not compile
 
 
 def _files(paths: list[str]) -> list[tuple[Path, str]]:
@@ -103,8 +104,14 @@ def _profile(path: Path, shown: str, report: Report) -> None:
     report.checked += 1
 
 
-def run(paths: list[str], kubernetes_version: str) -> Report:
+def run(paths: list[str], kubernetes_version: str, crd_paths: list[str] = ()) -> Report:
     report = Report()
+    crds = {}
+    if crd_paths:
+        from lwsgen.output import crd
+
+        crds = crd.load(list(crd_paths))
+        report.cel_not_evaluated = sum(c.not_evaluated for c in crds.values())
     objects: dict[str, tuple[dict[str, Any], ...]] = {}
     sources: dict[str, list[source.Source]] = {}
     files = _files(paths)
@@ -137,6 +144,12 @@ def run(paths: list[str], kubernetes_version: str) -> Report:
                         "unknown-document",
                     )
                 )
+                continue
+            given_crd = crds.get((data.get("apiVersion"), data.get("kind"))) if _is_object(data) else None
+            if given_crd is not None:  # --crd: the user's CRD instead of lwsgen's bundled schema
+                report.checked += 1
+                report.problems += locate.problems([doc], ((0, error) for error in given_crd.errors(data)))
+                kept.append(doc)
                 continue
             if not _lwsgen_kustomization(path, data) or not validate.has_schema(data, kubernetes_version, path.name):
                 kind = f"{data.get('apiVersion')} {data.get('kind')}"
