@@ -1,12 +1,13 @@
 """Kubernetes API rules beyond the schemas. The port-name cases are TestIsValidPortName's good and
 bad values (k8s.io/apimachinery/pkg/util/validation/validation_test.go); the name and env-var cases
-follow the definitions in validation.go (IsDNS1123Subdomain, IsDNS1035Label, IsEnvVarName)."""
+follow the definitions in validation.go (IsDNS1123Subdomain, IsDNS1035Label, IsEnvVarName,
+IsConfigMapKey)."""
 
 import pytest
 
 from conftest import lws_of, merged
 from lwsgen.output import validate
-from lwsgen.output.apirules import ENV_VAR_NAME, name_problem, port_name_problem
+from lwsgen.output.apirules import ENV_VAR_NAME, api_errors, config_map_key_problem, name_problem, port_name_problem
 
 
 @pytest.mark.parametrize("name", ["telnet", "re-mail-ck", "pop3", "a", "a-1", "1-a", "a-1-b-2-c", "1-a-2-b-3"])
@@ -81,3 +82,36 @@ def test_hand_edits_the_schema_allows_but_kubernetes_refuses(render, minimal):
     assert "70000 is not a port" in found[(*base, 0, "ports", 2, "containerPort")]
     assert "is used twice in this pod" in found[(*base, 1, "name")]
     assert any(path[-1] == "name" and "is not an env var name" in message for path, message in found.items())
+
+
+@pytest.mark.parametrize(
+    "key, good",
+    [
+        ("start.sh", True),
+        ("a_b-C.9", True),
+        (".hidden", True),
+        ("a/b", False),
+        (".", False),
+        ("..data", False),
+        ("a" * 253, True),
+        ("a" * 254, False),
+        ("sp ace", False),
+    ],
+)
+def test_config_map_keys(key, good):
+    assert (config_map_key_problem(key) is None) == good
+
+
+def test_what_the_api_server_requires_but_the_schemas_leave_optional():
+    fields = {e.path for e in api_errors({"apiVersion": "v1", "kind": "Service", "metadata": {}})}
+    assert fields == {("metadata", "name"), ("spec",)}
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "m"},
+        "spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {}}}},
+    }
+    assert [e.path for e in api_errors(lws)] == [
+        ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers")
+    ]
+    assert list(api_errors({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"})) == []

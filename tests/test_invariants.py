@@ -1,6 +1,7 @@
 """Hand edits to a rendered directory that break a deployment are caught by `lwsgen validate`, each
 at FILE:LINE:COL and its field; benign edits still pass. Every example gets the same edits."""
 
+import re
 import shutil
 
 import pytest
@@ -16,6 +17,19 @@ def _edit(directory, name, old, new, count=1):
     text = path.read_text()
     assert old in text, (name, old)
     path.write_text(text.replace(old, new, count))
+
+
+def _sub(directory, name, pattern, replacement, absent_ok=False):
+    """A regex edit of the first match; examples without the file (or, if absent_ok, the text) skip it."""
+    path = directory / name
+    if not path.exists():
+        pytest.skip(f"{name} is not part of this example")
+    text = path.read_text()
+    changed = re.sub(pattern, replacement, text, count=1, flags=re.MULTILINE)
+    if absent_ok and changed == text:
+        pytest.skip(f"{name} has no {pattern}")
+    assert changed != text, (name, pattern)
+    path.write_text(changed)
 
 
 def _size(d):  # LWS size 2 -> 3: the engine flags still say the old world size
@@ -51,7 +65,76 @@ def _policy(d):  # the NetworkPolicy protects another LWS
     )
 
 
+def _kustomization(d):  # a resource that is not there: kubectl kustomize fails on it
+    _edit(d, "kustomization.yaml", "- service.yaml\n", "- service.yaml\n- httproute.yaml\n")
+
+
 MUTATIONS = {
+    "kustomization resource": (_kustomization, "'httproute.yaml' does not exist beside this kustomization"),
+    "port name": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(          - name: )http$", r"\1HTTP_port"),
+        "ports[0].name: port name 'HTTP_port' may hold only lower-case letters",
+    ),
+    "env var name": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(          - name: )[A-Z][A-Z0-9_]*$", r"\g<1>1BAD=NAME"),
+        "'1BAD=NAME' is not an env var name",
+    ),
+    "unknown field": (
+        lambda d: _edit(d, "leaderworkerset.yaml", "\nspec:\n", "\nspec:\n  replica: 2\n"),
+        "spec.replica: unknown field 'replica'",
+    ),
+    "service name": (
+        lambda d: _sub(d, "service.yaml", r"^(  name: .*)$", r"\1_svc"),
+        "metadata.name: ",
+    ),
+    "duplicate key": (
+        lambda d: _edit(d, "service.yaml", "\nspec:\n", "\nspec:\n  type: ClusterIP\n  type: ClusterIP\n"),
+        "spec.type: duplicate key",
+    ),
+    "tab indentation": (
+        lambda d: _edit(d, "service.yaml", "\nspec:\n  ", "\nspec:\n\t"),
+        "YAML syntax error",
+    ),
+    "podmonitor selects workers": (
+        lambda d: _sub(d, "podmonitor.yaml", r"worker-index: '0'", "worker-index: '1'"),
+        "spec.selector: must match exactly",
+    ),
+    "podmonitor port": (
+        lambda d: _sub(d, "podmonitor.yaml", r"^(  - port: ).*$", r"\1scrape"),
+        "'scrape' is not a named port of the leader container",
+    ),
+    "service target port": (
+        lambda d: _sub(d, "service.yaml", r"^(    targetPort: ).*$", r"\1nope"),
+        "targetPort: 'nope' is not a named port of the leader container",
+    ),
+    "service port without target": (
+        lambda d: _edit(d, "service.yaml", "  ports:\n", "  ports:\n  - name: extra\n    port: 9999\n"),
+        "spec.ports[0]: has no targetPort",
+    ),
+    "gpu requests differ from limits": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(\s+nvidia.com/gpu: ).*$", r"\g<1>1"),
+        "requests must equal limits",
+    ),
+    "restart policy": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(    restartPolicy: ).*$", r"\1Sometimes"),
+        'restartPolicy: "Sometimes" is not one of',
+    ),
+    "startup policy": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(  startupPolicy: ).*$", r"\1Eventually"),
+        'startupPolicy: "Eventually" is not one of',
+    ),
+    "record name": (
+        lambda d: _sub(d, "prometheusrule.yaml", r"^(\s+- record: ).*$", r"\1bad-name"),
+        'record: "bad-name" does not match',
+    ),
+    "configmap key": (
+        lambda d: _sub(d, "configmap.yaml", r"^(  )[\w.-]+(: [|>])", r"\1bad/key\2"),
+        "'bad/key': a data key may hold only",
+    ),
+    "replicas type": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(  replicas: )\d+$", r"\1'two'", absent_ok=True),
+        'spec.replicas: "two" is not of type "integer"',
+    ),
     "size": (_size, "spec.leaderWorkerTemplate.size: size 3 x"),
     "probe port": (_probe_port, "httpGet.port: 'web' is not a named port of this container"),
     "mount": (_mount, "volumeMounts[0].name: 'shm' is not a volume of this pod"),
@@ -62,6 +145,7 @@ MUTATIONS = {
 BENIGN = {
     "annotation": lambda d: _edit(d, "service.yaml", "metadata:\n", "metadata:\n  annotations:\n    note: reviewed\n"),
     "image tag": lambda d: _edit(d, "leaderworkerset.yaml", "image: ", "image: ", 1),
+    "comment": lambda d: _edit(d, "leaderworkerset.yaml", "spec:\n", "spec:\n  # reviewed by the GPU team\n"),
 }
 
 
@@ -88,3 +172,17 @@ def test_benign_edits_still_pass(example, edit, tmp_path, capsys):
     shutil.copytree(REPO / "out" / example, directory)
     BENIGN[edit](directory)
     assert main(["validate", str(directory)]) == 0, capsys.readouterr().out
+
+
+def test_a_hand_written_overlay_naming_a_missing_file_is_caught(tmp_path, capsys):
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../base\n"
+        "- https://github.com/example/repo//deploy?ref=v1\n- patch-gpus.yaml\n"
+    )
+    (tmp_path / "base").mkdir()
+    assert main(["validate", str(overlay)]) == 1
+    out = capsys.readouterr().out
+    assert f"{overlay}/kustomization.yaml:6:3: resources[2]: 'patch-gpus.yaml' does not exist" in out, out
+    assert "base" not in out.replace(str(tmp_path), "") and "github" not in out

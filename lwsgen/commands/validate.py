@@ -87,6 +87,37 @@ def _lwsgen_kustomization(path: Path, data: dict[str, Any]) -> bool:
     return data.get("kind") != "Kustomization" or (path.parent / MANIFEST).is_file()
 
 
+KUSTOMIZATION_PATHS = ("resources", "components", "configurations")
+
+
+def _kustomization_paths(path: Path, doc: source.Source) -> list[Problem]:
+    """Local paths a kustomization names must exist: `kubectl kustomize` and every GitOps sync of
+    the directory fail on the first one missing, long after validate said the files were fine."""
+    problems = []
+    for field in KUSTOMIZATION_PATHS:
+        entries = doc.data.get(field)
+        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+            if not isinstance(entry, str) or "://" in entry or entry.startswith(("git@", "github.com/")):
+                continue  # remote bases are kustomize's to fetch
+            if not (path.parent / entry).exists():
+                problems.append(
+                    doc.problem(
+                        (field, index),
+                        f"{entry!r} does not exist beside this kustomization; kubectl kustomize would fail",
+                        "missing-file",
+                    )
+                )
+    return problems
+
+
+def _keep_if_valid(doc: source.Source, errors: list, kept: list[source.Source], report: Report) -> None:
+    """Cross-object rules read only objects their schema accepts: a hand edit that drops a required
+    key is reported once, at that key, not again as a crash or a chain of follow-on errors."""
+    report.problems += locate.problems([doc], ((0, error) for error in errors))
+    if not errors:
+        kept.append(doc)
+
+
 def _base(src: source.Source, report: Report) -> None:
     report.problems += schema.check_partial(src)
     report.checked += 1
@@ -145,21 +176,19 @@ def run(paths: list[str], kubernetes_version: str, crd_paths: list[str] = ()) ->
                     )
                 )
                 continue
+            if _is_object(data) and data.get("kind") == "Kustomization":
+                report.problems += _kustomization_paths(path, doc)
             given_crd = crds.get((data.get("apiVersion"), data.get("kind"))) if _is_object(data) else None
             if given_crd is not None:  # --crd: the user's CRD instead of lwsgen's bundled schema
                 report.checked += 1
-                report.problems += locate.problems([doc], ((0, error) for error in given_crd.errors(data)))
-                kept.append(doc)
+                _keep_if_valid(doc, list(given_crd.errors(data)), kept, report)
                 continue
             if not _lwsgen_kustomization(path, data) or not validate.has_schema(data, kubernetes_version, path.name):
                 kind = f"{data.get('apiVersion')} {data.get('kind')}"
                 report.not_checked[kind] = report.not_checked.get(kind, 0) + 1
                 continue
             report.checked += 1
-            report.problems += locate.problems(
-                [doc], ((0, error) for error in validate.schema_errors(data, kubernetes_version, path.name))
-            )
-            kept.append(doc)
+            _keep_if_valid(doc, list(validate.schema_errors(data, kubernetes_version, path.name)), kept, report)
         sources[shown] = kept
         objects[shown] = tuple(d.data for d in kept if _is_object(d.data))
     for file, index, error in relations.cross_object_errors(objects):

@@ -2,9 +2,10 @@
 validate: object names (DNS-1123 subdomain; a Service's a DNS-1035 label), container names
 (DNS-1123 labels, unique in a pod), port names (IANA service names: at most 15 characters,
 lower-case letters, digits and '-', a letter among them, no '-' at either end or twice in a row;
-unique in a container) and numbers (1-65535), and env var names. The rules follow
+unique in a container) and numbers (1-65535), env var names, and ConfigMap and Secret data keys. The
+rules follow
 k8s.io/apimachinery/pkg/util/validation/validation.go (IsDNS1123Label, IsDNS1123Subdomain,
-IsDNS1035Label, IsValidPortName, IsValidPortNum, IsEnvVarName) and the pod rules of
+IsDNS1035Label, IsValidPortName, IsValidPortNum, IsEnvVarName, IsConfigMapKey) and the pod rules of
 k8s.io/kubernetes/pkg/apis/core/validation/validation.go (validateContainers: duplicate names,
 validateContainerPorts)."""
 
@@ -19,6 +20,8 @@ DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 ENV_VAR_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 _PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
+CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+DATA_FIELDS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 
 
 def port_name_problem(name: str) -> str | None:
@@ -46,7 +49,9 @@ def name_problem(kind: str, name: str) -> str | None:
 
 
 def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]]:
-    kind, spec = obj.get("kind"), obj.get("spec", {})
+    kind, spec = obj.get("kind"), obj.get("spec")
+    if not isinstance(spec, dict):
+        return
     if kind == "LeaderWorkerSet":
         for side in ("leaderTemplate", "workerTemplate"):
             if side in spec.get("leaderWorkerTemplate", {}):
@@ -93,8 +98,31 @@ def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[OutputError]:
                     )
 
 
+# Kinds the API server (or their controller) rejects without a spec, though OpenAPI marks none required
+SPEC_REQUIRED = frozenset(
+    ("Service", "NetworkPolicy", "HorizontalPodAutoscaler", "LeaderWorkerSet", "PodMonitor", "PrometheusRule")
+    + ("ScaledObject", "Job", "MPIJob")
+)
+
+
+def _required(obj: dict[str, Any]) -> Iterator[OutputError]:
+    """What the API server requires but the schemas leave optional: a name (an applied object
+    cannot use generateName), a spec, and a pod template's containers."""
+    metadata = obj.get("metadata")
+    if "kind" not in obj:
+        return  # a prometheus-adapter rules fragment, not an object
+    if obj["kind"] != "Kustomization" and not (isinstance(metadata, dict) and metadata.get("name")):
+        yield OutputError(("metadata", "name"), "is required (kubectl apply and GitOps syncs cannot use generateName)")
+    if obj.get("kind") in SPEC_REQUIRED and not isinstance(obj.get("spec"), dict):
+        yield OutputError(("spec",), f"is required for a {obj['kind']}")
+    for at, pod in _pod_templates(obj):
+        if not isinstance(pod, dict) or not pod.get("containers"):
+            yield OutputError((*at, "containers"), "is required: a pod template needs at least one container")
+
+
 def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
     """Every way obj breaks a Kubernetes API rule that its schema does not say."""
+    yield from _required(obj)
     name = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), dict) else None
     if isinstance(name, str) and obj.get("kind"):
         why = name_problem(obj["kind"], name)
@@ -102,3 +130,19 @@ def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
             yield OutputError(("metadata", "name"), f"{name!r}: {why}")
     for at, pod in _pod_templates(obj):
         yield from _containers(at, pod)
+    for field in DATA_FIELDS.get(obj.get("kind"), ()):
+        for key in obj.get(field) or {}:
+            why = config_map_key_problem(str(key))
+            if why:
+                yield OutputError((field, key), f"{key!r}: {why}")
+
+
+def config_map_key_problem(key: str) -> str | None:
+    """A key becomes a file name when the data is mounted, hence no '/' and no '..' prefix."""
+    if len(key) > 253:
+        return "a data key is at most 253 characters"
+    if not CONFIG_MAP_KEY.fullmatch(key):
+        return "a data key may hold only letters, digits, '-', '_' and '.'"
+    if key == "." or key.startswith(".."):
+        return "a data key must not be '.' or start with '..'"
+    return None

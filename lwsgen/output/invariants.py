@@ -123,7 +123,11 @@ def _adapter_names(objects: list[dict[str, Any]]) -> dict[str, str] | None:
 def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, OutputError]]:
     everything = [o for docs in objects_by_file.values() for o in docs]
     names = {
-        kind: {o["metadata"]["name"] for o in everything if o.get("kind") == kind and "metadata" in o}
+        kind: {
+            o["metadata"].get("name")
+            for o in everything
+            if o.get("kind") == kind and isinstance(o.get("metadata"), dict)
+        }
         for kind in ("ConfigMap", "ServiceAccount", "LeaderWorkerSet")
     }
     scaled = {

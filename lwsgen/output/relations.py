@@ -68,10 +68,16 @@ def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any
         )
     named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
     for index, port in enumerate(service["spec"].get("ports", [])):
-        if port.get("targetPort") not in named:
+        if "targetPort" not in port:  # Kubernetes then targets the number in `port`, which may not listen
+            yield (
+                ("spec", "ports", index),
+                "has no targetPort; name one of the leader container's ports: "
+                + ", ".join(sorted(filter(None, named))),
+            )
+        elif port["targetPort"] not in named:
             yield (
                 ("spec", "ports", index, "targetPort"),
-                f"{port.get('targetPort')!r} is not a named port of the leader container",
+                f"{port['targetPort']!r} is not a named port of the leader container",
             )
 
 
