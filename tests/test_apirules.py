@@ -115,3 +115,19 @@ def test_what_the_api_server_requires_but_the_schemas_leave_optional():
         ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers")
     ]
     assert list(api_errors({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"})) == []
+
+
+@pytest.mark.parametrize(
+    "ports, fields",
+    [
+        ([{"port": 80}], set()),  # a single port may go unnamed
+        ([{"name": "http", "port": 80}, {"port": 81}], {("spec", "ports", 1, "name")}),
+        ([{"name": "http", "port": 80}, {"name": "http", "port": 81}], {("spec", "ports", 1, "name")}),
+        ([{"name": "a", "port": 80}, {"name": "b", "port": 80}], {("spec", "ports", 1, "port")}),
+        ([{"name": "a", "port": 80}, {"name": "b", "port": 80, "protocol": "UDP"}], set()),
+        ([{"name": "Web_1", "port": 80}], {("spec", "ports", 0, "name")}),
+    ],
+)
+def test_service_ports_follow_validate_service_port(ports, fields):
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": ports}}
+    assert {e.path for e in api_errors(service)} == fields

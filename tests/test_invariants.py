@@ -111,6 +111,24 @@ MUTATIONS = {
         lambda d: _edit(d, "service.yaml", "  ports:\n", "  ports:\n  - name: extra\n    port: 9999\n"),
         "spec.ports[0]: has no targetPort",
     ),
+    "service port name reused": (
+        lambda d: _sub(
+            d,
+            "service.yaml",
+            r"^(  ports:\n  - name: )(\S+)$",
+            r"\1\2\n    port: 9999\n    targetPort: \2\n  - name: \2",
+        ),
+        "is used by another port of this Service",
+    ),
+    "service port unnamed among several": (
+        lambda d: _sub(
+            d,
+            "service.yaml",
+            r"^(  ports:\n  - name: )(\S+)$",
+            r"  ports:\n  - port: 9999\n    targetPort: \2\n  - name: \2",
+        ),
+        "name: is required when a Service has several ports",
+    ),
     "gpu requests differ from limits": (
         lambda d: _sub(d, "leaderworkerset.yaml", r"^(\s+nvidia.com/gpu: ).*$", r"\g<1>1"),
         "requests must equal limits",

@@ -2,7 +2,8 @@
 validate: object names (DNS-1123 subdomain; a Service's a DNS-1035 label), container names
 (DNS-1123 labels, unique in a pod), port names (IANA service names: at most 15 characters,
 lower-case letters, digits and '-', a letter among them, no '-' at either end or twice in a row;
-unique in a container) and numbers (1-65535), env var names, and ConfigMap and Secret data keys. The
+unique in a container) and numbers (1-65535), env var names, ConfigMap and Secret data keys, and
+Service ports (validateServicePort: named when several, names unique, port/protocol unique). The
 rules follow
 k8s.io/apimachinery/pkg/util/validation/validation.go (IsDNS1123Label, IsDNS1123Subdomain,
 IsDNS1035Label, IsValidPortName, IsValidPortNum, IsEnvVarName, IsConfigMapKey) and the pod rules of
@@ -135,6 +136,28 @@ def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
             why = config_map_key_problem(str(key))
             if why:
                 yield OutputError((field, key), f"{key!r}: {why}")
+    if obj.get("kind") == "Service" and isinstance(obj.get("spec"), dict):
+        yield from _service_ports(obj["spec"].get("ports") or [])
+
+
+def _service_ports(ports: list) -> Iterator[OutputError]:
+    """validateServicePort and ValidateService: with several ports each needs a name, a DNS-1123
+    label used once; a port number is used once per protocol."""
+    names: set[str] = set()
+    numbers: set[tuple] = set()
+    for index, port in enumerate(p for p in ports if isinstance(p, dict)):
+        name = port.get("name")
+        if not name and len(ports) > 1:
+            yield OutputError(("spec", "ports", index, "name"), "is required when a Service has several ports")
+        elif name and not DNS1123_LABEL.fullmatch(str(name)):
+            yield OutputError(("spec", "ports", index, "name"), f"{name!r} is not a DNS-1123 label")
+        elif name in names:
+            yield OutputError(("spec", "ports", index, "name"), f"{name!r} is used by another port of this Service")
+        names.add(name)
+        number = (port.get("port"), port.get("protocol", "TCP"))
+        if number in numbers:
+            yield OutputError(("spec", "ports", index, "port"), f"{number[0]}/{number[1]} is used by another port")
+        numbers.add(number)
 
 
 def config_map_key_problem(key: str) -> str | None:
