@@ -69,6 +69,12 @@ def _kustomization(d):  # a resource that is not there: kubectl kustomize fails 
     _edit(d, "kustomization.yaml", "- service.yaml\n", "- service.yaml\n- httproute.yaml\n")
 
 
+def _replicas_under_autoscaler(d):  # an HPA or ScaledObject owns replicas; a sync would reset them
+    if not any((d / f).exists() for f in ("horizontalpodautoscaler.yaml", "scaledobject.yaml")):
+        pytest.skip("no autoscaler in this example")
+    _edit(d, "leaderworkerset.yaml", "\nspec:\n", "\nspec:\n  replicas: 2\n")
+
+
 MUTATIONS = {
     "kustomization resource": (_kustomization, "'httproute.yaml' does not exist beside this kustomization"),
     "port name": (
@@ -128,6 +134,31 @@ MUTATIONS = {
             r"  ports:\n  - port: 9999\n    targetPort: \2\n  - name: \2",
         ),
         "name: is required when a Service has several ports",
+    ),
+    "service account": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(\s+serviceAccountName: .*)$", r"\1-old", absent_ok=True),
+        "-old' is not in this set",
+    ),
+    "replicas under an autoscaler": (_replicas_under_autoscaler, "spec.replicas: is set although an autoscaler"),
+    "hpa metric": (
+        lambda d: _sub(d, "horizontalpodautoscaler.yaml", r"^(        name: )(\w+)$", r"\1\2_old"),
+        "is served by no prometheus-adapter rule in this set",
+    ),
+    "adapter series": (
+        lambda d: _sub(d, "prometheus-adapter-rules.yaml", r"^(    matches: \^)(\S+?)(\$)$", r"\1\2_old\3"),
+        "is recorded by no PrometheusRule in this set",
+    ),
+    "keda query": (
+        lambda d: _sub(d, "scaledobject.yaml", r"(query: sum\()([a-z_]+:[a-z0-9_]+:[a-z0-9_]+)", r"\1\2_old"),
+        "which no PrometheusRule in this set records",
+    ),
+    "container name": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(        - name: )leader$", r"\1Leader"),
+        "'Leader'",
+    ),
+    "container port number": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"^(\s+containerPort: )\d+$", r"\g<1>70000"),
+        "containerPort",
     ),
     "gpu requests differ from limits": (
         lambda d: _sub(d, "leaderworkerset.yaml", r"^(\s+nvidia.com/gpu: ).*$", r"\g<1>1"),

@@ -161,8 +161,8 @@ def run(paths: list[str], kubernetes_version: str, crd_paths: list[str] = ()) ->
                 _profile(path, shown, report)
             continue
         if shown in context:  # read for the cross-object rules only
-            objects[shown] = tuple(d.data for d in docs if _is_object(d.data))
-            sources[shown] = [d for d in docs if _is_object(d.data)]
+            sources[shown] = [d for d in docs if _is_object(d.data) or path.name in validate.FILE_SCHEMAS]
+            objects[shown] = tuple(d.data for d in sources[shown])
             continue
         kept = []
         for doc in docs:
@@ -190,8 +190,8 @@ def run(paths: list[str], kubernetes_version: str, crd_paths: list[str] = ()) ->
             report.checked += 1
             _keep_if_valid(doc, list(validate.schema_errors(data, kubernetes_version, path.name)), kept, report)
         sources[shown] = kept
-        objects[shown] = tuple(d.data for d in kept if _is_object(d.data))
+        objects[shown] = tuple(d.data for d in kept)  # objects, and rule files such as the adapter's
     for file, index, error in relations.cross_object_errors(objects):
-        docs = [d for d in sources[file] if _is_object(d.data)]
+        docs = sources[file]
         report.problems += locate.problems(docs, [(index, error)])
     return report
