@@ -25,6 +25,16 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _render(root: Path, env: dict) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "lwsgen", "render", "profiles", "-o", "out"],
+        cwd=root,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+
 @pytest.fixture
 def repo(tmp_path):
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
@@ -46,13 +56,7 @@ def repo(tmp_path):
         "PYTHONPATH": str(REPO),
     }
     assert _git(root, "init", "-q").returncode == 0
-    subprocess.run(
-        [sys.executable, "-m", "lwsgen", "render", "profiles", "-o", "out"],
-        cwd=root,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    _render(root, env)
     assert _git(root, "add", "-A").returncode == 0
     return root, env
 
@@ -72,13 +76,7 @@ def test_hooks_pass_on_all_files_and_on_a_commit_of_one_changed_file(repo):
     # A platform change: bump maxReplicas in the profile and re-render; pre-commit passes only the changed files.
     profile = root / "profiles" / "sglang-deepseek-r1.yaml"
     profile.write_text(profile.read_text().replace("maxReplicas: 4", "maxReplicas: 6"))
-    subprocess.run(
-        [sys.executable, "-m", "lwsgen", "render", "profiles", "-o", "out"],
-        cwd=root,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    _render(root, env)
     assert _git(root, "add", "-A").returncode == 0
     changed = _git(root, "diff", "--cached", "--name-only").stdout.split()
     assert "out/sglang-deepseek-r1/scaledobject.yaml" in changed

@@ -117,6 +117,11 @@ def _syntax_problem(err: yaml.YAMLError, file: str) -> Problem:
     return Problem(file, line, col, "", message, "yaml-syntax")
 
 
+def _at_key(src: Source, key_node: yaml.Node, path: PathKey, message: str, code: str) -> Problem:
+    mark = key_node.start_mark
+    return Problem(src.file, mark.line + 1, mark.column + 1, dotted(path), message, code)
+
+
 def _walk(node: yaml.Node, data: Any, path: PathKey, src: Source, problems: list[Problem]) -> None:
     src.values_at[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
@@ -127,27 +132,13 @@ def _walk(node: yaml.Node, data: Any, path: PathKey, src: Source, problems: list
             key = key_node.value
             child = path + (key,)
             if key_node.tag != "tag:yaml.org,2002:str":
-                problems.append(
-                    Problem(
-                        src.file,
-                        key_node.start_mark.line + 1,
-                        key_node.start_mark.column + 1,
-                        dotted(child),
-                        "field names must be strings; quote this key",
-                        "bad-key",
-                    )
-                )
+                problems.append(_at_key(src, key_node, child, "field names must be strings; quote this key", "bad-key"))
                 continue
             if key in seen:
                 first = seen[key].start_mark.line + 1
                 problems.append(
-                    Problem(
-                        src.file,
-                        key_node.start_mark.line + 1,
-                        key_node.start_mark.column + 1,
-                        dotted(child),
-                        f"duplicate key (first set on line {first}); keep one",
-                        "duplicate-key",
+                    _at_key(
+                        src, key_node, child, f"duplicate key (first set on line {first}); keep one", "duplicate-key"
                     )
                 )
             seen[key] = key_node

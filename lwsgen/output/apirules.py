@@ -65,6 +65,9 @@ def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]
 
 
 def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[OutputError]:
+    if not isinstance(pod, dict) or not pod.get("containers"):
+        yield OutputError((*at, "containers"), "is required: a pod template needs at least one container")
+        return
     seen: set[str] = set()
     for group in ("initContainers", "containers"):
         for c, container in enumerate(pod.get(group, [])):
@@ -108,7 +111,7 @@ SPEC_REQUIRED = frozenset(
 
 def _required(obj: dict[str, Any]) -> Iterator[OutputError]:
     """What the API server requires but the schemas leave optional: a name (an applied object
-    cannot use generateName), a spec, and a pod template's containers."""
+    cannot use generateName) and a spec; a pod template's containers are checked in _containers."""
     metadata = obj.get("metadata")
     if "kind" not in obj:
         return  # a prometheus-adapter rules fragment, not an object
@@ -116,9 +119,6 @@ def _required(obj: dict[str, Any]) -> Iterator[OutputError]:
         yield OutputError(("metadata", "name"), "is required (kubectl apply and GitOps syncs cannot use generateName)")
     if obj.get("kind") in SPEC_REQUIRED and not isinstance(obj.get("spec"), dict):
         yield OutputError(("spec",), f"is required for a {obj['kind']}")
-    for at, pod in _pod_templates(obj):
-        if not isinstance(pod, dict) or not pod.get("containers"):
-            yield OutputError((*at, "containers"), "is required: a pod template needs at least one container")
 
 
 def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
