@@ -1,13 +1,22 @@
-"""Kubernetes API rules beyond the schemas. The port-name cases are TestIsValidPortName's good and
-bad values (k8s.io/apimachinery/pkg/util/validation/validation_test.go); the name and env-var cases
-follow the definitions in validation.go (IsDNS1123Subdomain, IsDNS1035Label, IsEnvVarName,
-IsConfigMapKey)."""
+"""Kubernetes API rules beyond the schemas. The port-name, qualified-name and label-value cases are
+TestIsValidPortName's, TestIsQualifiedName's and TestIsValidLabelValue's good and bad values
+(k8s.io/apimachinery/pkg/util/validation/validation_test.go); the name and env-var cases follow the
+definitions in validation.go (IsDNS1123Subdomain, IsDNS1035Label, IsEnvVarName, IsConfigMapKey);
+the annotation total is TotalAnnotationSizeLimitB (k8s.io/apimachinery/pkg/api/validation/objectmeta.go)."""
 
 import pytest
 
 from conftest import lws_of, merged
 from lwsgen.output import validate
-from lwsgen.output.apirules import ENV_VAR_NAME, api_errors, config_map_key_problem, name_problem, port_name_problem
+from lwsgen.output.apirules import (
+    ENV_VAR_NAME,
+    api_errors,
+    config_map_key_problem,
+    label_value_problem,
+    name_problem,
+    port_name_problem,
+    qualified_name_problem,
+)
 
 
 @pytest.mark.parametrize("name", ["telnet", "re-mail-ck", "pop3", "a", "a-1", "1-a", "a-1-b-2-c", "1-a-2-b-3"])
@@ -96,6 +105,16 @@ def test_hand_edits_the_schema_allows_but_kubernetes_refuses(render, minimal):
         ("a" * 253, True),
         ("a" * 254, False),
         ("sp ace", False),
+        # TestIsConfigMapKey
+        ("good-good", True),
+        ("this.is.also.good", True),
+        (".so.is.this", True),
+        ("THIS_IS_GOOD", True),
+        ("so_is_this_17", True),
+        ("..", False),
+        ("..bad", False),
+        ("b*d", False),
+        ("bad!&bad", False),
     ],
 )
 def test_config_map_keys(key, good):
@@ -131,3 +150,91 @@ def test_what_the_api_server_requires_but_the_schemas_leave_optional():
 def test_service_ports_follow_validate_service_port(ports, fields):
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": ports}}
     assert {e.path for e in api_errors(service)} == fields
+
+
+QUALIFIED_GOOD = [
+    "simple",
+    "now-with-dashes",
+    "1-starts-with-num",
+    "1234",
+    "simple/simple",
+    "now-with-dashes/simple",
+    "now-with-dashes/now-with-dashes",
+    "now.with.dots/simple",
+    "now-with.dashes-and.dots/simple",
+    "1-num.2-num/3-num",
+    "1234/5678",
+    "1.2.3.4/5678",
+    "Uppercase_Is_OK_123",
+    "example.com/Uppercase_Is_OK_123",
+    "requests.storage-foo",
+    "a" * 63,
+    "a" * 253 + "/" + "b" * 63,
+]
+QUALIFIED_BAD = [
+    "nospecialchars%^=@",
+    "cantendwithadash-",
+    "-cantstartwithadash-",
+    "only/one/slash",
+    "Example.com/abc",
+    "example_com/abc",
+    "example.com/",
+    "/simple",
+    "a" * 64,
+    "a" * 254 + "/abc",
+]
+
+
+@pytest.mark.parametrize("key", QUALIFIED_GOOD)
+def test_good_qualified_names(key):
+    assert qualified_name_problem(key) is None
+
+
+@pytest.mark.parametrize("key", QUALIFIED_BAD)
+def test_bad_qualified_names(key):
+    assert qualified_name_problem(key) is not None
+
+
+@pytest.mark.parametrize(
+    "value", ["simple", "now-with-dashes", "1-starts-with-num", "end-with-num-1", "1234", "a" * 63, ""]
+)
+def test_good_label_values(value):
+    assert label_value_problem(value) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "nospecialchars%^=@",
+        "Tama-nui-te-rā.is.Māori.sun",
+        "\\backslashes\\are\\bad",
+        "-starts-with-dash",
+        "ends-with-dash-",
+        ".starts.with.dot",
+        "ends.with.dot.",
+        "a" * 64,
+    ],
+)
+def test_bad_label_values(value):
+    assert label_value_problem(value) is not None
+
+
+def test_labels_and_annotations_on_objects_and_pod_templates(render, minimal):
+    lws = lws_of(render(minimal))
+    lws["metadata"]["labels"]["team/a/b"] = "x"
+    lws["metadata"]["labels"]["tier"] = "-gpu"
+    worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    worker.setdefault("metadata", {}).setdefault("annotations", {})["Example.COM/Note"] = "fine: keys are lower-cased"
+    worker["metadata"]["annotations"]["bad key"] = "x"
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    leader.setdefault("metadata", {}).setdefault("annotations", {})["big"] = "x" * (256 * 1024)
+    found = dict(_errors(lws))
+    assert "label key 'team/a/b'" in found[("metadata", "labels", "team/a/b")]
+    assert "a label value must be empty" in found[("metadata", "labels", "tier")]
+    side = ("spec", "leaderWorkerTemplate")
+    assert "annotation key 'bad key'" in found[(*side, "workerTemplate", "metadata", "annotations", "bad key")]
+    assert (*side, "workerTemplate", "metadata", "annotations", "Example.COM/Note") not in found
+    total = sum(len(k) + len(v) for k, v in leader["metadata"]["annotations"].items())
+    assert total > 256 * 1024 and f"{total} bytes" in found[(*side, "leaderTemplate", "metadata", "annotations")]
+    del leader["metadata"]["annotations"]["big"]
+    assert (*side, "leaderTemplate", "metadata", "annotations") not in dict(_errors(lws))

@@ -19,13 +19,14 @@ def _edit(directory, name, old, new, count=1):
     path.write_text(text.replace(old, new, count))
 
 
-def _sub(directory, name, pattern, replacement, absent_ok=False):
-    """A regex edit of the first match; examples without the file (or, if absent_ok, the text) skip it."""
+def _sub(directory, name, pattern, replacement, absent_ok=False, count=1):
+    """A regex edit of the first match (count=0: every match); examples without the file (or, if
+    absent_ok, the text) skip it."""
     path = directory / name
     if not path.exists():
         pytest.skip(f"{name} is not part of this example")
     text = path.read_text()
-    changed = re.sub(pattern, replacement, text, count=1, flags=re.MULTILINE)
+    changed = re.sub(pattern, replacement, text, count=count, flags=re.MULTILINE)
     if absent_ok and changed == text:
         pytest.skip(f"{name} has no {pattern}")
     assert changed != text, (name, pattern)
@@ -73,6 +74,18 @@ def _replicas_under_autoscaler(d):  # an HPA or ScaledObject owns replicas; a sy
     if not any((d / f).exists() for f in ("horizontalpodautoscaler.yaml", "scaledobject.yaml")):
         pytest.skip("no autoscaler in this example")
     _edit(d, "leaderworkerset.yaml", "\nspec:\n", "\nspec:\n  replicas: 2\n")
+
+
+def _script_key(d):  # the script the leader runs is renamed in the ConfigMap (and the hash kept current)
+    text = (d / "leaderworkerset.yaml").read_text()
+    script = re.search(r"^          - /lwsgen/scripts/([\w.-]+)$", text, flags=re.MULTILINE)
+    if not script:
+        pytest.skip("the leader runs no launch script")
+    _edit(d, "configmap.yaml", f"\n  {script.group(1)}: ", f"\n  old-{script.group(1)}: ")
+
+
+def _big_annotation(d):  # a pasted blob: the API server refuses more than 256 KiB of annotations
+    _edit(d, "service.yaml", "metadata:\n", "metadata:\n  annotations:\n    notes: " + "x" * 262144 + "\n")
 
 
 MUTATIONS = {
@@ -190,11 +203,58 @@ MUTATIONS = {
     "configmap": (_configmap, "is not in this set"),
     "service selector": (_service_selector, "spec.selector: must select"),
     "network policy": (_policy, "which is not in this set"),
+    "label value": (
+        lambda d: _sub(d, "service.yaml", r"^(    app.kubernetes.io/component: ).*$", r"\1leader service"),
+        "'leader service': a label value must be empty or 1 to 63",
+    ),
+    "annotation key": (
+        lambda d: _edit(d, "service.yaml", "metadata:\n", "metadata:\n  annotations:\n    reviewed by: ops\n"),
+        "annotation key 'reviewed by'",
+    ),
+    "annotations over 256 KiB": (_big_annotation, "the API server allows 262144 (256 KiB)"),
+    "launch script renamed": (_script_key, "but its ConfigMap has no such key"),
+    "launch script edited, hash kept": (
+        lambda d: _edit(d, "configmap.yaml", "\ndata:\n", "\ndata:\n  extra.sh: |\n    echo hand-added\n"),
+        "is not the sha256 of the launch scripts in the ConfigMap",
+    ),
+    "worker reads another secret key": (
+        lambda d: (
+            _sub(d, "leaderworkerset.yaml", r"^(                key: )token$", r"\1hf-token", absent_ok=True, count=0)
+            or _edit(d, "leaderworkerset.yaml", "key: hf-token", "key: token")
+        ),
+        "but the leader reads 'hf-token' key 'token' for HF_TOKEN",
+    ),
+    "worker mounts shared memory elsewhere": (
+        lambda d: _sub(d, "leaderworkerset.yaml", r"(workerTemplate:[\s\S]*?mountPath: )/dev/shm$", r"\1/shm"),
+        "mounts 'dshm' at '/shm', but the leader mounts it at '/dev/shm'",
+    ),
 }
 BENIGN = {
     "annotation": lambda d: _edit(d, "service.yaml", "metadata:\n", "metadata:\n  annotations:\n    note: reviewed\n"),
-    "image tag": lambda d: _edit(d, "leaderworkerset.yaml", "image: ", "image: ", 1),
+    "image tag": lambda d: _sub(d, "leaderworkerset.yaml", r"^(\s+image: [^:\s]+):(\S+)$", r"\1:\2-hotfix1", count=0),
+    "image mirrored": lambda d: _sub(d, "leaderworkerset.yaml", r"^(\s+image: )", r"\1mirror.example.com/", count=0),
     "comment": lambda d: _edit(d, "leaderworkerset.yaml", "spec:\n", "spec:\n  # reviewed by the GPU team\n"),
+    "memory limit within the node": lambda d: _sub(
+        d, "leaderworkerset.yaml", r"^(\s+memory: )\d+Gi$", r"\g<1>480Gi", count=0
+    ),
+    "cpu limit within the node": lambda d: _sub(d, "leaderworkerset.yaml", r"^(\s+cpu: )'?\d+'?$", r"\1'60'", count=0),
+    "label": lambda d: _edit(d, "leaderworkerset.yaml", "  labels:\n", "  labels:\n    team: inference\n", 1),
+    "env var": lambda d: _sub(
+        d, "leaderworkerset.yaml", r"^(          env:\n)", r"\1          - name: TZ\n            value: UTC\n"
+    ),
+    "readiness period": lambda d: _sub(
+        d, "leaderworkerset.yaml", r"(readinessProbe:\n(?:\s+.*\n)*?\s+periodSeconds: )10$", r"\g<1>15"
+    ),
+    "toleration": lambda d: _edit(
+        d,
+        "leaderworkerset.yaml",
+        "        tolerations:\n",
+        "        tolerations:\n        - key: dedicated\n          operator: Equal\n          value: llm\n"
+        "          effect: NoSchedule\n",
+        count=2,
+    ),
+    "service type": lambda d: _sub(d, "service.yaml", r"^(  type: )\w+$", r"\1NodePort"),
+    "kustomization order": lambda d: _sub(d, "kustomization.yaml", r"^(- configmap.yaml)\n(- \S+)$", r"\2\n\1"),
 }
 
 

@@ -1,7 +1,6 @@
 """What every builder of an output kind reads: the typed profile, the runtime's parts, the derived
 names and placement, and the metadata rule (labels, annotations, Argo CD sync wave)."""
 
-import hashlib
 from types import ModuleType
 
 from lwsgen.check.profile import Profile
@@ -40,10 +39,7 @@ class Context(Record):
     @property
     def scripts_hash(self) -> str:
         """Changes whenever a launch script does, so the pods roll when their scripts change."""
-        digest = hashlib.sha256()
-        for name in sorted(self.parts.scripts):
-            digest.update(name.encode() + b"\0" + self.parts.scripts[name].encode() + b"\0")
-        return digest.hexdigest()
+        return naming.scripts_digest(self.parts.scripts)
 
     @property
     def api_access(self) -> bool:

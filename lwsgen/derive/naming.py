@@ -1,10 +1,15 @@
 """Every object name and label set derived from a profile, decided in one place."""
 
+import hashlib
+from collections.abc import Mapping
+
 from lwsgen.records import Record
 
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+# The pod-template annotation that changes with the launch scripts, so the pods roll with them.
+SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
 
 # Suffixes of derived object names: <name><suffix>.
 SUFFIXES = {"service": "-leader", "launch": "-launch", "launcher": "-launcher"}
@@ -55,3 +60,11 @@ def leader_selector(name: str) -> dict[str, str]:
 def own_pods(name: str) -> dict[str, str]:
     """Every pod of this LeaderWorkerSet."""
     return {LWS_NAME_LABEL: name}
+
+
+def scripts_digest(scripts: Mapping[str, str]) -> str:
+    """sha256 over the launch scripts by name: the value of SCRIPTS_HASH_ANNOTATION."""
+    digest = hashlib.sha256()
+    for name in sorted(scripts):
+        digest.update(name.encode() + b"\0" + scripts[name].encode() + b"\0")
+    return digest.hexdigest()

@@ -9,7 +9,6 @@ from lwsgen.records import Record
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Port, Role, RoleRule
 
 LAUNCH_VOLUME, TOOLS_VOLUME = "launch-scripts", "tools"
-SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
 
 
 class LeaderWorkerSet(Record):
@@ -122,7 +121,7 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
     )
     annotations = {
         **ctx.placement.pod_annotations,
-        **({SCRIPTS_HASH_ANNOTATION: ctx.scripts_hash} if parts.scripts else {}),
+        **({naming.SCRIPTS_HASH_ANNOTATION: ctx.scripts_hash} if parts.scripts else {}),
     }
     return pods.pod(
         profile,

@@ -2,11 +2,14 @@
 validate: object names (DNS-1123 subdomain; a Service's a DNS-1035 label), container names
 (DNS-1123 labels, unique in a pod), port names (IANA service names: at most 15 characters,
 lower-case letters, digits and '-', a letter among them, no '-' at either end or twice in a row;
-unique in a container) and numbers (1-65535), env var names, ConfigMap and Secret data keys, and
-Service ports (validateServicePort: named when several, names unique, port/protocol unique). The
-rules follow
+unique in a container) and numbers (1-65535), env var names, ConfigMap and Secret data keys,
+Service ports (validateServicePort: named when several, names unique, port/protocol unique), label
+keys and values and annotation keys (qualified names) with the 256 KiB annotation total, on every
+object and pod template. The rules follow
 k8s.io/apimachinery/pkg/util/validation/validation.go (IsDNS1123Label, IsDNS1123Subdomain,
-IsDNS1035Label, IsValidPortName, IsValidPortNum, IsEnvVarName, IsConfigMapKey) and the pod rules of
+IsDNS1035Label, IsValidPortName, IsValidPortNum, IsEnvVarName, IsConfigMapKey, IsQualifiedName,
+IsValidLabelValue), k8s.io/apimachinery/pkg/api/validation/objectmeta.go (ValidateAnnotations,
+TotalAnnotationSizeLimitB) and the pod rules of
 k8s.io/kubernetes/pkg/apis/core/validation/validation.go (validateContainers: duplicate names,
 validateContainerPorts)."""
 
@@ -22,6 +25,8 @@ DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 ENV_VAR_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 _PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
 CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+ANNOTATIONS_LIMIT = 256 * 1024  # bytes of keys plus values (TotalAnnotationSizeLimitB)
 DATA_FIELDS = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 
 
@@ -35,6 +40,24 @@ def port_name_problem(name: str) -> str | None:
     if name.startswith("-") or name.endswith("-") or "--" in name:
         return "may not begin or end with '-' or hold '--'"
     return None
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """IsQualifiedName: an optional DNS-1123 subdomain prefix and '/', then a name of at most 63
+    characters of letters, digits, '-', '_' and '.', alphanumeric at both ends."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or "/" in prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
+        return "its prefix before '/' must be a DNS-1123 subdomain (lower-case, at most 253 characters)"
+    if len(name) > 63 or not QUALIFIED_NAME_PART.fullmatch(name):
+        return "its name must be 1 to 63 letters, digits, '-', '_' or '.', beginning and ending alphanumeric"
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """IsValidLabelValue: empty, or at most 63 characters shaped like a qualified name's name part."""
+    if value == "" or (len(value) <= 63 and QUALIFIED_NAME_PART.fullmatch(value)):
+        return None
+    return "a label value must be empty or 1 to 63 letters, digits, '-', '_' or '.', beginning and ending alphanumeric"
 
 
 def name_problem(kind: str, name: str) -> str | None:
@@ -62,6 +85,40 @@ def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]
     elif kind == "MPIJob":
         for role, replica in spec.get("mpiReplicaSpecs", {}).items():
             yield ("spec", "mpiReplicaSpecs", role, "template", "spec"), replica.get("template", {}).get("spec", {})
+
+
+def _metadata_places(obj: dict[str, Any]) -> Iterator[tuple[tuple, Any]]:
+    """The object's metadata and each pod template's: labels and annotations live in both."""
+    yield ("metadata",), obj.get("metadata")
+    for at, _ in _pod_templates(obj):
+        template = obj
+        for step in at[:-1]:
+            template = template.get(step, {}) if isinstance(template, dict) else {}
+        yield (*at[:-1], "metadata"), template.get("metadata") if isinstance(template, dict) else None
+
+
+def _labels_and_annotations(at: tuple, metadata: Any) -> Iterator[OutputError]:
+    if not isinstance(metadata, dict):
+        return
+    labels, annotations = metadata.get("labels"), metadata.get("annotations")
+    for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
+        why = qualified_name_problem(str(key))
+        if why:
+            yield OutputError((*at, "labels", key), f"label key {key!r}: {why}")
+        elif isinstance(value, str) and label_value_problem(value):
+            yield OutputError((*at, "labels", key), f"{value!r}: {label_value_problem(value)}")
+    if not isinstance(annotations, dict):
+        return
+    for key in annotations:
+        why = qualified_name_problem(str(key).lower())
+        if why:
+            yield OutputError((*at, "annotations", key), f"annotation key {key!r}: {why}")
+    size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+    if size > ANNOTATIONS_LIMIT:
+        yield OutputError(
+            (*at, "annotations"),
+            f"annotations total {size} bytes; the API server allows {ANNOTATIONS_LIMIT} (256 KiB) of keys and values",
+        )
 
 
 def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[OutputError]:
@@ -129,6 +186,8 @@ def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
         why = name_problem(obj["kind"], name)
         if why:
             yield OutputError(("metadata", "name"), f"{name!r}: {why}")
+    for at, metadata in _metadata_places(obj):
+        yield from _labels_and_annotations(at, metadata)
     for at, pod in _pod_templates(obj):
         yield from _containers(at, pod)
     for field in DATA_FIELDS.get(obj.get("kind"), ()):

@@ -3,13 +3,15 @@ reported at the offending field: the group's GPUs equal the world size in the en
 probes name declared ports; mounts name volumes; ConfigMaps and ServiceAccounts the pods use are in
 the set; an autoscaled LWS leaves replicas to its autoscaler; the NetworkPolicy selects the LWS;
 the HPA's metric is served by an adapter rule whose series a recording rule records, and KEDA
-queries a recorded series."""
+queries a recorded series; ConfigMap volume items, the launch scripts a command runs and the scripts
+hash annotation agree with the ConfigMap in the set; leader and worker read the same Secret keys and
+mount shared volumes at the same paths."""
 
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen.derive.naming import LWS_NAME_LABEL
+from lwsgen.derive.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, scripts_digest
 from lwsgen.output.locate import OutputError
 
 SIDES = ("leaderTemplate", "workerTemplate")
@@ -68,15 +70,35 @@ def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> I
         template = lwt.get(side)
         if template is None:
             continue
-        yield from _pod(template["spec"], ("spec", "leaderWorkerTemplate", side, "spec"), names)
+        at = ("spec", "leaderWorkerTemplate", side)
+        yield from _pod(template["spec"], (*at, "spec"), names)
+        yield from _scripts_hash(template, at, names)
+    if "leaderTemplate" in lwt:
+        yield from _sides_agree(lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"])
 
 
-def _pod(spec: dict[str, Any], at: tuple, names: dict[str, set[str]]) -> Iterator[OutputError]:
+def _config_map_volumes(spec: dict[str, Any], names: dict) -> dict[str, dict[str, Any]]:
+    """Volume name -> data of the ConfigMap it mounts, for ConfigMaps in the set."""
+    return {
+        v.get("name"): names["data"][v["configMap"]["name"]]
+        for v in spec.get("volumes", [])
+        if v.get("configMap", {}).get("name") in names["data"]
+    }
+
+
+def _pod(spec: dict[str, Any], at: tuple, names: dict) -> Iterator[OutputError]:
     volumes = {v.get("name") for v in spec.get("volumes", [])}
     for v, volume in enumerate(spec.get("volumes", [])):
         config_map = volume.get("configMap", {}).get("name")
         if config_map and names["ConfigMap"] and config_map not in names["ConfigMap"]:
             yield OutputError((*at, "volumes", v, "configMap", "name"), f"ConfigMap {config_map!r} is not in this set")
+        for i, item in enumerate(volume.get("configMap", {}).get("items", [])):
+            if config_map in names["data"] and item.get("key") not in names["data"][config_map]:
+                yield OutputError(
+                    (*at, "volumes", v, "configMap", "items", i, "key"),
+                    f"{item.get('key')!r} is not a key of ConfigMap {config_map!r}",
+                )
+    mounted = _config_map_volumes(spec, names)
     account = spec.get("serviceAccountName")
     if account and names["ServiceAccount"] and account not in names["ServiceAccount"]:
         yield OutputError((*at, "serviceAccountName"), f"ServiceAccount {account!r} is not in this set")
@@ -88,12 +110,96 @@ def _pod(spec: dict[str, Any], at: tuple, names: dict[str, set[str]]) -> Iterato
                     yield OutputError(
                         (*at, group, c, "volumeMounts", m, "name"), f"{mount.get('name')!r} is not a volume of this pod"
                     )
+            yield from _runs_mounted_script(container, mounted, (*at, group, c))
+            yield from _secret_keys(container, names["secrets"], (*at, group, c))
             for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
                 port = container.get(probe, {}).get("httpGet", {}).get("port")
                 if isinstance(port, str) and port not in ports:
                     yield OutputError(
                         (*at, group, c, probe, "httpGet", "port"), f"{port!r} is not a named port of this container"
                     )
+
+
+def _runs_mounted_script(container: dict[str, Any], mounted: dict, at: tuple) -> Iterator[OutputError]:
+    """A command that runs a file from a mounted ConfigMap names one of its keys."""
+    mounts = {
+        m.get("mountPath", "").rstrip("/") + "/": m.get("name")
+        for m in container.get("volumeMounts", [])
+        if m.get("name") in mounted and not m.get("subPath")
+    }
+    for index, arg in enumerate(container.get("command", [])):
+        for prefix, volume in mounts.items():
+            if isinstance(arg, str) and arg.startswith(prefix) and "/" not in arg[len(prefix) :]:
+                if arg[len(prefix) :] not in mounted[volume]:
+                    keys = ", ".join(sorted(mounted[volume]))
+                    yield OutputError(
+                        (*at, "command", index), f"runs {arg!r}, but its ConfigMap has no such key (it has: {keys})"
+                    )
+
+
+def _secret_keys(container: dict[str, Any], secrets: dict[str, set], at: tuple) -> Iterator[OutputError]:
+    for e, env in enumerate(container.get("env", [])):
+        ref = env.get("valueFrom", {}).get("secretKeyRef", {})
+        if ref.get("name") in secrets and ref.get("key") not in secrets[ref["name"]] and not ref.get("optional"):
+            yield OutputError(
+                (*at, "env", e, "valueFrom", "secretKeyRef", "key"),
+                f"{ref.get('key')!r} is not a key of Secret {ref['name']!r} in this set",
+            )
+
+
+def _scripts_hash(template: dict[str, Any], at: tuple, names: dict) -> Iterator[OutputError]:
+    """The hash annotation rolls the pods when their scripts change; a stale one means they would not."""
+    recorded = (template.get("metadata") or {}).get("annotations", {}).get(SCRIPTS_HASH_ANNOTATION)
+    mounted = _config_map_volumes(template.get("spec", {}), names)
+    if recorded is None or len(mounted) != 1:
+        return
+    [data] = mounted.values()
+    actual = scripts_digest({k: str(v) for k, v in data.items()})
+    if recorded != actual:
+        yield OutputError(
+            (*at, "metadata", "annotations", SCRIPTS_HASH_ANNOTATION),
+            f"is not the sha256 of the launch scripts in the ConfigMap ({actual}): the pods would not roll when "
+            "the scripts change; render again, or set it to that value",
+        )
+
+
+def _env_secrets(spec: dict[str, Any]) -> dict[str, tuple]:
+    """Env var -> (Secret, key) for the first container, where it reads a Secret."""
+    [main, *_] = spec.get("containers") or [{}]
+    return {
+        e.get("name"): (ref.get("name"), ref.get("key"))
+        for e in main.get("env", [])
+        if (ref := e.get("valueFrom", {}).get("secretKeyRef"))
+    }
+
+
+def _mount_paths(spec: dict[str, Any]) -> dict[str, str]:
+    [main, *_] = spec.get("containers") or [{}]
+    return {m.get("name"): m.get("mountPath") for m in main.get("volumeMounts", []) if not m.get("subPath")}
+
+
+def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[OutputError]:
+    """Leader and workers run one program: a Secret or a shared volume that differs between them
+    (a token only the leader can read, weights at another path) breaks the workers."""
+    at = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", 0)
+    leader_secrets = _env_secrets(leader)
+    for e, env in enumerate(((worker.get("containers") or [{}])[0]).get("env", [])):
+        ref = env.get("valueFrom", {}).get("secretKeyRef")
+        theirs = leader_secrets.get(env.get("name"))
+        if ref and theirs and (ref.get("name"), ref.get("key")) != theirs:
+            yield OutputError(
+                (*at, "env", e, "valueFrom", "secretKeyRef"),
+                f"reads Secret {ref.get('name')!r} key {ref.get('key')!r}, but the leader reads "
+                f"{theirs[0]!r} key {theirs[1]!r} for {env.get('name')}",
+            )
+    leader_paths = _mount_paths(leader)
+    for m, mount in enumerate(((worker.get("containers") or [{}])[0]).get("volumeMounts", [])):
+        theirs = leader_paths.get(mount.get("name"))
+        if theirs and not mount.get("subPath") and mount.get("mountPath") != theirs:
+            yield OutputError(
+                (*at, "volumeMounts", m, "mountPath"),
+                f"mounts {mount.get('name')!r} at {mount.get('mountPath')!r}, but the leader mounts it at {theirs!r}",
+            )
 
 
 _RECORD = re.compile(r"^\^?([a-zA-Z_:][a-zA-Z0-9_:]*)\$?$")
@@ -129,6 +235,18 @@ def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> 
             if o.get("kind") == kind and isinstance(o.get("metadata"), dict)
         }
         for kind in ("ConfigMap", "ServiceAccount", "LeaderWorkerSet")
+    }
+    names["data"] = {
+        o["metadata"].get("name"): o.get("data") or {}
+        for o in everything
+        if o.get("kind") == "ConfigMap"
+        and isinstance(o.get("metadata"), dict)
+        and isinstance(o.get("data") or {}, dict)
+    }
+    names["secrets"] = {
+        o["metadata"].get("name"): {*(o.get("data") or {}), *(o.get("stringData") or {})}
+        for o in everything
+        if o.get("kind") == "Secret" and isinstance(o.get("metadata"), dict)
     }
     scaled = {
         o["spec"]["scaleTargetRef"].get("name")
