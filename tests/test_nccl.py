@@ -101,6 +101,8 @@ def test_indexed_job_needs_no_operator_and_runs_on_the_serving_image(render):
     assert set(service["spec"]["selector"].items()) <= set(spec["template"]["metadata"]["labels"].items())
     command = pod["containers"][0]["command"]
     assert command == [
+        "/bin/bash",
+        "/lwsgen/nccl/nccl-rendezvous.sh",  # waits, bounded and logging, for every test pod first
         "torchrun",
         "--nnodes",
         "2",
@@ -116,7 +118,7 @@ def test_indexed_job_needs_no_operator_and_runs_on_the_serving_image(render):
     ]
     for key in ("nodeSelector", "affinity", "tolerations"):
         assert pod[key] == _worker_spec(rendered)[key]
-    assert "nccl_allreduce.py" in docs["ConfigMap"]["data"]
+    assert sorted(docs["ConfigMap"]["data"]) == ["lib.sh", "nccl-rendezvous.sh", "nccl_allreduce.py"]
 
 
 def test_the_test_is_outside_the_serving_kustomization(render):

@@ -150,10 +150,22 @@ def _test_pods(ctx: Context) -> dict[str, str]:
 
 def _indexed_job(ctx: Context) -> IndexedJob:
     profile, test, name = ctx.profile, ctx.profile.nccl_test, ctx.names.nccl_test
+    master = f"{name}-0.{name}"
     env = _env(
-        ctx, {"LWSGEN_MAX_BYTES": test.max_bytes, "LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps)}
+        ctx,
+        {
+            "LWSGEN_MAX_BYTES": test.max_bytes,
+            "LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps),
+            "LWSGEN_TEST_PODS": str(profile.group_size),
+            "LWSGEN_MASTER": master,
+            "LWSGEN_MASTER_PORT": str(MASTER_PORT),
+            "LWSGEN_SUBDOMAIN": name,
+            "LWSGEN_RENDEZVOUS_TIMEOUT": str(profile.launch.rendezvous_timeout_seconds),
+        },
     )
     command = (
+        "/bin/bash",
+        f"{SCRIPTS_MOUNT}/nccl-rendezvous.sh",
         "torchrun",
         "--nnodes",
         str(profile.group_size),
@@ -162,7 +174,7 @@ def _indexed_job(ctx: Context) -> IndexedJob:
         "--node-rank",
         "$(JOB_COMPLETION_INDEX)",
         "--master-addr",
-        f"{name}-0.{name}",
+        master,
         "--master-port",
         str(MASTER_PORT),
         f"{SCRIPTS_MOUNT}/nccl_allreduce.py",
@@ -197,12 +209,12 @@ def nccl_test(ctx: Context, kind) -> NcclTest | None:
     if not test.enabled:
         return None
     mpi = test.launcher == "mpijob"
-    script = "nccl-mpi-verdict.sh" if mpi else "nccl_allreduce.py"
+    scripts = ("nccl-mpi-verdict.sh",) if mpi else ("lib.sh", "nccl-rendezvous.sh", "nccl_allreduce.py")
     # A one-off test: no sync wave, no profile annotations; queue labels as the LWS has them.
     meta = Meta(ctx.names.nccl_test, ctx.profile.namespace, {**_labels(ctx), **ctx.placement.lws_labels}, None)
     return NcclTest(
         meta,
-        {script: resources.script(script)},
+        {name: resources.script(name) for name in scripts},
         test.timeout_seconds,
         _mpijob(ctx) if mpi else None,
         None if mpi else _indexed_job(ctx),

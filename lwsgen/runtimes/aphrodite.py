@@ -1,7 +1,8 @@
 """Aphrodite Engine (a vLLM fork) on a Ray cluster that spans the group.
 
 Started like vllm (Ray head on the leader, bounded wait for `LWS_GROUP_SIZE` nodes, workers retry
-until the head answers), with Aphrodite's own server:
+until the head answers, the leader watching the node count while serving), with Aphrodite's own
+server:
 `python3 -m aphrodite.endpoints.openai.api_server` on its default port 2242 with
 `--tensor-parallel-size`, `--pipeline-parallel-size` and `--distributed-executor-backend ray`.
 Metrics are on the serving port with the `aphrodite:` prefix (`aphrodite:num_requests_waiting`,

@@ -163,9 +163,11 @@ def dial_leader(
     worker_command: tuple[str, ...],
     leader_ports: tuple[Port, ...],
     probes: Probes,
+    rendezvous_port: int,
 ) -> RuntimeParts:
-    """Every pod runs the engine, which dials $(LWS_LEADER_ADDRESS) itself once it resolves."""
-    env = (_timeout(profile),)
+    """Every pod runs the engine, which dials $(LWS_LEADER_ADDRESS):rendezvous_port itself: the
+    leader waits for its workers' names, the workers for that port to answer."""
+    env = (_timeout(profile), plain_env("LWSGEN_LEADER_PORT", rendezvous_port))
     return RuntimeParts(
         leader=Role(command=script_command("await-leader.sh"), args=leader_command, env=env, ports=leader_ports),
         worker=Role(command=script_command("await-leader.sh"), args=worker_command, env=env),

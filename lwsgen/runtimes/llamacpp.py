@@ -4,9 +4,12 @@ Workers run `rpc-server --host 0.0.0.0 --port 50052` (`ggml-rpc-server` in newer
 offers every GPU of the pod. The leader resolves (bounded, with retries) every worker of its own
 group, `<name>-<group>-<i>.<subdomain>.<namespace>` for i in 1..size-1, derived from
 `LWS_LEADER_ADDRESS` and `LWS_GROUP_SIZE`, waits until each rpc-server accepts connections, and
-execs `llama-server --model <model.path> --host 0.0.0.0 --port 8080 --n-gpu-layers 999
+runs `llama-server --model <model.path> --host 0.0.0.0 --port 8080 --n-gpu-layers 999
 --rpc <worker>:50052,...` (plus `--metrics` when monitoring is on). llama.cpp spreads the layers
-over the leader's own GPUs and every worker's, in proportion to their memory.
+over the leader's own GPUs and every worker's, in proportion to their memory. The leader keeps
+checking the rpc-servers; when one stops answering for 3 polls it stops llama-server and exits 1,
+so the group is recreated (llama-server would go on without that worker's layers). A worker waits
+(bounded) for the leader's name first, so a worker whose leader never comes gives up.
 
 Parallelism: llama.cpp has no separate tensor and pipeline degrees across RPC; it splits the
 layers over every GPU of the group. `parallelism.tensor` is that number of GPUs (the world size),

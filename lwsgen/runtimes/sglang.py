@@ -4,10 +4,13 @@ Every pod runs `python3 -m sglang.launch_server --model-path <model.path> --tp <
 (`--pp-size <pipeline>` when pipeline > 1; with pipeline 1, `--tp` is the world size, so tensor
 parallelism spans the nodes) with `--dist-init-addr $(LWS_LEADER_ADDRESS):20000
 --nnodes $(LWS_GROUP_SIZE) --node-rank $(LWS_WORKER_INDEX)`; the leader adds
-`--host 0.0.0.0 --port 30000` and, when monitoring is on, `--enable-metrics`. Each pod first waits
-(bounded) until the leader's address resolves, since SGLang dials it once and a crash would
-recreate the whole group. Health is `/health` on the serving port, metrics on the same port
-(`sglang:num_queue_reqs`, `sglang:num_running_reqs`, `sglang:token_usage`).
+`--host 0.0.0.0 --port 30000` and, when monitoring is on, `--enable-metrics`. Before the engine,
+the leader waits (bounded) until every worker's name resolves and each worker until the leader's
+name resolves and its rendezvous port 20000 accepts connections, so a missing or stale peer is a
+"waiting" line and then a clear failure instead of a silent wait inside torch.distributed. A lost
+peer fails the others through SGLang itself: its scheduler broadcasts across the group on every
+loop iteration, and a broken connection ends the process. Health is `/health` on the serving
+port, metrics on the same port (`sglang:num_queue_reqs`, `sglang:num_running_reqs`, `sglang:token_usage`).
 """
 
 from __future__ import annotations
@@ -91,4 +94,5 @@ def parts(profile: Profile) -> RuntimeParts:
         (*node, *extra_args(profile)),
         leader_ports=(Port("http", SERVING_PORT), Port("dist-init", DIST_INIT_PORT)),
         probes=Probes(port="http", startup_path="/health", readiness_path="/health"),
+        rendezvous_port=DIST_INIT_PORT,
     )

@@ -1,13 +1,16 @@
 """Triton Inference Server with the TensorRT-LLM backend, one tritonserver rank per GPU under MPI.
 
 The leader waits (bounded by `launch.rendezvousTimeoutSeconds`) until every pod of its own group
-runs, found by the `leaderworkerset.sigs.k8s.io/group-key` label, then runs
-`mpirun -np <world size>` over the group's pods, leader first. MPI reaches the workers through
+runs with its containers ready, found by the `leaderworkerset.sigs.k8s.io/group-key` label, then
+runs `mpirun -np <world size>` over the group's pods by DNS name, leader first. MPI reaches the workers through
 `kubectl exec` (an OpenMPI remote-shell agent script), so the stock NGC image
 `nvcr.io/nvidia/tritonserver:<ver>-trtllm-python-py3` works unmodified: an init container copies a
 pinned `kubectl` binary (from `launch.kubectlImage`) into the leader and the scripts come from a
 ConfigMap. Rank 0 runs on the leader and serves HTTP 8000, gRPC 8001 and metrics 8002; the other
-ranks have HTTP, gRPC and metrics off. Workers only keep their pod alive until MPI drives them.
+ranks have HTTP, gRPC and metrics off. Workers keep their pod alive until MPI drives them and give
+up at the bound if it never does; once the MPI daemon that mpirun started there is gone (the
+leader's job ended), a worker exits 1 so the group is recreated; mpirun itself exits when it loses
+a worker's daemon.
 The leader's ServiceAccount may get and list pods and create pods/exec in its namespace.
 `model.path` is the Triton model repository (an absolute path, usually on `storage`).
 """

@@ -1,7 +1,7 @@
 """TensorRT-LLM's OpenAI-compatible `trtllm-serve`, one MPI rank per GPU across the group.
 
-The launch is the one triton-trtllm uses: the leader waits (bounded) for every pod of its group,
-then `mpirun -np <world size>` over the group's pods through `kubectl exec` runs
+The launch is the one triton-trtllm uses (and so is its failure as a group): the leader waits
+(bounded) for every pod of its group, then `mpirun -np <world size>` over the group's pods through `kubectl exec` runs
 `trtllm-llmapi-launch trtllm-serve <model.path> --tp_size <tensor> --pp_size <pipeline>` on every
 rank; rank 0, on the leader, serves HTTP on 8000 and the other ranks join its MPI session. The
 stock NGC image `nvcr.io/nvidia/tensorrt-llm/release:<ver>` works unmodified (kubectl from an init

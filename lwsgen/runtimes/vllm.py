@@ -1,11 +1,15 @@
 """vLLM on a Ray cluster that spans the group.
 
 The leader starts the Ray head (`ray start --head`, port 6379), waits (bounded by
-`launch.rendezvousTimeoutSeconds`) until `LWS_GROUP_SIZE` Ray nodes are alive, then serves the
+`launch.rendezvousTimeoutSeconds`, counted from the pod's start) until `LWS_GROUP_SIZE` Ray nodes
+are alive, then serves the
 OpenAI-compatible API on port 8080 with `--tensor-parallel-size` and `--pipeline-parallel-size`
 taken from `parallelism` and `--distributed-executor-backend ray`. Workers retry until the
 leader's address resolves and its Ray head answers (the leader's DNS name is unresolvable for a
 while after the group is created), then `ray start --address=$(LWS_LEADER_ADDRESS):6379 --block`.
+The leader watches the Ray node count while serving: when a node is gone (Ray marks it dead
+after 5 failed health checks 3 s apart), it stops the engine within 3 polls and exits 1, so the
+group is recreated instead of serving on fewer nodes.
 Metrics are on the serving port (`vllm:num_requests_waiting`, `vllm:num_requests_running`,
 `vllm:kv_cache_usage_perc`; `vllm:gpu_cache_usage_perc` was removed upstream).
 `model.path` is a hub id or a weights directory.

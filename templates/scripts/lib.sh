@@ -1,12 +1,48 @@
 # lwsgen: shell functions shared by the launch scripts (sourced, never run on its own).
-# Every wait is bounded by LWSGEN_RENDEZVOUS_TIMEOUT seconds and logs why it is waiting.
+# Every wait is bounded by LWSGEN_RENDEZVOUS_TIMEOUT seconds from the script's start and logs why
+# it is waiting at every poll; SIGTERM ends a waiting script at once (it runs as PID 1, where a
+# signal without a handler is ignored and the pod would take its whole grace period to stop).
 
 log() { printf 'lwsgen %s: %s\n' "${LWSGEN_ROLE:-pod}" "$*"; }
+
+LWSGEN_STARTED=$SECONDS
+child=""   # the check or sleep a script waits on
+engine=""  # the engine supervise runs; SIGTERM is passed to it and its status is the script's
+on_stop() {
+  local code=143
+  log "stopping (SIGTERM)"
+  [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true
+  if [ -n "$engine" ]; then
+    kill -TERM "$engine" 2>/dev/null || true
+    code=0
+    wait "$engine" 2>/dev/null || code=$?
+  fi
+  exit "$code"
+}
+trap on_stop TERM INT
+
+# nap SECONDS: sleep, but end at once on SIGTERM (bash runs a trap only between commands).
+nap() {
+  sleep "$1" &
+  child=$!
+  wait "$child" || true
+  child=""
+}
+
+# bounded CMD...: run CMD for at most LWSGEN_CHECK_SECONDS (default 10) seconds, interruptibly.
+bounded() {
+  timeout --kill-after=2 "${LWSGEN_CHECK_SECONDS:-10}" "$@" &
+  child=$!
+  local status=0
+  wait "$child" || status=$?
+  child=""
+  return "$status"
+}
 
 # wait_until CHECK: run the function CHECK every LWSGEN_POLL_SECONDS (default 5) until it succeeds.
 # CHECK sets $status to a sentence saying what it is waiting for; give up with that sentence.
 wait_until() {
-  local check=$1 deadline=$((SECONDS + ${LWSGEN_RENDEZVOUS_TIMEOUT:?}))
+  local check=$1 deadline=$((LWSGEN_STARTED + ${LWSGEN_RENDEZVOUS_TIMEOUT:?}))
   status="starting"
   until "$check"; do
     if (( SECONDS >= deadline )); then
@@ -14,12 +50,52 @@ wait_until() {
       exit 1
     fi
     log "waiting: ${status}"
-    sleep "${LWSGEN_POLL_SECONDS:-5}"
+    nap "${LWSGEN_POLL_SECONDS:-5}"
+  done
+}
+
+# supervise CHECK CMD...: run CMD (the engine) and watch the group with CHECK every poll. When
+# CHECK fails LWSGEN_WATCH_FAILURES (default 3) polls in a row, a member of the group is gone:
+# stop the engine and exit 1, so that LeaderWorkerSet (RecreateGroupOnPodRestart) recreates the
+# group instead of leaving it serving on fewer pods. The engine's own exit status is passed on;
+# SIGTERM is passed to the engine.
+supervise() {
+  local check=$1 failures=0
+  shift
+  "$@" &
+  engine=$!
+  while :; do
+    nap "${LWSGEN_POLL_SECONDS:-5}"
+    if ! kill -0 "$engine" 2>/dev/null; then
+      local code=0
+      wait "$engine" || code=$?
+      log "the engine exited with status ${code}"
+      exit "$code"
+    fi
+    if "$check"; then
+      failures=0
+      continue
+    fi
+    failures=$((failures + 1))
+    log "watch: ${status} (${failures} of ${LWSGEN_WATCH_FAILURES:-3})"
+    if (( failures >= ${LWSGEN_WATCH_FAILURES:-3} )); then
+      log "the group lost a member (${status}); stopping the engine so LeaderWorkerSet recreates the group"
+      kill -TERM "$engine" 2>/dev/null || true
+      timeout 30 tail --pid="$engine" -f /dev/null 2>/dev/null || kill -KILL "$engine" 2>/dev/null || true
+      exit 1
+    fi
   done
 }
 
 # resolves HOST: whether DNS has HOST yet (a new pod's name takes a while to appear, LWS issue 746).
-resolves() { getent hosts "$1" >/dev/null 2>&1; }
+resolves() { bounded getent hosts "$1" >/dev/null 2>&1; }
+
+# answers HOST PORT: whether HOST resolves and something accepts TCP connections on its PORT (at most 3 s).
+answers() {
+  local ip=""
+  read -r ip _ < <(timeout 3 getent hosts "$1" 2>/dev/null || true) || true
+  [ -n "$ip" ] && timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$ip" "$2" 2>/dev/null
+}
 
 # LeaderWorkerSet names worker i of a group <leader pod>-<i>; its address is the leader's with that name.
 worker_address() {

@@ -1,7 +1,9 @@
 #!/bin/bash
 # lwsgen: leader of a llama.cpp RPC group. Resolves (bounded) every worker of its own group,
-# waits until each one's rpc-server accepts connections, then execs llama-server (the arguments)
+# waits until each one's rpc-server accepts connections, then runs llama-server (the arguments)
 # with --rpc listing them; llama.cpp spreads the layers over the leader's GPUs and the workers'.
+# It keeps checking the rpc-servers: llama-server would go on serving without a lost worker's
+# layers answering, so when one is gone it is stopped and this exits 1 (the group is recreated).
 set -euo pipefail
 LWSGEN_ROLE=leader
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -15,11 +17,9 @@ for ((i = 1; i < LWS_GROUP_SIZE; i++)); do
   workers+=("$(worker_address "$i")")
 done
 rpc_servers_answer() {
-  local host ip missing=()
+  local host missing=()
   for host in "${workers[@]}"; do
-    ip=""
-    read -r ip _ < <(getent hosts "$host" 2>/dev/null || true) || true
-    if [ -z "$ip" ] || ! timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$ip" "$LWSGEN_RPC_PORT" 2>/dev/null; then
+    if ! answers "$host" "$LWSGEN_RPC_PORT"; then
       missing+=("$host")
     fi
   done
@@ -35,4 +35,7 @@ if [ -n "$rpc" ]; then
   set -- "$@" --rpc "$rpc"
 fi
 log "all ${#workers[@]} rpc-servers answer; starting: $*"
-exec "$@"
+if (( ${#workers[@]} == 0 )); then
+  exec "$@"
+fi
+supervise rpc_servers_answer "$@"

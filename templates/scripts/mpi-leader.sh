@@ -14,28 +14,33 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 export PATH="/lwsgen/bin:$PATH"
 errors=$(mktemp)
+# A pod counts once its containers run and are ready: a pod whose container died keeps phase Running.
+listing='{range .items[*]}{.metadata.name}{" "}{.status.containerStatuses[*].ready}{"\n"}{end}'
 group_running() {
-  local running
-  if ! running=$(kubectl get pods --namespace "$POD_NAMESPACE" \
+  local listed
+  if ! listed=$(bounded kubectl get pods --namespace "$POD_NAMESPACE" \
       --selector "leaderworkerset.sigs.k8s.io/group-key=$GROUP_KEY" \
       --field-selector status.phase=Running \
-      --output 'jsonpath={.items[*].metadata.name}' 2>"$errors"); then
+      --output "jsonpath=${listing}" 2>"$errors"); then
     log "listing the pods of this group failed: $(tr '\n' ' ' <"$errors")"
-    running=""
+    listed=""
   fi
-  local pods
-  read -r -a pods <<<"$running"
-  status="${#pods[@]} of ${LWS_GROUP_SIZE} pods of group ${GROUP_KEY} are running (${running:-none})"
-  (( ${#pods[@]} >= LWS_GROUP_SIZE ))
+  local ready=() name flags
+  while read -r name flags; do
+    [ -n "$name" ] && [[ " $flags " == *" true "* && " $flags " != *" false "* ]] && ready+=("$name")
+  done <<<"$listed"
+  status="${#ready[@]} of ${LWS_GROUP_SIZE} pods of group ${GROUP_KEY} run ready (${ready[*]:-none})"
+  (( ${#ready[@]} >= LWS_GROUP_SIZE ))
 }
 wait_until group_running
 rm -f "$errors"
 
 # Rank 0 must run on this pod (the Service sends clients here), so the leader comes first;
-# LeaderWorkerSet names the workers of this group <leader pod>-1 ... <leader pod>-(size-1).
-hosts="${POD_NAME}:${LWSGEN_GPUS_PER_POD}"
+# LeaderWorkerSet names the workers of this group <leader pod>-1 ... <leader pod>-(size-1), and
+# their DNS names are the leader's address with that name (kubectl-rsh takes the pod name from it).
+hosts="${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet}:${LWSGEN_GPUS_PER_POD}"
 for ((i = 1; i < LWS_GROUP_SIZE; i++)); do
-  hosts+=",${POD_NAME}-${i}:${LWSGEN_GPUS_PER_POD}"
+  hosts+=",$(worker_address "$i"):${LWSGEN_GPUS_PER_POD}"
 done
 log "all ${LWS_GROUP_SIZE} pods are running; starting ${LWSGEN_WORLD_SIZE} ranks on ${hosts}: $*"
 # An absolute mpirun path makes OpenMPI use the same installation prefix on the workers.

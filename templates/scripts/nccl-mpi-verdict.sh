@@ -10,7 +10,9 @@ output=$(mktemp)
 "$@" 2>&1 | tee "$output"
 status=${PIPESTATUS[0]}
 # nccl-tests result rows: size count type redop root time algbw busbw #wrong (out of place), then in place.
-last=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 8 { row = $1 " " $8 } END { print row }' "$output")
+# mpirun --tag-output prefixes every line with "[job,rank]<stdout>:" (OpenMPI's iof_base_output.c).
+last=$(awk '{ sub(/^\[[0-9]+,[0-9]+\]<stdout>: ?/, "") }
+  $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 8 { row = $1 " " $8 } END { print row }' "$output")
 if [ -z "$last" ]; then
   echo "lwsgen nccl-test: FAIL: all_reduce_perf printed no result (mpirun exit status ${status})"
   exit 1

@@ -3,7 +3,8 @@
 Started by torchrun on every pod of an Indexed Job. Sizes double from 8 bytes to LWSGEN_MAX_BYTES;
 rank 0 prints a row per size and one verdict line, and exits 1 when the bus bandwidth at the
 largest size is below LWSGEN_MIN_BUS_BW_GBPS (0: no bar). Bus bandwidth is computed as nccl-tests
-does: algbw = bytes / time, busbw = algbw * 2 (n - 1) / n for n ranks.
+does: algbw = bytes / time, busbw = algbw * 2 (n - 1) / n for n ranks. LWSGEN_DIST_BACKEND=gloo
+runs the same measurement on CPUs (how the test suite runs it, with no GPU).
 """
 
 from __future__ import annotations
@@ -45,24 +46,28 @@ def main() -> int:
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("nccl")
+    backend = os.environ.get("LWSGEN_DIST_BACKEND", "nccl")
+    device = "cuda" if backend == "nccl" else "cpu"
+    dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
-    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    if device == "cuda":
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     max_bytes = parse_size(os.environ["LWSGEN_MAX_BYTES"])
     required = float(os.environ["LWSGEN_MIN_BUS_BW_GBPS"])
     last = (0, 0.0)
     if rank == 0:
         print(f"{'bytes':>14} {'time (us)':>12} {'algbw GB/s':>11} {'busbw GB/s':>11}", flush=True)
     for size in sizes(max_bytes):
-        tensor = torch.ones(max(size // 4, 1), dtype=torch.float32, device="cuda")
+        tensor = torch.ones(max(size // 4, 1), dtype=torch.float32, device=device)
         iterations = 20 if size < 2**30 else 5
         for _ in range(3):
             dist.all_reduce(tensor)
-        torch.cuda.synchronize()
+        synchronize()
         start = time.perf_counter()
         for _ in range(iterations):
             dist.all_reduce(tensor)
-        torch.cuda.synchronize()
+        synchronize()
         seconds = (time.perf_counter() - start) / iterations
         busbw = bus_bandwidth(tensor.numel() * 4, seconds, world)
         last = (tensor.numel() * 4, busbw)

@@ -1,7 +1,9 @@
 #!/bin/bash
 # lwsgen: leader of a Ray group (vllm, aphrodite).
-# Starts the Ray head, waits (bounded) until every pod of the group joined as a Ray node, then
-# execs the serve command given as arguments, unchanged.
+# Starts the Ray head, waits (bounded, from this script's start) until every pod of the group
+# joined as a Ray node, then runs the serve command given as arguments, unchanged, and watches the
+# group: when a Ray node is gone, it stops the engine and exits 1 so LeaderWorkerSet recreates the
+# group (vLLM would keep serving on fewer nodes, or hang).
 set -euo pipefail
 LWSGEN_ROLE=leader
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -9,15 +11,40 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 : "${LWS_GROUP_SIZE:?set by LeaderWorkerSet}" "${LWSGEN_RAY_PORT:?}"
 (( $# > 0 )) || { log "no serve command given"; exit 2; }
 
-ray start --head --port="$LWSGEN_RAY_PORT" --disable-usage-stats
-count_nodes='import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(1 for n in ray.nodes() if n["Alive"]))'
+LWSGEN_CHECK_SECONDS=$(( ${LWSGEN_RENDEZVOUS_TIMEOUT:?} )) bounded \
+  ray start --head --port="$LWSGEN_RAY_PORT" --disable-usage-stats
+# Alive nodes as the GCS lists them: no driver is attached (ray.init per poll would add a job
+# each time); ray.nodes() where the image's Ray has no GcsClient.
+count_nodes='
+import sys
+try:
+    from ray._raylet import GcsClient
+    nodes = GcsClient(address=sys.argv[1]).get_all_node_info(timeout=5).values()
+    print(sum(1 for node in nodes if node.state == 0))  # GcsNodeInfo.ALIVE
+except ImportError:
+    import ray
+    ray.init(address=sys.argv[1], logging_level="ERROR")
+    print(sum(1 for node in ray.nodes() if node["Alive"]))
+'
 ray_nodes_joined() {
   local nodes
-  nodes=$(python3 -c "$count_nodes" 2>/dev/null | tail -n 1) || nodes=0
+  nodes=$(bounded python3 -c "$count_nodes" "127.0.0.1:${LWSGEN_RAY_PORT}" 2>/dev/null | tail -n 1) || nodes=0
   [[ "$nodes" =~ ^[0-9]+$ ]] || nodes=0
   status="${nodes} of ${LWS_GROUP_SIZE} Ray nodes joined"
   (( nodes >= LWS_GROUP_SIZE ))
 }
+# While serving, only an answer that lists fewer alive nodes is a loss: a GCS too busy to answer
+# within the check's bound is logged, not counted (a busy head must not recreate the group).
+ray_group_intact() {
+  local nodes
+  nodes=$(bounded python3 -c "$count_nodes" "127.0.0.1:${LWSGEN_RAY_PORT}" 2>/dev/null | tail -n 1) || nodes=""
+  if ! [[ "$nodes" =~ ^[0-9]+$ ]]; then
+    log "watch: the Ray GCS did not answer this poll (not counted as a loss)"
+    return 0
+  fi
+  status="${nodes} of ${LWS_GROUP_SIZE} Ray nodes alive"
+  (( nodes >= LWS_GROUP_SIZE ))
+}
 wait_until ray_nodes_joined
 log "all ${LWS_GROUP_SIZE} Ray nodes joined; starting: $*"
-exec "$@"
+supervise ray_group_intact "$@"

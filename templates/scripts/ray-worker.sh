@@ -1,6 +1,8 @@
 #!/bin/bash
-# lwsgen: worker of a Ray group (vllm, aphrodite). Retries (bounded) until the leader's address
-# resolves and its Ray head answers, then joins and blocks.
+# lwsgen: worker of a Ray group (vllm, aphrodite). Retries (bounded, from this script's start)
+# until the leader's address resolves and its Ray head answers, then joins and blocks; `ray start
+# --block` exits non-zero when this node's Ray processes die (after the head is gone, within
+# Ray's GCS reconnect timeout, 60 s by default), so the group is recreated.
 set -euo pipefail
 LWSGEN_ROLE=worker
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -13,7 +15,8 @@ ray_head_answers() {
     return 1
   fi
   status="the Ray head at ${address} does not answer yet"
-  ray health-check --address "$address" >/dev/null 2>&1
+  # A TCP connect first: `ray health-check` against a port nobody listens on waits ~40 s.
+  answers "$LWS_LEADER_ADDRESS" "$LWSGEN_RAY_PORT" && bounded ray health-check --address "$address" >/dev/null 2>&1
 }
 wait_until ray_head_answers
 log "joining the Ray head at ${address}"

@@ -111,7 +111,8 @@ def test_leader_resolves_every_worker_of_its_group_then_execs_llama_server_with_
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "waiting: 1 of 2 rpc-servers not reachable yet (llama-0-2.llama.default)" in proc.stdout
     port = rpc_listener
-    assert calls[-1].endswith(
+    [served] = [c for c in calls if c.split()[0].endswith("/llama-server")]
+    assert served.endswith(
         "llama-server --model /m.gguf --n-gpu-layers 999 --rpc "
         f"llama-0-1.llama.default:{port},llama-0-2.llama.default:{port}"
     )
@@ -152,8 +153,9 @@ def test_a_one_pod_group_serves_without_rpc(tmp_path):
 @pytest.mark.parametrize("binary", ["rpc-server", "ggml-rpc-server"])
 def test_worker_runs_whichever_rpc_server_the_image_has(tmp_path, binary):
     fake(bin_dir(tmp_path), binary)
-    proc, [call] = run("llamacpp-worker.sh", tmp_path, {"LWSGEN_RPC_PORT": "50052"})
-    assert proc.returncode == 0
+    env = {"LWSGEN_RPC_PORT": "50052", "LWS_LEADER_ADDRESS": "localhost", "LWSGEN_RENDEZVOUS_TIMEOUT": "5"}
+    proc, [call] = run("llamacpp-worker.sh", tmp_path, env)
+    assert proc.returncode == 0, proc.stdout
     assert call.endswith(f"{binary} --host 0.0.0.0 --port 50052")
 
 

@@ -70,9 +70,10 @@ def test_await_leader_retries_until_the_leader_resolves_then_execs(tmp_path):
     fake(bins, "getent", '[ "$(grep -c getent "$CALLS")" -ge 3 ]')
     fake(bins, "python3")
     env = {"LWS_LEADER_ADDRESS": "ds-0.ds.default", "LWSGEN_RENDEZVOUS_TIMEOUT": "30"}
+    env |= {"LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1"}
     proc, calls = run("await-leader.sh", tmp_path, env, ("python3", "-m", "sglang.launch_server", "--tp", "16"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("waiting: the leader address ds-0.ds.default does not resolve yet") == 2
+    assert proc.stdout.count("lwsgen worker: waiting: the leader address ds-0.ds.default does not resolve yet") == 2
     assert calls[-1].endswith("python3 -m sglang.launch_server --tp 16")
 
 
@@ -81,6 +82,19 @@ def test_await_leader_gives_up_after_its_deadline(tmp_path):
     fake(bins, "getent", "exit 2")
     fake(bins, "python3")
     env = {"LWS_LEADER_ADDRESS": "x", "LWSGEN_RENDEZVOUS_TIMEOUT": "1", "LWSGEN_POLL_SECONDS": "0.2"}
+    env |= {"LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1"}
     proc, calls = run("await-leader.sh", tmp_path, env, ("python3",))
     assert proc.returncode == 1 and "gave up after 1s: the leader address x does not resolve yet" in proc.stdout
     assert not any("python3" in c for c in calls)
+
+
+def test_the_leader_waits_for_its_workers_names_before_the_engine(tmp_path):
+    bins = bin_dir(tmp_path)
+    fake(bins, "getent", '[ "$2" != ds-0-2.ds.default ] || [ "$(grep -c ds-0-2 "$CALLS")" -ge 3 ]')
+    fake(bins, "python3")
+    env = {"LWS_LEADER_ADDRESS": "ds-0.ds.default", "LWSGEN_RENDEZVOUS_TIMEOUT": "30"}
+    env |= {"LWS_GROUP_SIZE": "3", "LWS_WORKER_INDEX": "0"}
+    proc, calls = run("await-leader.sh", tmp_path, env, ("python3", "-m", "sglang.launch_server"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "lwsgen leader: waiting: 1 of 2 workers do not resolve yet (ds-0-2.ds.default)" in proc.stdout
+    assert calls[-1].endswith("python3 -m sglang.launch_server")

@@ -104,20 +104,25 @@ RANK = ("/bin/bash", "/lwsgen/scripts/triton-rank.sh", "/models/repo", "--log-ve
 
 def test_leader_waits_for_every_pod_of_its_group_then_runs_mpirun_leader_first(tmp_path):
     bins = bin_dir(tmp_path)
-    # kubectl reports one, then two, then all three pods of the group running.
+    # kubectl reports one, then two pods ready (and one whose container died: not ready), then all three.
     fake(
-        bins, "kubectl", 'n=$(grep -c kubectl "$CALLS"); pods=(llama-0 llama-0-2 llama-0-1); echo -n "${pods[@]:0:$n}"'
+        bins,
+        "kubectl",
+        'n=$(grep -c kubectl "$CALLS"); pods=("llama-0 true" "llama-0-2 true" "llama-0-1 true");'
+        ' [ "$n" -lt 3 ] && pods[2]="llama-0-1 false"; printf "%s\\n" "${pods[@]:0:$((n < 3 ? n + 1 : 3))}"',
     )
     fake(bins, "mpirun")
-    proc, calls = run("mpi-leader.sh", tmp_path, {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun")}, RANK)
+    env = {**LEADER_ENV, "LWSGEN_MPIRUN": str(bins / "mpirun"), "LWS_LEADER_ADDRESS": "llama-0.llama.inference"}
+    proc, calls = run("mpi-leader.sh", tmp_path, env, RANK)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     kubectl_calls = [c for c in calls if "/kubectl " in c]
     assert len(kubectl_calls) == 3
     assert "--selector leaderworkerset.sigs.k8s.io/group-key=abc123" in kubectl_calls[0]
     assert "--field-selector status.phase=Running" in kubectl_calls[0]
-    assert "waiting: 1 of 3 pods of group abc123 are running" in proc.stdout
+    assert "waiting: 2 of 3 pods of group abc123 run ready (llama-0 llama-0-2)" in proc.stdout
     [mpirun] = [c for c in calls if "/mpirun " in c]
-    assert "-np 24 --host llama-0:8,llama-0-1:8,llama-0-2:8" in mpirun
+    hosts = "llama-0.llama.inference:8,llama-0-1.llama.inference:8,llama-0-2.llama.inference:8"
+    assert f"-np 24 --host {hosts}" in mpirun
     assert "--mca plm_rsh_agent /lwsgen/scripts/kubectl-rsh" in mpirun
     assert mpirun.endswith("/bin/bash /lwsgen/scripts/triton-rank.sh /models/repo --log-verbose=1")
 
@@ -135,7 +140,7 @@ def test_leader_gives_up_after_its_deadline_with_a_clear_log(tmp_path):
     proc, calls = run("mpi-leader.sh", tmp_path, env, RANK)
     assert proc.returncode == 1
     assert "listing the pods of this group failed: error: forbidden" in proc.stdout
-    assert "gave up after 1s: 0 of 3 pods of group abc123 are running (none)" in proc.stdout
+    assert "gave up after 1s: 0 of 3 pods of group abc123 run ready (none)" in proc.stdout
     assert not any("/mpirun " in c for c in calls)
 
 
@@ -175,7 +180,7 @@ def test_rsh_agent_runs_the_daemon_command_in_the_worker_container(tmp_path):
         "kubectl-rsh",
         tmp_path,
         {"POD_NAMESPACE": "inference", "LWSGEN_WORKER_CONTAINER": "worker"},
-        ("llama-0-1", "orted", "-mca", "ess", "env"),
+        ("llama-0-1.llama.inference", "orted", "-mca", "ess", "env"),  # mpirun passes the DNS name
     )
     assert proc.returncode == 0, proc.stderr
     assert call.endswith(
@@ -192,12 +197,14 @@ def test_worker_waits_to_be_driven_and_stops_cleanly_on_sigterm(tmp_path):
     script = tmp_path / "mpi-worker.sh"
     script.write_text(resources.script("mpi-worker.sh"))
     (tmp_path / "lib.sh").write_text(resources.script("lib.sh"))
-    proc = subprocess.Popen(["/bin/bash", str(script)], stdout=subprocess.PIPE, text=True)
-    time.sleep(0.3)
+    env = {"PATH": "/usr/bin:/bin", "LWSGEN_RENDEZVOUS_TIMEOUT": "30", "LWSGEN_POLL_SECONDS": "1"}
+    proc = subprocess.Popen(["/bin/bash", str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    time.sleep(0.5)
     assert proc.poll() is None
+    started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=5)
-    assert proc.returncode == 0 and "stopping" in out
+    assert time.monotonic() - started < 1 and "stopping (SIGTERM)" in out, out
 
 
 def test_relative_model_path_is_refused():

@@ -73,12 +73,13 @@ def test_same_group_key_env_and_exec_rbac_as_the_upstream_tensorrt_llm_example(r
 
 def test_mpi_leader_runs_the_trtllm_serve_ranks_over_the_group(tmp_path):
     bins = bin_dir(tmp_path)
-    fake(bins, "kubectl", "echo -n t-0 t-0-1")
+    fake(bins, "kubectl", 'printf "t-0 true\\nt-0-1 true\\n"')
     fake(bins, "mpirun")
     env = {
         "GROUP_KEY": "k",
         "POD_NAME": "t-0",
         "POD_NAMESPACE": "ns",
+        "LWS_LEADER_ADDRESS": "t-0.t.ns",
         "LWS_GROUP_SIZE": "2",
         "LWSGEN_WORLD_SIZE": "16",
         "LWSGEN_GPUS_PER_POD": "8",
@@ -87,4 +88,4 @@ def test_mpi_leader_runs_the_trtllm_serve_ranks_over_the_group(tmp_path):
     }
     proc, calls = run("mpi-leader.sh", tmp_path, env, ("trtllm-llmapi-launch", "trtllm-serve", "m", "--tp_size", "8"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert calls[-1].endswith("-np 16 --host t-0:8,t-0-1:8 trtllm-llmapi-launch trtllm-serve m --tp_size 8")
+    assert calls[-1].endswith("-np 16 --host t-0.t.ns:8,t-0-1.t.ns:8 trtllm-llmapi-launch trtllm-serve m --tp_size 8")

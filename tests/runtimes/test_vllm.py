@@ -1,5 +1,7 @@
 """vllm: Ray head on the leader, workers join with retries; parallelism flags from the profile."""
 
+import socket
+
 from conftest import SHARED, lws_of, merged
 from runtimes.scripts import bin_dir, env_of, fake, run
 
@@ -99,7 +101,8 @@ def test_ray_leader_waits_for_every_node_then_execs_the_serve_command(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert calls[0].endswith("ray start --head --port=6379 --disable-usage-stats")
     assert "waiting: 2 of 3 Ray nodes joined" in proc.stdout
-    assert calls[-1].endswith("serve --tensor-parallel-size 8 two words")
+    [served] = [c for c in calls if c.split()[0].endswith("/serve")]
+    assert served.endswith("serve --tensor-parallel-size 8 two words")
 
 
 def test_ray_leader_gives_up_after_its_deadline(tmp_path):
@@ -120,14 +123,17 @@ def test_ray_leader_gives_up_after_its_deadline(tmp_path):
 
 def test_ray_worker_retries_an_unresolvable_leader_then_joins_and_blocks(tmp_path):
     bins = bin_dir(tmp_path)
-    # DNS fails twice (leader not yet resolvable), then resolves; the Ray head answers at once.
-    fake(bins, "getent", '[ "$(grep -c getent "$CALLS")" -ge 3 ]')
+    # DNS fails twice (leader not yet resolvable), then resolves to this machine, where the Ray head listens.
+    fake(bins, "getent", '[ "$(grep -c getent "$CALLS")" -ge 3 ] && echo "127.0.0.1 $2"')
     fake(bins, "ray")
-    env = {"LWS_LEADER_ADDRESS": "vllm-0.vllm.default", "LWSGEN_RAY_PORT": "6379", "LWSGEN_RENDEZVOUS_TIMEOUT": "30"}
-    proc, calls = run("ray-worker.sh", tmp_path, env)
+    with socket.create_server(("127.0.0.1", 0)) as head:
+        port = str(head.getsockname()[1])
+        env = {"LWS_LEADER_ADDRESS": "vllm-0.vllm.default", "LWSGEN_RAY_PORT": port, "LWSGEN_RENDEZVOUS_TIMEOUT": "30"}
+        proc, calls = run("ray-worker.sh", tmp_path, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [c.split()[0].rsplit("/", 1)[1] for c in calls] == ["getent", "getent", "getent", "ray", "ray"]
-    assert calls[-1].endswith("ray start --address=vllm-0.vllm.default:6379 --block")
+    assert [c.split()[0].rsplit("/", 1)[1] for c in calls] == ["getent"] * 4 + ["ray", "ray"]
+    assert "ray health-check --address vllm-0.vllm.default:" in calls[-2]
+    assert calls[-1].endswith(f"ray start --address=vllm-0.vllm.default:{port} --block")
     assert proc.stdout.count("waiting: the leader address vllm-0.vllm.default does not resolve yet") == 2
 
 

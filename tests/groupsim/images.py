@@ -1,0 +1,88 @@
+"""Images played by stand-ins: what each image's PATH, ENV and files are in the simulator. Real
+programs where they run on a CPU (bash, Ray and Python from the test venv, OpenMPI's mpirun and
+orted from Debian's openmpi-bin, torch with gloo); GPU engines are the stand-ins in standins/."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+VENV_BIN = Path(sys.executable).parent
+# Programs of the test venv an image has (its Python with Ray and torch); not the venv's kubectl.
+FROM_VENV = ("python3", "python", "ray", "torchrun")
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# program on PATH -> the stand-in file that plays it
+PROGRAMS = {
+    "llama-server": "llama_server.py",
+    "rpc-server": "rpc_server.py",
+    "tritonserver": "mpi_rank.py",
+    "trtllm-llmapi-launch": "mpi_rank.py",
+    "trtllm-serve": "mpi_rank.py",
+    "all_reduce_perf": "all_reduce_perf.py",
+    "sshd": "sshd.py",
+    "ssh": "ssh.py",
+    "kubectl": "../kubectl.py",
+}
+
+
+@dataclass
+class Image:
+    env: dict[str, str]
+    files: list[tuple[str, str, int]] = field(default_factory=list)
+    entrypoint: list[str] = field(default_factory=list)
+
+
+def install(where: Path) -> Path:
+    """The stand-ins, as executables in where/bin and modules in where/python and where/lib."""
+    shutil.copytree(HERE / "standins", where / "lib", ignore=shutil.ignore_patterns("python", "__pycache__"))
+    shutil.copytree(HERE / "standins" / "python", where / "python", ignore=shutil.ignore_patterns("__pycache__"))
+    (where / "bin").mkdir()
+    (where / "python-bin").mkdir()
+    for program in FROM_VENV:
+        wrapper = where / "python-bin" / program
+        wrapper.write_text(f'#!/bin/sh\nexec {VENV_BIN / program} "$@"\n')
+        wrapper.chmod(0o755)
+    for program, source in PROGRAMS.items():
+        script = (HERE / "standins" / source).resolve()
+        wrapper = where / "bin" / program
+        wrapper.write_text(
+            f"#!{sys.executable}\nimport runpy, sys\nsys.path.insert(0, {str(where / 'lib')!r})\n"
+            f"import standin\nstandin.PROGRAM = {program!r}\nrunpy.run_path({str(script)!r}, run_name='__main__')\n"
+        )
+        wrapper.chmod(0o755)
+    return where
+
+
+def _symlinks(prefix: str, *programs: str) -> list[tuple[str, str, int]]:
+    """OpenMPI under an image's prefix: the same prefix on every pod, as the launch relies on."""
+    links = {"mpirun": "/usr/bin/mpirun", "orted": "/usr/bin/orted"}
+    return [(f"{prefix}/{p}", f"symlink:{links[p]}", 0o755) for p in programs]
+
+
+def _program_file(path: str, program: str, standins: Path) -> tuple[str, str, int]:
+    return (path, f"symlink:{standins / 'bin' / program}", 0o755)
+
+
+def image(reference: str, standins: Path) -> Image:
+    repository = reference.rsplit(":", 1)[0].rsplit("@", 1)[0]
+    env = {
+        "PATH": f"{standins / 'bin'}:{standins / 'python-bin'}:{SYSTEM_PATH}",
+        "PYTHONPATH": f"{standins / 'python'}:{standins / 'lib'}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "LWSGEN_DIST_BACKEND": "gloo",  # no GPU here: the NCCL test's all-reduce runs over gloo
+    }
+    files: list[tuple[str, str, int]] = []
+    if "llama.cpp" in repository:
+        files += [_program_file("/app/llama-server", "llama-server", standins)]
+        files += [_program_file("/app/rpc-server", "rpc-server", standins)]
+    if "tritonserver" in repository or "tensorrt-llm" in repository:
+        files += _symlinks("/opt/hpcx/ompi/bin", "mpirun", "orted")
+    if "triton_trtllm_multinode" in repository:
+        files += _symlinks("/opt/amazon/openmpi/bin", "mpirun", "orted")
+        files += [_program_file("/opt/nccl-tests/build/all_reduce_perf", "all_reduce_perf", standins)]
+        files += [_program_file("/usr/sbin/sshd", "sshd", standins)]
+    return Image(env, files)

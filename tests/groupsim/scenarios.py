@@ -1,0 +1,264 @@
+"""Scenarios a group of pods must survive, run on the simulator. Each returns an Outcome: whether the
+group did what a user needs (formed, or failed as a group within the bound with a sentence) and
+what was seen, for the test's message and the closing note's table."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from groupsim import sim
+
+POLL = 1  # LWSGEN_POLL_SECONDS in every scenario
+BOUND = 40  # LWSGEN_RENDEZVOUS_TIMEOUT in every scenario: short, through the scripts' own variable
+LATE = 10  # seconds a late pod or a late DNS name comes after the others
+FORM = 60  # seconds a group may take to form once every pod is there (Ray starts in ~5 s per node)
+# Seconds after a member is lost by which some container must have exited non-zero: Ray needs its
+# node-death detection first (RAY_DETECTOR below), then the leader's 3 failed polls.
+GROUP_FAILS = 40
+
+SERVE = {  # the program each runtime's leader ends in, as its stand-in records it
+    "vllm": "vllm",
+    "aphrodite": "aphrodite",
+    "sglang": "sglang",
+    "llamacpp": "llama-server",
+    "triton-trtllm": "tritonserver",
+    "trtllm-serve": "trtllm-serve",
+}
+
+
+@dataclass
+class Outcome:
+    passed: bool
+    detail: str
+    seconds: float = 0.0
+    logs: dict[str, str] = field(default_factory=dict)
+    records: list[dict] = field(default_factory=list)  # what the stand-ins recorded (argv, env, ranks)
+    exit_code: int | None = None
+
+    def __str__(self) -> str:
+        logs = "\n".join(f"--- {name}\n{text[-2500:]}" for name, text in self.logs.items())
+        return f"{self.detail} ({self.seconds:.1f} s)\n{logs}"
+
+
+def _logs(group: list[sim.Pod]) -> dict[str, str]:
+    return {f"{p.name}/{c.name} exit={c.exit_code}": c.log for p in group for c in p.init_containers + p.containers}
+
+
+# Ray's own node-death detector, shortened as the rendezvous is (defaults: 5 failed health checks
+# 3 s apart, src/ray/common/ray_config_def.h); read from RAY_<name> by every Ray process.
+RAY_DETECTOR = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+
+
+def _simulation(directory: Path, extra: dict[str, str] | None = None) -> sim.Simulation:
+    overrides = {"LWSGEN_POLL_SECONDS": str(POLL), "LWSGEN_RENDEZVOUS_TIMEOUT": str(BOUND), **RAY_DETECTOR}
+    overrides |= extra or {}
+    return sim.Simulation(sim.load(directory), overrides)
+
+
+def _runtime(simulation: sim.Simulation) -> str:
+    return simulation.find("LeaderWorkerSet")["metadata"]["labels"]["app.kubernetes.io/name"]
+
+
+def _serving(simulation: sim.Simulation, group: list[sim.Pod], timeout: float) -> Outcome:
+    start = time.monotonic()
+    program = SERVE[_runtime(simulation)]
+    deadline = start + timeout
+    while time.monotonic() < deadline:
+        records = [r for r in simulation.records(program) if r["hostname"] == group[0].name]
+        if records:
+            time.sleep(1)  # the other pods' ranks and nodes record themselves too
+            outcome = Outcome(True, f"the leader serves: {program} {' '.join(records[0]['argv'])}", 0, _logs(group))
+            outcome.records = simulation.records()
+            return outcome
+        dead = [c for p in group for c in p.containers if c.exit_code not in (None, 0)]
+        if dead:
+            return Outcome(False, f"{dead[0].pod.name}/{dead[0].name} exited {dead[0].exit_code}", 0, _logs(group))
+        time.sleep(0.2)
+    return Outcome(False, f"the leader did not reach {program} within {timeout:.0f} s", 0, _logs(group))
+
+
+def _gives_up(group: list[sim.Pod], who: list[sim.Pod], within: float) -> Outcome:
+    """Each pod in who ends non-zero by `within` seconds, having said why."""
+    deadline = time.monotonic() + within
+    for pod in who:
+        container = pod.containers[0]
+        code = pod.sim.wait_exit(container, max(deadline - time.monotonic(), 0.1))
+        if code is None:
+            return Outcome(False, f"{pod.name} still waits after {within:.0f} s", 0, _logs(group))
+        if code == 0:
+            return Outcome(False, f"{pod.name} exited 0 without its group", 0, _logs(group))
+        if "gave up after" not in container.log:
+            return Outcome(False, f"{pod.name} exited {code} without saying why", 0, _logs(group))
+    return Outcome(True, f"{', '.join(p.name for p in who)} gave up at the bound with a sentence", 0, _logs(group))
+
+
+def timed(scenario: Callable[[Path], Outcome]) -> Callable[[Path], Outcome]:
+    def run(directory: Path) -> Outcome:
+        start = time.monotonic()
+        outcome = scenario(directory)
+        outcome.seconds = time.monotonic() - start
+        return outcome
+
+    run.__name__ = scenario.__name__
+    return run
+
+
+@timed
+def together(directory: Path) -> Outcome:
+    with _simulation(directory) as simulation:
+        group = sim.lws_group(simulation)
+        for pod in group:
+            simulation.start_pod(pod)
+        return _serving(simulation, group, FORM)
+
+
+@timed
+def worker_late(directory: Path) -> Outcome:
+    with _simulation(directory) as simulation:
+        group = sim.lws_group(simulation)
+        simulation.start_pod(group[0])
+        time.sleep(LATE)
+        for pod in group[1:]:
+            simulation.start_pod(pod)
+        return _serving(simulation, group, FORM)
+
+
+@timed
+def leader_dns_late(directory: Path) -> Outcome:
+    with _simulation(directory) as simulation:
+        group = sim.lws_group(simulation)
+        simulation.start_pod(group[0], publish=False)
+        for pod in group[1:]:
+            simulation.start_pod(pod)
+        time.sleep(LATE)
+        simulation.publish(group[0])
+        return _serving(simulation, group, FORM)
+
+
+@timed
+def worker_never(directory: Path) -> Outcome:
+    with _simulation(directory) as simulation:
+        group = sim.lws_group(simulation)
+        simulation.start_pod(group[0])
+        return _gives_up(group, [group[0]], BOUND + 15)
+
+
+@timed
+def leader_never(directory: Path) -> Outcome:
+    with _simulation(directory) as simulation:
+        group = sim.lws_group(simulation)
+        for pod in group[1:]:
+            simulation.start_pod(pod)
+        return _gives_up(group, group[1:], BOUND + 15)
+
+
+@timed
+def worker_dies(directory: Path) -> Outcome:
+    """The group formed, then a worker pod is lost at once (its node died): every one of its
+    processes SIGKILLed, its exit never seen by a kubelet. Some other container of the group must
+    exit non-zero, so LeaderWorkerSet recreates the group."""
+    with _simulation(directory) as simulation:
+        group = sim.lws_group(simulation)
+        for pod in group:
+            simulation.start_pod(pod)
+        formed = _serving(simulation, group, FORM)
+        if not formed.passed:
+            return formed
+        time.sleep(2)
+        simulation.kill_pod(group[-1])
+        lost = time.monotonic()
+        survivors = [c for p in group[:-1] for c in p.containers]
+        while time.monotonic() - lost < GROUP_FAILS:
+            failed = [c for c in survivors if c.exit_code not in (None, 0)]
+            if failed:
+                taken = failed[0].exited - lost
+                return Outcome(
+                    True,
+                    f"{failed[0].pod.name}/{failed[0].name} exited {failed[0].exit_code} {taken:.1f} s after",
+                    0,
+                    _logs(group),
+                )
+            time.sleep(0.2)
+        return Outcome(
+            False, f"the rest of the group still runs {GROUP_FAILS} s after a worker was lost", 0, _logs(group)
+        )
+
+
+@timed
+def single_pod(directory: Path) -> Outcome:
+    """A group of one: the directory is rendered from a profile whose group is one pod."""
+    with _simulation(directory) as simulation:
+        group = sim.lws_group(simulation)
+        simulation.start_pod(group[0])
+        return _serving(simulation, group, FORM)
+
+
+def stops_promptly(directory: Path) -> Outcome:
+    """A pod waiting for its group is deleted: its container must end on SIGTERM at once, not
+    after the grace period. The leader waits alone for its workers; then the workers wait for a
+    leader whose name resolves but that runs nothing."""
+    start = time.monotonic()
+    with _simulation(directory) as simulation:
+        group = sim.lws_group(simulation)
+        slow = []
+        for waiting in (group[:1], group[1:]):
+            for pod in waiting:
+                simulation.start_pod(pod)
+            time.sleep(5)
+            simulation.network.unpublish(group[0].fqdn)  # the leader pod is gone: so is its name
+            for pod in waiting:
+                taken = simulation.stop_container(pod.containers[0], grace=15)
+                if taken > 3:
+                    slow.append(f"{pod.name} took {taken:.1f} s")
+        outcome = Outcome(not slow, "; ".join(slow) or "every waiting container ended within 3 s of SIGTERM")
+        outcome.logs, outcome.seconds = _logs(group), time.monotonic() - start
+        return outcome
+
+
+LWS_SCENARIOS = [together, worker_late, leader_dns_late, worker_never, leader_never, worker_dies, stops_promptly]
+
+
+def _verdict(container: sim.Container) -> str:
+    return next((line for line in container.log.splitlines() if "lwsgen nccl-test:" in line), "")
+
+
+def mpijob(directory: Path, bus_bandwidth: float) -> Outcome:
+    """The MPIJob NCCL test on a fabric with the given bus bandwidth: real mpirun --tag-output,
+    the verdict script reading its tagged output."""
+    start = time.monotonic()
+    with _simulation(directory, {"GROUPSIM_BUS_BW_GBPS": str(bus_bandwidth)}) as simulation:
+        launcher, workers = sim.mpijob_group(simulation)
+        for pod in workers:
+            simulation.start_pod(pod)
+        time.sleep(1)
+        simulation.start_pod(launcher)
+        code = simulation.wait_exit(launcher.containers[0], FORM)
+        group = [launcher, *workers]
+        verdict = _verdict(launcher.containers[0])
+        expected = "PASS" if bus_bandwidth >= 100 else "FAIL"
+        outcome = Outcome(False, f"exit {code}: {verdict or 'no verdict'}", 0, _logs(group))
+        outcome.seconds = time.monotonic() - start
+        outcome.passed = code is not None and expected in verdict and (code == 0) == (expected == "PASS")
+        outcome.exit_code = code
+        return outcome
+
+
+def indexed_job(directory: Path, required: float | None = None) -> Outcome:
+    """The Indexed Job NCCL test: real torchrun and torch.distributed (gloo), every pod at once."""
+    start = time.monotonic()
+    extra = {"LWSGEN_MAX_BYTES": "1M", **({"LWSGEN_MIN_BUS_BW_GBPS": str(required)} if required is not None else {})}
+    with _simulation(directory, extra) as simulation:
+        group = sim.indexed_job_group(simulation)
+        for pod in group:
+            simulation.start_pod(pod)
+        codes = [simulation.wait_exit(pod.containers[0], 120) for pod in group]
+        verdict = _verdict(group[0].containers[0])
+        expected = "PASS" if required is not None else "FAIL"
+        passed = None not in codes and expected in verdict and (codes[0] == 0) == (expected == "PASS")
+        outcome = Outcome(passed, f"exits {codes}: {verdict or 'no verdict'}", 0, _logs(group))
+        outcome.seconds = time.monotonic() - start
+        outcome.exit_code = codes[0]
+        return outcome

@@ -1,0 +1,548 @@
+"""The group simulator: one group of a rendered LeaderWorkerSet (or the NCCL test) run as pods on
+one machine. Each pod is a network namespace on a bridge with a kubelet-style /etc/hosts and
+resolv.conf pointing at dnsmasq; each container a PID namespace (its command is PID 1) and mount
+namespace over an overlay of the host root, with the pod's volumes, its ServiceAccount token only
+where automountServiceAccountToken allows, the env built as the kubelet and the LWS webhook build
+it, and its image played by a stand-in (tests/groupsim/images.py)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from groupsim import api, images, kubeenv
+from groupsim.net import DOMAIN, Network
+
+HERE = Path(__file__).resolve().parent
+_RUNS = itertools.count()
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SIM_DIR = "/run/groupsim"  # the API socket and the stand-ins' records, in every container
+
+
+@dataclass
+class Container:
+    pod: Pod
+    spec: dict[str, Any]
+    init: bool
+    process: subprocess.Popen | None = None
+    pid1: int | None = None
+    env: list[tuple[str, str]] = field(default_factory=list)
+    started: float | None = None
+    exit_code: int | None = None
+    exited: float | None = None
+    log_path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec["name"]
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+
+    def status(self) -> dict[str, Any]:
+        if self.exit_code is not None:
+            state = {"terminated": {"exitCode": self.exit_code}}
+        elif self.process is not None:
+            state = {"running": {"startedAt": self.started}}
+        else:
+            state = {"waiting": {"reason": "PodInitializing"}}
+        return {"name": self.name, "ready": "running" in state, "restartCount": 0, "state": state}
+
+
+@dataclass
+class Pod:
+    sim: Simulation
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    template: dict[str, Any]
+    subdomain: str | None
+    prepend: list[tuple[str, str]]
+    index: int
+    netns: str = ""
+    ip: str = ""
+    phase: str = "Pending"
+    containers: list[Container] = field(default_factory=list)
+    init_containers: list[Container] = field(default_factory=list)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.template["spec"]
+
+    @property
+    def fqdn(self) -> str:
+        return f"{self.name}.{self.subdomain}.{self.namespace}.svc.{DOMAIN}"
+
+    @property
+    def root(self) -> Path:
+        return self.sim.root / "pods" / self.name
+
+    def container(self, name: str | None = None) -> Container:
+        if name is None:
+            return self.containers[0]
+        return next(c for c in self.containers + self.init_containers if c.name == name)
+
+    def object(self) -> dict[str, Any]:
+        """The Pod as the API server returns it."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(self.labels)},
+            "spec": {"serviceAccountName": self.spec.get("serviceAccountName", "default")},
+            "status": {
+                "phase": self.phase,
+                "podIP": self.ip,
+                "containerStatuses": [c.status() for c in self.containers],
+            },
+        }
+
+
+class Simulation:
+    def __init__(self, objects: list[dict[str, Any]], overrides: dict[str, str] | None = None):
+        # Under /tmp, not /dev/shm (every container mounts its own there), readable by the
+        # non-root users some containers run as; removed afterwards unless GROUPSIM_KEEP is set.
+        self.root = Path(tempfile.mkdtemp(prefix="groupsim-", dir="/tmp"))
+        self.root.chmod(0o755)
+        self.objects = objects
+        self.overrides = overrides or {}
+        self.tag = f"gs{os.getpid()}x{next(_RUNS)}"  # namespaces gs<pid>x<n>-*: cleanup_stale knows whose
+        self.network = Network(self.root / "net", self.tag)
+        self.shared = self.root / "shared"
+        (self.shared / "records").mkdir(parents=True)
+        os.chmod(self.shared / "records", 0o777)
+        self.standins = images.install(self.root / "standins")
+        self.api = api.ApiServer(str(self.shared / "api.sock"), self, api.Rbac(objects))
+        self.pods: dict[str, Pod] = {}
+        self.lock = threading.Lock()
+
+    # -- lifecycle
+
+    def __enter__(self) -> Simulation:
+        self.network.start()
+        self.api.start()
+        os.chmod(self.shared / "api.sock", 0o777)
+        return self
+
+    def __exit__(self, *_) -> None:
+        for pod in list(self.pods.values()):
+            self.kill_pod(pod)
+        self.api.stop()
+        self.network.stop()
+        if not os.environ.get("GROUPSIM_KEEP"):
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- objects
+
+    def find(self, kind: str, name: str | None = None) -> dict[str, Any]:
+        return next(
+            o for o in self.objects if o.get("kind") == kind and (name is None or o["metadata"]["name"] == name)
+        )
+
+    def config_map_data(self) -> dict[str, dict[str, str]]:
+        return {o["metadata"]["name"]: o.get("data", {}) for o in self.objects if o.get("kind") == "ConfigMap"}
+
+    # -- what the API server asks
+
+    def pods_listing(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [p.object() for p in self.pods.values() if p.phase != "Gone"]
+
+    def exec_in(
+        self, namespace: str | None, pod_name: str, container: str | None, argv: list[str], fds: list[int]
+    ) -> int:
+        pod = self.pods.get(pod_name)
+        if pod is None or namespace not in (None, pod.namespace) or pod.phase == "Gone":
+            os.write(fds[2], f'Error from server (NotFound): pods "{pod_name}" not found\n'.encode())
+            return 1
+        target = pod.container(container)
+        if target.pid1 is None or target.exit_code is not None:
+            os.write(fds[2], f"error: container {target.name} is not running\n".encode())
+            return 1
+        return self._nsenter(target, argv, fds)
+
+    def _nsenter(self, target: Container, argv: list[str], fds: list[int]) -> int:
+        env = [f"{k}={v}" for k, v in target.env]
+        command = ["nsenter", "-t", str(target.pid1), "-n", "-m", "-u", "-p", "-r", "-w", "--", "/usr/bin/env", "-i"]
+        process = subprocess.Popen([*command, *env, *argv], stdin=fds[0], stdout=fds[1], stderr=fds[2])
+        return process.wait()
+
+    # -- pods
+
+    def add_pod(self, name, namespace, labels, template, subdomain, prepend) -> Pod:
+        pod = Pod(self, name, namespace, labels, template, subdomain, prepend, len(self.pods))
+        pod.netns, pod.ip = self.network.add_pod(pod.index)
+        for group, init in (("initContainers", True), ("containers", False)):
+            for spec in template["spec"].get(group, []):
+                target = pod.init_containers if init else pod.containers
+                target.append(Container(pod, spec, init))
+        self.pods[name] = pod
+        return pod
+
+    def start_pod(self, pod: Pod, publish: bool = True) -> None:
+        """Kubelet: volumes, init containers one by one, then the containers together."""
+        volumes = self._volumes(pod)
+        if publish:
+            self.publish(pod)
+        threading.Thread(target=self._run_pod, args=(pod, volumes), daemon=True).start()
+
+    def publish(self, pod: Pod) -> None:
+        self.network.publish(pod.fqdn, pod.ip)
+
+    def _run_pod(self, pod: Pod, volumes: dict[str, Path]) -> None:
+        for container in pod.init_containers:
+            self._start(container, volumes)
+            container.process.wait()
+            if container.exit_code != 0:
+                pod.phase = "Failed"
+                return
+        for container in pod.containers:
+            self._start(container, volumes)
+        pod.phase = "Running"
+
+    def _volumes(self, pod: Pod) -> dict[str, Path]:
+        made: dict[str, Path] = {}
+        data = self.config_map_data()
+        for volume in pod.spec.get("volumes", []):
+            where = pod.root / "volumes" / volume["name"]
+            where.mkdir(parents=True)
+            if "configMap" in volume:
+                source = volume["configMap"]
+                entries = data[source["name"]]
+                items = source.get("items") or [{"key": k, "path": k} for k in entries]
+                for item in items:
+                    path = where / item["path"]
+                    path.write_text(entries[item["key"]])
+                    path.chmod(item.get("mode", source.get("defaultMode", 0o644)))
+            else:  # emptyDir, and any other volume as an empty directory the pod may write
+                where.chmod(0o777)
+            made[volume["name"]] = where
+        if self._automount(pod):
+            account = pod.root / "serviceaccount"
+            account.mkdir(parents=True)
+            (account / "token").write_text(api.token_for(pod.namespace, pod.spec.get("serviceAccountName", "default")))
+            (account / "namespace").write_text(pod.namespace)
+            made["__serviceaccount"] = account
+        return made
+
+    def _automount(self, pod: Pod) -> bool:
+        allowed = pod.spec.get("automountServiceAccountToken")
+        if allowed is None:
+            account = next(
+                (
+                    o
+                    for o in self.objects
+                    if o.get("kind") == "ServiceAccount" and o["metadata"]["name"] == pod.spec.get("serviceAccountName")
+                ),
+                {},
+            )
+            allowed = account.get("automountServiceAccountToken", True)
+        return bool(allowed)
+
+    def _fields(self, pod: Pod) -> dict[str, str]:
+        values = {
+            "metadata.name": pod.name,
+            "metadata.namespace": pod.namespace,
+            "status.podIP": pod.ip,
+            "spec.serviceAccountName": pod.spec.get("serviceAccountName", "default"),
+            "spec.nodeName": f"node-{pod.index}",
+        }
+        values |= {f"metadata.labels['{k}']": v for k, v in pod.labels.items()}
+        values |= {
+            f"metadata.annotations['{k}']": v for k, v in (pod.template["metadata"].get("annotations") or {}).items()
+        }
+        return values
+
+    def _env(self, container: Container) -> list[tuple[str, str]]:
+        spec = container.spec
+        secrets: dict[tuple[str, str], str] = {}
+        for entry in spec.get("env", []):
+            ref = entry.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                secrets[(ref["name"], ref["key"])] = f"sim-secret-{ref['name']}-{ref['key']}"
+        config_maps = {(n, k): v for n, d in self.config_map_data().items() for k, v in d.items()}
+        pod = container.pod
+        pod_object = {
+            "metadata": {"name": pod.name, "namespace": pod.namespace, "labels": pod.labels},
+            "spec": pod.spec,
+        }
+        env = kubeenv.container_env(
+            spec,
+            pod_object,
+            prepend=container.pod.prepend,
+            field_values=self._fields(container.pod),
+            secret_values=secrets,
+            config_map_values=config_maps,
+        )
+        image = images.image(spec["image"], self.standins)
+        names = {k for k, _ in env}
+        base = [(k, v) for k, v in image.env.items() if k not in names]  # the image's ENV, under the pod's
+        gpus = _gpus(spec)
+        if gpus:  # the GPUs the device plugin gives, as CUDA and Ray would find them on a GPU node
+            base.append(("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(gpus))))
+            base.append(("RAY_OVERRIDE_RESOURCES", json.dumps({"GPU": gpus})))
+        base.append(("HOSTNAME", container.pod.name))
+        return base + env + list(self.overrides.items())
+
+    def _start(self, container: Container, volumes: dict[str, Path]) -> None:
+        pod, spec = container.pod, container.spec
+        image = images.image(spec["image"], self.standins)
+        container.env = self._env(container)
+        argv = kubeenv.expand_command(
+            [*(spec.get("command") or image.entrypoint), *spec.get("args", [])], container.env
+        )
+        base = pod.root / "containers" / container.name
+        for part in ("upper", "work", "root"):
+            (base / part).mkdir(parents=True)
+        mounts = [(str(self.shared), SIM_DIR, False)]
+        for mount in spec.get("volumeMounts", []):
+            mounts.append((str(volumes[mount["name"]]), mount["mountPath"], bool(mount.get("readOnly"))))
+        if "__serviceaccount" in volumes:
+            mounts.append((str(volumes["__serviceaccount"]), SA_DIR, True))
+        security = spec.get("securityContext", {})
+        init_spec = {
+            "root": str(base / "root"),
+            "upper": str(base / "upper"),
+            "work": str(base / "work"),
+            "hostname": pod.name,
+            "files": [
+                *image.files,
+                ("/etc/hosts", self._hosts(pod), 0o644),
+                ("/etc/resolv.conf", self._resolv(pod), 0o644),
+            ],
+            "mounts": mounts,
+            "env": container.env,
+            "argv": argv,
+            "workdir": spec.get("workingDir"),
+            "user": security.get("runAsUser"),
+            "group": security.get("runAsGroup"),
+        }
+        (base / "spec.json").write_text(json.dumps(init_spec))
+        container.log_path = base / "log"
+        command = [
+            "nsenter",
+            f"--net=/run/netns/{pod.netns}",
+            "unshare",
+            "--mount",
+            "--pid",
+            "--uts",
+            "--fork",
+            "--kill-child",
+            "--",
+            sys.executable,
+            str(HERE / "containerinit.py"),
+            str(base / "spec.json"),
+        ]
+        with container.log_path.open("wb") as log:  # the container keeps its own descriptor
+            container.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        container.started = time.monotonic()
+        container.pid1 = _child_of(container.process.pid)
+        threading.Thread(target=self._reap, args=(container,), daemon=True).start()
+
+    def _reap(self, container: Container) -> None:
+        code = container.process.wait()
+        container.exited = time.monotonic()
+        container.exit_code = 128 - code if code < 0 else code  # unshare reports the child's signal
+
+    def _hosts(self, pod: Pod) -> str:
+        """kubelet's managed /etc/hosts (managedHostsFileContent)."""
+        lines = [
+            "# Kubernetes-managed hosts file.",
+            "127.0.0.1\tlocalhost",
+            "::1\tlocalhost ip6-localhost ip6-loopback",
+            "fe00::0\tip6-localnet",
+            "fe00::0\tip6-mcastprefix",
+            "fe00::1\tip6-allnodes",
+            "fe00::2\tip6-allrouters",
+        ]
+        if pod.subdomain:
+            lines.append(f"{pod.ip}\t{pod.fqdn}\t{pod.name}")
+        else:
+            lines.append(f"{pod.ip}\t{pod.name}")
+        return "\n".join(lines) + "\n"
+
+    def _resolv(self, pod: Pod) -> str:
+        search = f"{pod.namespace}.svc.{DOMAIN} svc.{DOMAIN} {DOMAIN}"
+        return f"search {search}\nnameserver {self.network.dns_ip}\noptions ndots:5\n"
+
+    # -- what a test does to pods
+
+    def stop_container(self, container: Container, grace: float) -> float:
+        """kubelet's stop: SIGTERM to PID 1, SIGKILL after the grace period; returns seconds taken."""
+        start = time.monotonic()
+        if container.exit_code is None and container.pid1:
+            os.kill(container.pid1, signal.SIGTERM)
+            try:
+                container.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                os.kill(container.pid1, signal.SIGKILL)
+                container.process.wait()
+        return time.monotonic() - start
+
+    def kill_pod(self, pod: Pod) -> None:
+        """The pod is gone at once (its node died, or it was force-deleted): every process SIGKILLed."""
+        for container in pod.init_containers + pod.containers:
+            if container.process and container.exit_code is None and container.pid1:
+                try:
+                    os.kill(container.pid1, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                container.process.wait()
+        pod.phase = "Gone"
+
+    def wait_exit(self, container: Container, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while container.process is None:  # its pod is still running init containers
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+        try:
+            container.process.wait(max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            return None
+        while container.exit_code is None:
+            time.sleep(0.01)
+        return container.exit_code
+
+    def records(self, program: str | None = None) -> list[dict[str, Any]]:
+        found = [json.loads(p.read_text()) for p in sorted((self.shared / "records").glob("*.json"))]
+        return [r for r in found if program is None or r["program"] == program]
+
+    def wait_record(self, program: str, timeout: float, count: int = 1) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.records(program)
+            if len(found) >= count:
+                return found
+            time.sleep(0.1)
+        return self.records(program)
+
+
+def _gpus(container: dict[str, Any]) -> int:
+    limits = container.get("resources", {}).get("limits", {})
+    return sum(int(v) for k, v in limits.items() if k.endswith("/gpu"))
+
+
+def _child_of(pid: int) -> int:
+    """unshare --fork's child: the container's PID 1, as the host sees it."""
+    for _ in range(500):
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except FileNotFoundError:
+            return pid
+        if children:
+            return int(children[0])
+        time.sleep(0.005)
+    raise RuntimeError("the container's PID 1 did not start")
+
+
+def load(directory: Path) -> list[dict[str, Any]]:
+    objects = []
+    for path in sorted(directory.glob("*.yaml")):
+        objects.extend(o for o in yaml.safe_load_all(path.read_text()) if isinstance(o, dict) and "kind" in o)
+    return objects
+
+
+def group_key(lws: str, namespace: str, group: int) -> str:
+    """LWS labels a group's pods with a hash of the leader's namespaced name (utils.Sha1Hash)."""
+    return hashlib.sha1(f"{namespace}/{lws}-{group}".encode()).hexdigest()
+
+
+def lws_group(sim: Simulation, size: int | None = None, group: int = 0) -> list[Pod]:
+    """The pods of one group of the LeaderWorkerSet, leader first, added but not started."""
+    lws = sim.find("LeaderWorkerSet")
+    name, namespace = lws["metadata"]["name"], lws["metadata"].get("namespace", "default")
+    template = lws["spec"]["leaderWorkerTemplate"]
+    size = size or template.get("size", 1)
+    pods = []
+    for worker in range(size):
+        side = (
+            template.get("leaderTemplate")
+            if worker == 0 and "leaderTemplate" in template
+            else template["workerTemplate"]
+        )
+        pod_name = f"{name}-{group}" if worker == 0 else f"{name}-{group}-{worker}"
+        labels = dict(side["metadata"].get("labels", {}))
+        labels |= {
+            "leaderworkerset.sigs.k8s.io/name": name,
+            "leaderworkerset.sigs.k8s.io/group-index": str(group),
+            "leaderworkerset.sigs.k8s.io/worker-index": str(worker),
+            "leaderworkerset.sigs.k8s.io/group-key": group_key(name, namespace, group),
+        }
+        prepend = kubeenv.lws_env(name, namespace, group, worker, size)
+        pods.append(sim.add_pod(pod_name, namespace, labels, side, name, prepend))
+    return pods
+
+
+def mpijob_group(sim: Simulation) -> tuple[Pod, list[Pod]]:
+    """The MPIJob as the MPI operator (v2beta1) runs it: workers <job>-worker-<i> behind a headless
+    Service named after the job, and a launcher with the hostfile and OpenMPI settings the operator
+    adds (pkg/controller/mpi_job_controller.go: ompiEnvVars, the hostfile at /etc/mpi/hostfile with
+    "<worker>.<job>.<namespace>.svc slots=<slotsPerWorker>")."""
+    job = sim.find("MPIJob")
+    name, namespace = job["metadata"]["name"], job["metadata"].get("namespace", "default")
+    slots = job["spec"].get("slotsPerWorker", 1)
+    replicas = job["spec"]["mpiReplicaSpecs"]
+    count = replicas["Worker"]["replicas"]
+    hostfile = "".join(f"{name}-worker-{i}.{name}.{namespace}.svc slots={slots}\n" for i in range(count))
+    workers = [
+        sim.add_pod(f"{name}-worker-{i}", namespace, {}, replicas["Worker"]["template"], name, []) for i in range(count)
+    ]
+    launcher_template = copy.deepcopy(replicas["Launcher"]["template"])
+    spec = launcher_template["spec"]
+    spec.setdefault("volumes", []).append({"name": "mpi-job-config", "configMap": {"name": f"{name}-config"}})
+    for container in spec["containers"]:
+        container.setdefault("volumeMounts", []).append({"name": "mpi-job-config", "mountPath": "/etc/mpi"})
+        container["env"] = [
+            *container.get("env", []),
+            {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+            {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/mpi/hostfile"},
+            {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"},
+        ]
+    sim.objects.append({"kind": "ConfigMap", "metadata": {"name": f"{name}-config"}, "data": {"hostfile": hostfile}})
+    launcher = sim.add_pod(f"{name}-launcher", namespace, {}, launcher_template, name, [])
+    return launcher, workers
+
+
+def indexed_job_group(sim: Simulation) -> list[Pod]:
+    """The Indexed Job's pods, <job>-<index>, each with JOB_COMPLETION_INDEX as the Job controller
+    adds it, on the subdomain of the job's headless Service."""
+    job = sim.find("Job")
+    name, namespace = job["metadata"]["name"], job["metadata"].get("namespace", "default")
+    template = job["spec"]["template"]
+    pods = []
+    for index in range(job["spec"]["completions"]):
+        indexed = copy.deepcopy(template)
+        for container in indexed["spec"]["containers"]:
+            container["env"] = [*container.get("env", []), {"name": "JOB_COMPLETION_INDEX", "value": str(index)}]
+        subdomain = indexed["spec"].get("subdomain")
+        pods.append(sim.add_pod(f"{name}-{index}", namespace, {}, indexed, subdomain, []))
+    return pods
+
+
+def cleanup_stale() -> None:
+    """Namespaces an interrupted run left behind: those of simulator processes no longer alive."""
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    for line in listing.splitlines():
+        name = line.split()[0] if line.split() else ""
+        owner = re.match(r"gs(\d+)x\d+-", name)
+        if owner and not Path(f"/proc/{owner.group(1)}").exists():
+            subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)

@@ -1,0 +1,24 @@
+"""An MPI rank's program (tritonserver, trtllm-llmapi-launch, trtllm-serve): records its argv and
+OpenMPI rank; rank 0 serves on the HTTP port, every rank runs until its job ends."""
+
+import os
+import sys
+
+import standin
+
+
+def main() -> int:
+    program = standin.PROGRAM
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "-1"))
+    if program == "trtllm-llmapi-launch" and rank == 0:  # rank 0 runs the server, the others serve MPI
+        os.execvp(sys.argv[1], sys.argv[1:])
+    standin.record(program, rank=rank, world=int(os.environ.get("OMPI_COMM_WORLD_SIZE", "0")))
+    port = standin.flag("--http-port") or (standin.flag("--port") if program == "trtllm-serve" else None)
+    if rank in (0, -1) and port:
+        standin.serve(int(port))
+    standin.block()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""What every engine stand-in shares: record its argv and env where the test reads them, serve HTTP
+on the serving port (200 on every path), and end cleanly on SIGTERM."""
+
+import http.server
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # at once: an engine may run as PID 1
+
+RECORDS = "/run/groupsim/records"
+PROGRAM = ""  # the name the image runs this stand-in as (set by its wrapper in bin/)
+
+
+def record(program: str, **extra) -> None:
+    entry = {"program": program, "argv": sys.argv[1:], "env": dict(os.environ), "hostname": socket.gethostname()}
+    entry |= {"pid": os.getpid(), "time": time.time(), **extra}
+    path = f"{RECORDS}/{socket.gethostname()}-{program}-{os.getpid()}.json"
+    with open(path + ".tmp", "w") as out:
+        json.dump(entry, out)
+    os.rename(path + ".tmp", path)
+
+
+def flag(name: str, default: str | None = None, argv: list[str] | None = None) -> str | None:
+    args = sys.argv[1:] if argv is None else argv
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return default
+
+
+class _Ok(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        body = b"ok\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_):
+        pass
+
+
+def serve(port: int) -> None:
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", port), _Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+
+def log(program: str, text: str) -> None:
+    print(f"{program} (stand-in): {text}", flush=True)
+
+
+def block() -> None:
+    """Run until SIGTERM (exit 0), as a server does."""
+    while True:
+        time.sleep(3600)

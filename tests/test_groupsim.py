@@ -1,0 +1,147 @@
+"""Every runtime's group run for real as pods (tests/groupsim): network namespaces on a bridge,
+dnsmasq for cluster DNS, real Ray, OpenMPI and torch.distributed (gloo), engine stand-ins. Each
+scenario is a cell of the runtime x scenario table; the cells run concurrently (most of their time
+is waiting) once per session, and each test asserts one cell."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from groupsim import scenarios, sim
+from groupsim.net import netns_available
+
+WHY_NOT = netns_available()
+pytestmark = [pytest.mark.tools, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+
+EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir())
+LWS = [(example, s.__name__) for example in EXAMPLES for s in scenarios.LWS_SCENARIOS]
+SINGLE = [(example, "single_pod") for example in EXAMPLES]
+NCCL = [
+    ("triton-llama3-405b", "mpijob_passes"),
+    ("triton-llama3-405b", "mpijob_fails"),
+    ("vllm-llama31-405b", "indexed_job_passes"),
+    ("vllm-llama31-405b", "indexed_job_fails"),
+]
+# Scenario by scenario across the runtimes, so the Ray clusters (the heaviest pods) are spread over
+# the run instead of starting all at once; the Indexed Job (16 torch processes) last, near alone.
+ORDER = [*(s.__name__ for s in scenarios.LWS_SCENARIOS), "single_pod", "mpijob_passes", "mpijob_fails"]
+ORDER += ["indexed_job_passes", "indexed_job_fails"]
+
+
+def _single_pod_profile(example: str, into: Path) -> Path:
+    """The example's profile with tensor = the node's GPUs and no pipeline: a group of one pod."""
+    profile = yaml.safe_load((REPO / "profiles" / f"{example}.yaml").read_text())
+    single = copy.deepcopy(profile)
+    single["parallelism"] = {"tensor": single["node"]["gpus"]}
+    path = into / f"{example}.yaml"
+    path.write_text(yaml.safe_dump(single))
+    return path
+
+
+def _render_single(example: str, root: Path) -> Path:
+    from lwsgen.cli import main
+
+    assert main(["render", str(_single_pod_profile(example, root)), "-o", str(root / "single")]) == 0
+    return root / "single" / example
+
+
+def _run(cell: tuple[str, str], root: Path) -> scenarios.Outcome:
+    example, name = cell
+    directory = REPO / "out" / example
+    if name == "single_pod":
+        return scenarios.single_pod(_render_single(example, root))
+    if name.startswith("mpijob"):
+        return scenarios.mpijob(directory, 150 if name.endswith("passes") else 50)
+    if name.startswith("indexed_job"):
+        return scenarios.indexed_job(directory, 0.0001 if name.endswith("passes") else None)
+    return getattr(scenarios, name)(directory)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory) -> dict[tuple[str, str], scenarios.Outcome]:
+    sim.cleanup_stale()
+    root = tmp_path_factory.mktemp("groupsim")
+    cells = sorted(LWS + SINGLE + NCCL, key=lambda c: (ORDER.index(c[1]), c[0]))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        futures = {cell: pool.submit(_run, cell, root) for cell in cells}
+        return {cell: future.result() for cell, future in futures.items()}
+
+
+@pytest.mark.parametrize("example, scenario", LWS + SINGLE + NCCL)
+def test_scenario(table, example, scenario):
+    outcome = table[(example, scenario)]
+    assert outcome.passed, str(outcome)
+
+
+def _records(outcome: scenarios.Outcome, program: str) -> list[dict]:
+    return [r for r in outcome.records if r["program"] == program]
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if e.split("-")[0] in ("vllm", "aphrodite")])
+def test_ray_engine_gets_a_placement_group_of_every_gpu_of_the_group(table, example):
+    outcome = table[(example, "together")]
+    [engine] = _records(outcome, example.split("-")[0])
+    lws = yaml.safe_load((REPO / "out" / example / "leaderworkerset.yaml").read_text())
+    size = lws["spec"]["leaderWorkerTemplate"]["size"]
+    argv = engine["argv"]
+    world = int(_flag(argv, "--tensor-parallel-size")) * int(_flag(argv, "--pipeline-parallel-size"))
+    assert engine["ray_nodes"] == size and engine["ray_gpus"] == world and engine["placement_group_ready"]
+
+
+def test_sglang_nodes_rendezvous_with_their_ranks(table):
+    outcome = table[("sglang-deepseek-r1", "together")]
+    nodes = sorted(_records(outcome, "sglang"), key=lambda r: r["rank"])
+    assert [r["rank"] for r in nodes] == [0, 1] and {r["world"] for r in nodes} == {2}
+    for node in nodes:
+        assert _flag(node["argv"], "--node-rank") == str(node["rank"]) and _flag(node["argv"], "--nnodes") == "2"
+        assert _flag(node["argv"], "--dist-init-addr") == "sglang-deepseek-r1-0.sglang-deepseek-r1.inference:20000"
+    assert "lwsgen leader: starting" in outcome.logs["sglang-deepseek-r1-0/leader exit=None"]
+    assert "lwsgen worker: starting" in outcome.logs["sglang-deepseek-r1-0-1/worker exit=None"]
+
+
+def test_llamacpp_leader_lists_its_workers_rpc_servers(table):
+    [server] = _records(table[("llamacpp-llama31-70b", "together")], "llama-server")
+    assert server["rpc"] == ["llamacpp-llama31-70b-0-1.llamacpp-llama31-70b.inference:50052"]
+
+
+@pytest.mark.parametrize("example", ["triton-llama3-405b", "trtllm-serve-llama31-405b"])
+def test_mpi_ranks_fill_every_gpu_of_the_group_leader_first(table, example):
+    outcome = table[(example, "together")]
+    ranks = [r for r in outcome.records if "rank" in r and r["program"] != "all_reduce_perf"]
+    assert sorted(r["rank"] for r in ranks) == list(range(16)) and {r["world"] for r in ranks} == {16}
+    assert {r["rank"] for r in ranks if r["hostname"] == f"{example}-0"} == set(range(8))  # rank 0 serves
+    log = next(text for name, text in outcome.logs.items() if "/leader " in name)
+    host = f"{example}-0.{example}.inference"
+    assert f"on {host}:8,{example}-0-1.{example}.inference:8" in log
+
+
+def test_mpijob_verdict_reads_tagged_output(table):
+    passing, failing = table[("triton-llama3-405b", "mpijob_passes")], table[("triton-llama3-405b", "mpijob_fails")]
+    assert passing.exit_code == 0 and "PASS: bus bandwidth 150.00 GB/s" in passing.detail
+    assert failing.exit_code == 1 and "FAIL: bus bandwidth 50.00 GB/s" in failing.detail
+    launcher = next(text for name, text in passing.logs.items() if "launcher" in name)
+    assert "[1,0]<stdout>:" in launcher  # what the verdict had to read through: real --tag-output
+
+
+def test_indexed_job_measures_over_torch_distributed(table):
+    passing, failing = (
+        table[("vllm-llama31-405b", "indexed_job_passes")],
+        table[("vllm-llama31-405b", "indexed_job_fails")],
+    )
+    assert passing.exit_code == 0 and "PASS" in passing.detail
+    assert failing.exit_code == 1 and "FAIL" in failing.detail and "required 40 GB/s" in failing.detail
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
