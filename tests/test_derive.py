@@ -148,11 +148,11 @@ def test_model_claim_mounted_on_leader_and_workers(render, minimal):
         assert {"name": "model", "mountPath": "/models", "readOnly": True} in spec["containers"][0]["volumeMounts"]
 
 
-def test_startup_probe_budget_follows_the_model_load_timeout(render, minimal):
+def test_startup_probe_budget_follows_the_rendezvous_plus_the_model_load_timeout(render, minimal):
     leader = _lwt(render(merged(minimal, **{"model.loadTimeoutSeconds": 3600})))["leaderTemplate"]["spec"][
         "containers"
     ][0]
-    assert leader["startupProbe"]["periodSeconds"] * leader["startupProbe"]["failureThreshold"] == 3600
+    assert leader["startupProbe"]["periodSeconds"] * leader["startupProbe"]["failureThreshold"] == 900 + 3600
 
 
 def test_profile_env_reaches_every_serving_container_as_strings(render, minimal):

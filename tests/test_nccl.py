@@ -199,14 +199,31 @@ def test_mpi_verdict_reads_the_bus_bandwidth_at_the_largest_size(tmp_path, bar, 
     assert "# Avg bus bandwidth" in proc.stdout  # the full report stays in the log
 
 
-def test_mpi_verdict_fails_without_a_result(tmp_path):
-    fake(bin_dir(tmp_path), "mpirun", 'echo "NCCL WARN connect failed"; exit 3')
-    proc, _ = run("nccl-mpi-verdict.sh", tmp_path, {"LWSGEN_MIN_BUS_BW_GBPS": "0"}, ("mpirun",))
-    assert proc.returncode == 1
+def test_mpi_verdict_fails_without_a_result_after_its_attempts(tmp_path):
+    fake(bin_dir(tmp_path), "mpirun", 'echo "ssh: connect to host w-1: Connection refused"; exit 3')
+    env = {"LWSGEN_MIN_BUS_BW_GBPS": "0", "LWSGEN_RETRY_SECONDS": "0"}
+    proc, calls = run("nccl-mpi-verdict.sh", tmp_path, env, ("mpirun",))
+    assert proc.returncode == 1 and len(calls) == 3
     assert (
         proc.stdout.splitlines()[-1]
-        == "lwsgen nccl-test: FAIL: all_reduce_perf printed no result (mpirun exit status 3)"
+        == "lwsgen nccl-test: FAIL: all_reduce_perf printed no result in 3 attempts (mpirun exit status 3)"
     )
+
+
+def test_mpi_verdict_retries_an_early_launch_failure_but_not_a_result(tmp_path):
+    (tmp_path / "out.txt").write_text(NCCL_TESTS_OUTPUT)
+    # The first launch fails before any result (a worker's sshd not up yet); the second runs.
+    fake(bin_dir(tmp_path), "mpirun", f'[ "$(grep -c mpirun "$CALLS")" -ge 2 ] && cat {tmp_path / "out.txt"}; true')
+    env = {"LWSGEN_MIN_BUS_BW_GBPS": "400", "LWSGEN_RETRY_SECONDS": "0"}
+    proc, calls = run("nccl-mpi-verdict.sh", tmp_path, env, ("mpirun",))
+    assert len(calls) == 2 and "retrying in 0 s (attempt 1 of 3)" in proc.stdout
+    assert proc.returncode == 1 and "FAIL: bus bandwidth 324.71 GB/s" in proc.stdout.splitlines()[-1]
+
+
+def test_the_mpijob_launcher_waits_for_ready_workers(render):
+    rendered = render(profile_for("vllm", node=NODE, ncclTest=MPI))
+    [job] = [d for d in yaml.safe_load_all(rendered.files["nccl-test.yaml"]) if d and d["kind"] == "MPIJob"]
+    assert job["spec"]["launcherCreationPolicy"] == "WaitForWorkersReady"
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import engine, metadata, nccl, scheduling
+from lwsgen.check import engine, metadata, nccl, scheduling, startup
 from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
@@ -272,6 +272,7 @@ RULES: tuple[Rule, ...] = (
     metadata.check,
     engine.check_heads,
     engine.check_extra_args,
+    startup.check,
 )
 
 

@@ -106,8 +106,10 @@ def pod_security(profile: Profile) -> PodSecurity:
 
 
 def probes(profile: Profile, port: str, startup_path: str, readiness_path: str) -> tuple[Probe, Probe]:
-    """Startup gets the whole model load budget; readiness three misses."""
-    budget = math.ceil(profile.model.load_timeout_seconds / PROBE_PERIOD)
+    """Startup covers the rendezvous (the launch script waits for the group before the engine
+    listens) plus the model load budget; readiness three misses."""
+    seconds = profile.launch.rendezvous_timeout_seconds + profile.model.load_timeout_seconds
+    budget = math.ceil(seconds / PROBE_PERIOD)
     return Probe(startup_path, port, PROBE_PERIOD, 5, budget), Probe(readiness_path, port, PROBE_PERIOD, 5, 3)
 
 

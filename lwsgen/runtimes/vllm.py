@@ -6,7 +6,8 @@ are alive, then serves the
 OpenAI-compatible API on port 8080 with `--tensor-parallel-size` and `--pipeline-parallel-size`
 taken from `parallelism` and `--distributed-executor-backend ray`. Workers retry until the
 leader's address resolves and its Ray head answers (the leader's DNS name is unresolvable for a
-while after the group is created), then `ray start --address=$(LWS_LEADER_ADDRESS):6379 --block`.
+while after the group is created), then `ray start --address=$(LWS_LEADER_ADDRESS):6379 --block`
+(every call bounded; a join that fails at once is retried within the bound).
 The leader watches the Ray node count while serving: when a node is gone (Ray marks it dead
 after 5 failed health checks 3 s apart), it stops the engine within 3 polls and exits 1, so the
 group is recreated instead of serving on fewer nodes.

@@ -151,3 +151,17 @@ def test_ray_worker_gives_up_after_its_deadline(tmp_path):
     assert proc.returncode == 1
     assert "gave up after 1s: the leader address x does not resolve yet" in proc.stdout
     assert not any("ray start" in c for c in calls)
+
+
+def test_ray_worker_retries_a_join_that_fails_at_once_within_its_bound(tmp_path):
+    bins = bin_dir(tmp_path)
+    fake(bins, "getent", 'echo "127.0.0.1 $2"')
+    # The first `ray start` fails at once (the head went away between check and join); the second blocks.
+    fake(bins, "ray", '[ "$1" != start ] || [ "$(grep -c "ray start" "$CALLS")" -ge 2 ] || exit 1')
+    with socket.create_server(("127.0.0.1", 0)) as head:
+        port = str(head.getsockname()[1])
+        env = {"LWS_LEADER_ADDRESS": "v-0.v.ns", "LWSGEN_RAY_PORT": port, "LWSGEN_RENDEZVOUS_TIMEOUT": "30"}
+        proc, calls = run("ray-worker.sh", tmp_path, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [c.split(maxsplit=2)[1] for c in calls if "/ray " in c] == ["health-check", "start", "stop", "start"]
+    assert "waiting: ray start exited with status 1 after 0s; retrying" in proc.stdout
