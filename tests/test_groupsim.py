@@ -28,11 +28,12 @@ NCCL = [
     ("triton-llama3-405b", "mpijob_fails"),
     ("vllm-llama31-405b", "indexed_job_passes"),
     ("vllm-llama31-405b", "indexed_job_fails"),
+    ("vllm-llama31-405b", "indexed_job_pod_missing"),
 ]
 # Scenario by scenario across the runtimes, so the Ray clusters (the heaviest pods) are spread over
 # the run instead of starting all at once; the Indexed Job (16 torch processes) last, near alone.
 ORDER = [*(s.__name__ for s in scenarios.LWS_SCENARIOS), "single_pod", "mpijob_passes", "mpijob_fails"]
-ORDER += ["indexed_job_passes", "indexed_job_fails"]
+ORDER += ["indexed_job_pod_missing", "indexed_job_passes", "indexed_job_fails"]
 
 
 def _single_pod_profile(example: str, into: Path) -> Path:
@@ -59,6 +60,8 @@ def _run(cell: tuple[str, str], root: Path) -> scenarios.Outcome:
         return scenarios.single_pod(_render_single(example, root))
     if name.startswith("mpijob"):
         return scenarios.mpijob(directory, 150 if name.endswith("passes") else 50)
+    if name == "indexed_job_pod_missing":
+        return scenarios.indexed_job_pod_missing(directory)
     if name.startswith("indexed_job"):
         return scenarios.indexed_job(directory, 0.0001 if name.endswith("passes") else None)
     return getattr(scenarios, name)(directory)

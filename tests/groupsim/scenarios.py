@@ -262,3 +262,15 @@ def indexed_job(directory: Path, required: float | None = None) -> Outcome:
         outcome.seconds = time.monotonic() - start
         outcome.exit_code = codes[0]
         return outcome
+
+
+def indexed_job_pod_missing(directory: Path) -> Outcome:
+    """The Indexed Job with one pod never scheduled: pod 0 must not wait silently in torch's own
+    rendezvous; it gives up at the bound with its sentence."""
+    start = time.monotonic()
+    with _simulation(directory, {"LWSGEN_MAX_BYTES": "1M"}) as simulation:
+        group = sim.indexed_job_group(simulation)
+        simulation.start_pod(group[0])
+        outcome = _gives_up(group, group[:1], BOUND + 15)
+        outcome.seconds = time.monotonic() - start
+        return outcome
