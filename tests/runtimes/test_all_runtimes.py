@@ -1,5 +1,6 @@
 """What every runtime plugin must honour, checked for each one."""
 
+import json
 import subprocess
 
 import pytest
@@ -76,8 +77,12 @@ def test_profile_env_reaches_leader_and_workers(render, name):
 def test_extra_args_are_separate_arguments_after_the_engine_flags(render, name):
     extra = ["--flag with space", "{{ not jinja }}", "$(NOT_A_VAR)"]
     lwt = lws_of(render(profile_for(name, **{"model.extraArgs": extra})))["spec"]["leaderWorkerTemplate"]
+    leader = lwt["leaderTemplate"]["spec"]["containers"][0]
+    # trtllm-serve's command travels as JSON in LWSGEN_SERVE_ARGV (trtllm-llmapi-launch re-splits args)
+    env = {e["name"]: e.get("value") for e in leader["env"]}
+    args = json.loads(env["LWSGEN_SERVE_ARGV"]) if "LWSGEN_SERVE_ARGV" in env else leader["args"]
     # literal: the kubelet turns $$( back into $( and expands nothing the profile wrote
-    assert lwt["leaderTemplate"]["spec"]["containers"][0]["args"][-3:] == [*extra[:2], "$$(NOT_A_VAR)"]
+    assert args[-3:] == [*extra[:2], "$$(NOT_A_VAR)"]
 
 
 @pytest.mark.parametrize("name", sorted(IMAGES))

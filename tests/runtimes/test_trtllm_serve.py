@@ -1,8 +1,14 @@
 """trtllm-serve: every rank under mpirun over kubectl exec, the launch triton-trtllm uses."""
 
+import json
+import subprocess
+import sys
+
 import yaml
 
 from conftest import SHARED, lws_of, objects_of
+from groupsim.kubeenv import expand
+from lwsgen import resources
 from runtimes.scripts import bin_dir, fake, run
 
 TRTLLM = {
@@ -21,8 +27,9 @@ def test_leader_runs_trtllm_serve_on_every_rank_with_tp_and_pp(render):
     lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
     leader = lwt["leaderTemplate"]["spec"]["containers"][0]
     assert leader["command"] == ["/bin/bash", "/lwsgen/scripts/mpi-leader.sh"]
-    assert leader["args"] == [
-        "trtllm-llmapi-launch",
+    assert leader["args"] == ["trtllm-llmapi-launch", "/bin/bash", "/lwsgen/scripts/exec-argv.sh"]
+    serve = {e["name"]: e.get("value") for e in leader["env"]}["LWSGEN_SERVE_ARGV"]
+    assert json.loads(serve) == [
         "trtllm-serve",
         "meta-llama/Llama-3.1-405B-Instruct",
         "--host",
@@ -89,3 +96,38 @@ def test_mpi_leader_runs_the_trtllm_serve_ranks_over_the_group(tmp_path):
     proc, calls = run("mpi-leader.sh", tmp_path, env, ("trtllm-llmapi-launch", "trtllm-serve", "m", "--tp_size", "8"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert calls[-1].endswith("-np 16 --host t-0.t.ns:8,t-0-1.t.ns:8 trtllm-llmapi-launch trtllm-serve m --tp_size 8")
+
+
+# What upstream trtllm-llmapi-launch does with its arguments (tensorrt_llm/llmapi/trtllm-llmapi-launch).
+UPSTREAM_LAUNCH = 'task_with_command="${@:1}"\n$task_with_command'
+TRICKY = ["--backend", "pytorch", "--extra_llm_api_options", '{"kv_cache_config": {"free_gpu_memory_fraction": 0.9}}']
+TRICKY += ["--reasoning_parser", "two words", "*", "$HOME", "it's"]
+
+
+def test_extra_args_reach_trtllm_serve_byte_for_byte_through_trtllm_llmapi_launch(render, tmp_path):
+    profile = {
+        "name": "t",
+        "runtime": "trtllm-serve",
+        "image": "nvcr.io/nvidia/tensorrt-llm/release:0.21.0",
+        "model": {"path": "meta-llama/Llama-3.1-8B-Instruct", "extraArgs": TRICKY},
+        "node": {"gpus": 8},
+        "parallelism": {"tensor": 8},
+        "service": {"type": "ClusterIP"},
+    }
+    leader = lws_of(render(profile))["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    [written] = [e["value"] for e in leader["env"] if e["name"] == "LWSGEN_SERVE_ARGV"]
+    argv = expand(written, lambda name: None)  # as the kubelet hands the value over ($$ is $)
+    bins = bin_dir(tmp_path)
+    fake(bins, "trtllm-llmapi-launch", UPSTREAM_LAUNCH)
+    fake(bins, "trtllm-serve", 'printf "%s\\0" "$@" > "$CALLS.argv"')
+    (bins / "python3").symlink_to(sys.executable)
+    (tmp_path / "lwsgen" / "scripts").mkdir(parents=True)
+    script = tmp_path / "exec-argv.sh"
+    script.write_text(resources.script("exec-argv.sh"))
+    rank = [str(bins / "trtllm-llmapi-launch"), "/bin/bash", str(script)]  # the rank command, script path local
+    assert leader["args"][:2] == ["trtllm-llmapi-launch", "/bin/bash"]
+    env = {"PATH": f"{bins}:/usr/bin:/bin", "CALLS": str(tmp_path / "calls"), "LWSGEN_SERVE_ARGV": argv}
+    proc = subprocess.run(rank, env=env, capture_output=True, text=True, timeout=20, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    received = (tmp_path / "calls.argv").read_bytes().split(b"\0")[:-1]
+    assert [a.decode() for a in received[-len(TRICKY) :]] == TRICKY

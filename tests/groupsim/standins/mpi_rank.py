@@ -11,7 +11,9 @@ def main() -> int:
     program = standin.PROGRAM
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "-1"))
     if program == "trtllm-llmapi-launch" and rank == 0:  # rank 0 runs the server, the others serve MPI
-        os.execvp(sys.argv[1], sys.argv[1:])
+        # As upstream does: task_with_command="${@:1}"; $task_with_command (joined, re-split on spaces)
+        command = " ".join(sys.argv[1:]).split()
+        os.execvp(command[0], command)
     standin.record(program, rank=rank, world=int(os.environ.get("OMPI_COMM_WORLD_SIZE", "0")))
     port = standin.flag("--http-port") or (standin.flag("--port") if program == "trtllm-serve" else None)
     if rank in (0, -1) and port:
