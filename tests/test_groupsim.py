@@ -87,6 +87,10 @@ def _records(outcome: scenarios.Outcome, program: str) -> list[dict]:
     return [r for r in outcome.records if r["program"] == program]
 
 
+def _flag_value(argv: list[str], prefix: str) -> str:
+    return next(a[len(prefix) :] for a in argv if a.startswith(prefix))
+
+
 def _flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
@@ -124,6 +128,9 @@ def test_mpi_ranks_fill_every_gpu_of_the_group_leader_first(table, example):
     ranks = [r for r in outcome.records if "rank" in r and r["program"] != "all_reduce_perf"]
     assert sorted(r["rank"] for r in ranks) == list(range(16)) and {r["world"] for r in ranks} == {16}
     assert {r["rank"] for r in ranks if r["hostname"] == f"{example}-0"} == set(range(8))  # rank 0 serves
+    if example.startswith("triton"):  # each rank's Python backend has its own shared-memory prefix
+        prefixes = {r["rank"]: _flag_value(r["argv"], "--backend-config=") for r in ranks}
+        assert prefixes == {rank: f"python,shm-region-prefix-name=prefix{rank}_" for rank in range(16)}
     log = next(text for name, text in outcome.logs.items() if "/leader " in name)
     host = f"{example}-0.{example}.inference"
     assert f"on {host}:8,{example}-0-1.{example}.inference:8" in log

@@ -14,6 +14,9 @@ common=(
   --model-load-thread-count=2
   "--model-repository=${repository}"
   "--id=rank${rank}"
+  # Every rank's Python backend gets its own shared-memory regions: the ranks of one pod share
+  # /dev/shm (as the upstream launcher does, tensorrtllm_backend scripts/launch_triton_server.py).
+  "--backend-config=python,shm-region-prefix-name=prefix${rank}_"
 )
 if [ "$rank" -eq 0 ]; then
   exec tritonserver "${common[@]}" \

@@ -149,12 +149,14 @@ def test_leader_gives_up_after_its_deadline_with_a_clear_log(tmp_path):
     [
         (
             "0",
-            ["--http-port=8000", "--grpc-port=8001", "--metrics-port=8002", "--allow-metrics=true", "--id=rank0"],
+            ["--http-port=8000", "--grpc-port=8001", "--metrics-port=8002", "--allow-metrics=true", "--id=rank0"]
+            + ["--backend-config=python,shm-region-prefix-name=prefix0_"],
             ["--allow-http=false"],
         ),
         (
             "5",
-            ["--allow-http=false", "--allow-grpc=false", "--allow-metrics=false", "--id=rank5"],
+            ["--allow-http=false", "--allow-grpc=false", "--allow-metrics=false", "--id=rank5"]
+            + ["--backend-config=python,shm-region-prefix-name=prefix5_"],
             ["--http-port=8000"],
         ),
     ],
