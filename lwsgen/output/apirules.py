@@ -72,29 +72,20 @@ def name_problem(kind: str, name: str) -> str | None:
     return None
 
 
-def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]]:
+def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, Any]]:
+    """(path, template) of every pod template: a LeaderWorkerSet's two, a Job's, an MPIJob's replicas'."""
     kind, spec = obj.get("kind"), obj.get("spec")
     if not isinstance(spec, dict):
         return
     if kind == "LeaderWorkerSet":
         for side in ("leaderTemplate", "workerTemplate"):
             if side in spec.get("leaderWorkerTemplate", {}):
-                yield ("spec", "leaderWorkerTemplate", side, "spec"), spec["leaderWorkerTemplate"][side].get("spec", {})
+                yield ("spec", "leaderWorkerTemplate", side), spec["leaderWorkerTemplate"][side]
     elif kind == "Job":
-        yield ("spec", "template", "spec"), spec.get("template", {}).get("spec", {})
+        yield ("spec", "template"), spec.get("template", {})
     elif kind == "MPIJob":
         for role, replica in spec.get("mpiReplicaSpecs", {}).items():
-            yield ("spec", "mpiReplicaSpecs", role, "template", "spec"), replica.get("template", {}).get("spec", {})
-
-
-def _metadata_places(obj: dict[str, Any]) -> Iterator[tuple[tuple, Any]]:
-    """The object's metadata and each pod template's: labels and annotations live in both."""
-    yield ("metadata",), obj.get("metadata")
-    for at, _ in _pod_templates(obj):
-        template = obj
-        for step in at[:-1]:
-            template = template.get(step, {}) if isinstance(template, dict) else {}
-        yield (*at[:-1], "metadata"), template.get("metadata") if isinstance(template, dict) else None
+            yield ("spec", "mpiReplicaSpecs", role, "template"), replica.get("template", {})
 
 
 def _labels_and_annotations(at: tuple, metadata: Any) -> Iterator[OutputError]:
@@ -105,8 +96,8 @@ def _labels_and_annotations(at: tuple, metadata: Any) -> Iterator[OutputError]:
         why = qualified_name_problem(str(key))
         if why:
             yield OutputError((*at, "labels", key), f"label key {key!r}: {why}")
-        elif isinstance(value, str) and label_value_problem(value):
-            yield OutputError((*at, "labels", key), f"{value!r}: {label_value_problem(value)}")
+        elif isinstance(value, str) and (why := label_value_problem(value)):
+            yield OutputError((*at, "labels", key), f"{value!r}: {why}")
     if not isinstance(annotations, dict):
         return
     for key in annotations:
@@ -186,10 +177,11 @@ def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
         why = name_problem(obj["kind"], name)
         if why:
             yield OutputError(("metadata", "name"), f"{name!r}: {why}")
-    for at, metadata in _metadata_places(obj):
-        yield from _labels_and_annotations(at, metadata)
-    for at, pod in _pod_templates(obj):
-        yield from _containers(at, pod)
+    yield from _labels_and_annotations(("metadata",), obj.get("metadata"))
+    for at, template in _pod_templates(obj):  # labels and annotations live in pod templates too
+        template = template if isinstance(template, dict) else {}
+        yield from _labels_and_annotations((*at, "metadata"), template.get("metadata"))
+        yield from _containers((*at, "spec"), template.get("spec", {}))
     for field in DATA_FIELDS.get(obj.get("kind"), ()):
         for key in obj.get(field) or {}:
             why = config_map_key_problem(str(key))

@@ -50,7 +50,7 @@ def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> I
     lwt = lws["spec"]["leaderWorkerTemplate"]
     size = lwt.get("size", 1)
     leader = lwt.get("leaderTemplate") or lwt["workerTemplate"]
-    [main, *_] = leader["spec"]["containers"] or [{}]
+    main = _main(leader["spec"])
     world, gpus = _world_in_args(main), _gpus(main)
     if world is not None and gpus is not None and size * gpus != world:
         yield OutputError(
@@ -71,8 +71,9 @@ def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> I
         if template is None:
             continue
         at = ("spec", "leaderWorkerTemplate", side)
-        yield from _pod(template["spec"], (*at, "spec"), names)
-        yield from _scripts_hash(template, at, names)
+        mounted = _config_map_volumes(template["spec"], names)
+        yield from _pod(template["spec"], (*at, "spec"), names, mounted)
+        yield from _scripts_hash(template, at, mounted)
     if "leaderTemplate" in lwt:
         yield from _sides_agree(lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"])
 
@@ -86,7 +87,13 @@ def _config_map_volumes(spec: dict[str, Any], names: dict) -> dict[str, dict[str
     }
 
 
-def _pod(spec: dict[str, Any], at: tuple, names: dict) -> Iterator[OutputError]:
+def _main(spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod template's first container: the engine's, by lwsgen's convention."""
+    [main, *_] = spec.get("containers") or [{}]
+    return main
+
+
+def _pod(spec: dict[str, Any], at: tuple, names: dict, mounted: dict) -> Iterator[OutputError]:
     volumes = {v.get("name") for v in spec.get("volumes", [])}
     for v, volume in enumerate(spec.get("volumes", [])):
         config_map = volume.get("configMap", {}).get("name")
@@ -98,7 +105,6 @@ def _pod(spec: dict[str, Any], at: tuple, names: dict) -> Iterator[OutputError]:
                     (*at, "volumes", v, "configMap", "items", i, "key"),
                     f"{item.get('key')!r} is not a key of ConfigMap {config_map!r}",
                 )
-    mounted = _config_map_volumes(spec, names)
     account = spec.get("serviceAccountName")
     if account and names["ServiceAccount"] and account not in names["ServiceAccount"]:
         yield OutputError((*at, "serviceAccountName"), f"ServiceAccount {account!r} is not in this set")
@@ -147,10 +153,9 @@ def _secret_keys(container: dict[str, Any], secrets: dict[str, set], at: tuple) 
             )
 
 
-def _scripts_hash(template: dict[str, Any], at: tuple, names: dict) -> Iterator[OutputError]:
+def _scripts_hash(template: dict[str, Any], at: tuple, mounted: dict) -> Iterator[OutputError]:
     """The hash annotation rolls the pods when their scripts change; a stale one means they would not."""
     recorded = (template.get("metadata") or {}).get("annotations", {}).get(SCRIPTS_HASH_ANNOTATION)
-    mounted = _config_map_volumes(template.get("spec", {}), names)
     if recorded is None or len(mounted) != 1:
         return
     [data] = mounted.values()
@@ -165,17 +170,15 @@ def _scripts_hash(template: dict[str, Any], at: tuple, names: dict) -> Iterator[
 
 def _env_secrets(spec: dict[str, Any]) -> dict[str, tuple]:
     """Env var -> (Secret, key) for the first container, where it reads a Secret."""
-    [main, *_] = spec.get("containers") or [{}]
     return {
         e.get("name"): (ref.get("name"), ref.get("key"))
-        for e in main.get("env", [])
+        for e in _main(spec).get("env", [])
         if (ref := e.get("valueFrom", {}).get("secretKeyRef"))
     }
 
 
 def _mount_paths(spec: dict[str, Any]) -> dict[str, str]:
-    [main, *_] = spec.get("containers") or [{}]
-    return {m.get("name"): m.get("mountPath") for m in main.get("volumeMounts", []) if not m.get("subPath")}
+    return {m.get("name"): m.get("mountPath") for m in _main(spec).get("volumeMounts", []) if not m.get("subPath")}
 
 
 def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[OutputError]:
@@ -183,7 +186,7 @@ def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Out
     (a token only the leader can read, weights at another path) breaks the workers."""
     at = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", 0)
     leader_secrets = _env_secrets(leader)
-    for e, env in enumerate(((worker.get("containers") or [{}])[0]).get("env", [])):
+    for e, env in enumerate(_main(worker).get("env", [])):
         ref = env.get("valueFrom", {}).get("secretKeyRef")
         theirs = leader_secrets.get(env.get("name"))
         if ref and theirs and (ref.get("name"), ref.get("key")) != theirs:
@@ -193,7 +196,7 @@ def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Out
                 f"{theirs[0]!r} key {theirs[1]!r} for {env.get('name')}",
             )
     leader_paths = _mount_paths(leader)
-    for m, mount in enumerate(((worker.get("containers") or [{}])[0]).get("volumeMounts", [])):
+    for m, mount in enumerate(_main(worker).get("volumeMounts", [])):
         theirs = leader_paths.get(mount.get("name"))
         if theirs and not mount.get("subPath") and mount.get("mountPath") != theirs:
             yield OutputError(

@@ -20,8 +20,7 @@ workers_resolve() {
   (( ${#missing[@]} == 0 ))
 }
 leader_answers() {
-  status="the leader address ${LWS_LEADER_ADDRESS} does not resolve yet"
-  resolves "$LWS_LEADER_ADDRESS" || return 1
+  leader_resolves || return 1
   [ -n "${LWSGEN_LEADER_PORT:-}" ] || return 0
   status="the leader ${LWS_LEADER_ADDRESS} does not accept connections on port ${LWSGEN_LEADER_PORT} yet"
   answers "$LWS_LEADER_ADDRESS" "$LWSGEN_LEADER_PORT"

@@ -90,6 +90,12 @@ supervise() {
 # resolves HOST: whether DNS has HOST yet (a new pod's name takes a while to appear, LWS issue 746).
 resolves() { bounded getent hosts "$1" >/dev/null 2>&1; }
 
+# leader_resolves: whether the leader's name resolves yet (a wait_until check).
+leader_resolves() {
+  status="the leader address ${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet} does not resolve yet"
+  resolves "$LWS_LEADER_ADDRESS"
+}
+
 # answers HOST PORT: whether HOST resolves and something accepts TCP connections on its PORT (at most 3 s).
 answers() {
   local ip=""

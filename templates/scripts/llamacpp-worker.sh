@@ -12,10 +12,6 @@ server=$(command -v rpc-server || command -v ggml-rpc-server) || {
   log "neither rpc-server nor ggml-rpc-server is in this image; build llama.cpp with -DGGML_RPC=ON"
   exit 1
 }
-leader_resolves() {
-  status="the leader address ${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet} does not resolve yet"
-  resolves "$LWS_LEADER_ADDRESS"
-}
 wait_until leader_resolves
 log "starting ${server} on port ${LWSGEN_RPC_PORT}"
 # Not exec: as PID 1, a program without a SIGTERM handler ignores SIGTERM (the kernel's rule for a

@@ -11,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 : "${LWS_GROUP_SIZE:?set by LeaderWorkerSet}" "${LWSGEN_RAY_PORT:?}"
 (( $# > 0 )) || { log "no serve command given"; exit 2; }
 
-LWSGEN_CHECK_SECONDS=$(( ${LWSGEN_RENDEZVOUS_TIMEOUT:?} )) bounded \
+LWSGEN_CHECK_SECONDS=${LWSGEN_RENDEZVOUS_TIMEOUT:?} bounded \
   ray start --head --port="$LWSGEN_RAY_PORT" --disable-usage-stats
 # Alive nodes as the GCS lists them: no driver is attached (ray.init per poll would add a job
 # each time); ray.nodes() where the image's Ray has no GcsClient.
@@ -26,10 +26,15 @@ except ImportError:
     ray.init(address=sys.argv[1], logging_level="ERROR")
     print(sum(1 for node in ray.nodes() if node["Alive"]))
 '
+# alive_nodes: the count, or nothing when the GCS did not answer within the check's bound.
+alive_nodes() {
+  local nodes
+  nodes=$(bounded python3 -c "$count_nodes" "127.0.0.1:${LWSGEN_RAY_PORT}" 2>/dev/null | tail -n 1) || nodes=""
+  [[ "$nodes" =~ ^[0-9]+$ ]] && echo "$nodes"
+}
 ray_nodes_joined() {
   local nodes
-  nodes=$(bounded python3 -c "$count_nodes" "127.0.0.1:${LWSGEN_RAY_PORT}" 2>/dev/null | tail -n 1) || nodes=0
-  [[ "$nodes" =~ ^[0-9]+$ ]] || nodes=0
+  nodes=$(alive_nodes) || nodes=0
   status="${nodes} of ${LWS_GROUP_SIZE} Ray nodes joined"
   (( nodes >= LWS_GROUP_SIZE ))
 }
@@ -37,8 +42,7 @@ ray_nodes_joined() {
 # within the check's bound is logged, not counted (a busy head must not recreate the group).
 ray_group_intact() {
   local nodes
-  nodes=$(bounded python3 -c "$count_nodes" "127.0.0.1:${LWSGEN_RAY_PORT}" 2>/dev/null | tail -n 1) || nodes=""
-  if ! [[ "$nodes" =~ ^[0-9]+$ ]]; then
+  if ! nodes=$(alive_nodes); then
     log "watch: the Ray GCS did not answer this poll (not counted as a loss)"
     return 0
   fi

@@ -11,10 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 : "${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet}" "${LWSGEN_RAY_PORT:?}"
 address="${LWS_LEADER_ADDRESS}:${LWSGEN_RAY_PORT}"
 ray_head_answers() {
-  if ! resolves "$LWS_LEADER_ADDRESS"; then
-    status="the leader address ${LWS_LEADER_ADDRESS} does not resolve yet"
-    return 1
-  fi
+  leader_resolves || return 1
   status="the Ray head at ${address} does not answer yet"
   # A TCP connect first: `ray health-check` against a port nobody listens on waits ~40 s.
   answers "$LWS_LEADER_ADDRESS" "$LWSGEN_RAY_PORT" && bounded ray health-check --address "$address" >/dev/null 2>&1

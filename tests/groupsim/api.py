@@ -6,6 +6,7 @@ ServiceAccount whose token the caller presents; no token is `system:anonymous`."
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import socketserver
@@ -263,8 +264,6 @@ class ApiServer:
 
 
 def _write(fd: int, text: str) -> None:
-    import os
-
     try:
         os.write(fd, text.encode())
     except OSError:
@@ -272,8 +271,6 @@ def _write(fd: int, text: str) -> None:
 
 
 def _close(fd: int) -> None:
-    import os
-
     try:
         os.close(fd)
     except OSError:

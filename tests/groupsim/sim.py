@@ -269,7 +269,7 @@ class Simulation:
         }
         return values
 
-    def _env(self, container: Container) -> list[tuple[str, str]]:
+    def _env(self, container: Container, image: images.Image) -> list[tuple[str, str]]:
         spec = container.spec
         secrets: dict[tuple[str, str], str] = {}
         for entry in spec.get("env", []):
@@ -290,7 +290,6 @@ class Simulation:
             secret_values=secrets,
             config_map_values=config_maps,
         )
-        image = images.image(spec["image"], self.standins)
         names = {k for k, _ in env}
         base = [(k, v) for k, v in image.env.items() if k not in names]  # the image's ENV, under the pod's
         gpus = _gpus(spec)
@@ -303,7 +302,7 @@ class Simulation:
     def _start(self, container: Container, volumes: dict[str, Path]) -> None:
         pod, spec = container.pod, container.spec
         image = images.image(spec["image"], self.standins)
-        container.env = self._env(container)
+        container.env = self._env(container, image)
         argv = kubeenv.expand_command(
             [*(spec.get("command") or image.entrypoint), *spec.get("args", [])], container.env
         )
@@ -425,15 +424,6 @@ class Simulation:
     def records(self, program: str | None = None) -> list[dict[str, Any]]:
         found = [json.loads(p.read_text()) for p in sorted((self.shared / "records").glob("*.json"))]
         return [r for r in found if program is None or r["program"] == program]
-
-    def wait_record(self, program: str, timeout: float, count: int = 1) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.records(program)
-            if len(found) >= count:
-                return found
-            time.sleep(0.1)
-        return self.records(program)
 
 
 def _gpus(container: dict[str, Any]) -> int:
