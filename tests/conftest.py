@@ -19,7 +19,7 @@ MINIMAL = {
     "name": "demo",
     "runtime": "vllm",
     "image": "vllm/vllm-openai:v0.8.5",
-    "model": {"path": "meta-llama/Llama-3.1-8B-Instruct"},
+    "model": {"path": "/models/Llama-3.1-8B-Instruct"},  # a hub id would warn that every pod downloads it
     "parallelism": {"tensor": 8, "pipeline": 2},
     "node": {"gpus": 8},
     "monitoring": {"enabled": False},
@@ -82,6 +82,25 @@ def render(write_profile):
 
     def run(profile: dict, name: str = "profile.yaml"):
         return render_profile(write_profile(profile, name))
+
+    return run
+
+
+@pytest.fixture
+def said(write_profile):
+    """What stages 1-2 say of a profile dict: (errors, warnings), each as 'field.path: message'."""
+    from lwsgen.pipeline import load_profile
+    from lwsgen.problems import ProblemsError
+
+    def run(profile: dict) -> tuple[list[str], list[str]]:
+        def text(problem) -> str:
+            return f"{problem.path}: {problem.message}"
+
+        try:
+            _, _, warnings = load_profile(write_profile(profile))
+        except ProblemsError as err:
+            return [text(p) for p in err.problems if p.severity == "error"], []
+        return [], [text(p) for p in warnings]
 
     return run
 

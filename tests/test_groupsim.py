@@ -30,6 +30,20 @@ NCCL = [
     ("vllm-llama31-405b", "indexed_job_fails"),
     ("vllm-llama31-405b", "indexed_job_pod_missing"),
 ]
+# The examples run current engines; these variants keep the launches of older ones (and Ray, now
+# an opt-in for vLLM) under the same scenarios: name -> (example, profile changes).
+VARIANTS = {
+    "vllm-ray": ("vllm-llama31-405b", {"launch": {"mode": "ray"}}),
+    "aphrodite-0.6": ("aphrodite-llama31-70b", {"runtimeVersion": "0.6.5"}),  # the old server module, on Ray
+    "llamacpp-b6123": ("llamacpp-llama31-70b", {"image": "registry.example.com/ml/llama.cpp-rpc-cuda:b6123"}),
+}
+VARIANT_CELLS = [
+    ("vllm-ray", "together"),
+    ("vllm-ray", "worker_dies"),
+    ("aphrodite-0.6", "together"),
+    ("llamacpp-b6123", "together"),
+    ("llamacpp-b6123", "worker_dies"),
+]
 # Scenario by scenario across the runtimes, so the Ray clusters (the heaviest pods) are spread over
 # the run instead of starting all at once; the Indexed Job (16 torch processes) last, near alone.
 ORDER = [*(s.__name__ for s in scenarios.LWS_SCENARIOS), "single_pod", "mpijob_passes", "mpijob_fails"]
@@ -53,9 +67,23 @@ def _render_single(example: str, root: Path) -> Path:
     return root / "single" / example
 
 
+def _render_variant(variant: str, root: Path) -> Path:
+    from lwsgen.cli import main
+
+    example, changes = VARIANTS[variant]
+    profile = {**yaml.safe_load((REPO / "profiles" / f"{example}.yaml").read_text()), **changes}
+    (root / variant).mkdir(exist_ok=True)
+    path = root / variant / f"{example}.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    assert main(["render", str(path), "-o", str(root / variant / "out")]) == 0
+    return root / variant / "out" / example
+
+
 def _run(cell: tuple[str, str], root: Path) -> scenarios.Outcome:
     example, name = cell
     directory = REPO / "out" / example
+    if example in VARIANTS:
+        return getattr(scenarios, name)(_render_variant(example, root))
     if name == "single_pod":
         return scenarios.single_pod(_render_single(example, root))
     if name.startswith("mpijob"):
@@ -71,13 +99,13 @@ def _run(cell: tuple[str, str], root: Path) -> scenarios.Outcome:
 def table(tmp_path_factory) -> dict[tuple[str, str], scenarios.Outcome]:
     sim.cleanup_stale()
     root = tmp_path_factory.mktemp("groupsim")
-    cells = sorted(LWS + SINGLE + NCCL, key=lambda c: (ORDER.index(c[1]), c[0]))
+    cells = sorted(LWS + SINGLE + NCCL + VARIANT_CELLS, key=lambda c: (ORDER.index(c[1]), c[0]))
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         futures = {cell: pool.submit(_run, cell, root) for cell in cells}
         return {cell: future.result() for cell, future in futures.items()}
 
 
-@pytest.mark.parametrize("example, scenario", LWS + SINGLE + NCCL)
+@pytest.mark.parametrize("example, scenario", LWS + SINGLE + NCCL + VARIANT_CELLS)
 def test_scenario(table, example, scenario):
     outcome = table[(example, scenario)]
     assert outcome.passed, str(outcome)
@@ -95,15 +123,41 @@ def _flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
-@pytest.mark.parametrize("example", [e for e in EXAMPLES if e.split("-")[0] in ("vllm", "aphrodite")])
-def test_ray_engine_gets_a_placement_group_of_every_gpu_of_the_group(table, example):
-    outcome = table[(example, "together")]
+@pytest.mark.parametrize("variant", ["vllm-ray", "aphrodite-0.6"])
+def test_ray_engine_gets_a_placement_group_of_every_gpu_of_the_group(table, variant):
+    outcome = table[(variant, "together")]
+    example = VARIANTS[variant][0]
     [engine] = _records(outcome, example.split("-")[0])
     lws = yaml.safe_load((REPO / "out" / example / "leaderworkerset.yaml").read_text())
     size = lws["spec"]["leaderWorkerTemplate"]["size"]
     argv = engine["argv"]
     world = int(_flag(argv, "--tensor-parallel-size")) * int(_flag(argv, "--pipeline-parallel-size"))
     assert engine["ray_nodes"] == size and engine["ray_gpus"] == world and engine["placement_group_ready"]
+
+
+def test_aphrodite_0_6_runs_its_old_server_module(table):
+    outcome = table[("aphrodite-0.6", "together")]
+    log = outcome.logs["aphrodite-llama31-70b-0/leader exit=None"]
+    assert "starting: python3 -m aphrodite.endpoints.openai.api_server --model" in log
+
+
+@pytest.mark.parametrize("example", ["vllm-llama31-405b", "aphrodite-llama31-70b"])
+def test_native_nodes_rendezvous_at_the_leaders_master_port_and_only_the_leader_serves(table, example):
+    outcome = table[(example, "together")]
+    nodes = sorted(_records(outcome, example.split("-")[0]), key=lambda r: r["rank"])
+    assert [(r["rank"], r["world"], r["headless"]) for r in nodes] == [(0, 2, False), (1, 2, True)]
+    for node in nodes:
+        assert _flag(node["argv"], "--master-addr") == f"{example}-0.{example}.inference"
+        assert _flag(node["argv"], "--master-port") == "29501"
+        assert "--distributed-executor-backend" not in node["argv"]
+    assert nodes[0]["hostname"] == f"{example}-0"
+
+
+def test_native_leader_recreates_the_group_when_a_headless_node_is_lost(table):
+    outcome = table[("vllm-llama31-405b", "worker_dies")]
+    assert outcome.passed and "vllm-llama31-405b-0/leader exited 1" in outcome.detail
+    log = outcome.logs["vllm-llama31-405b-0/leader exit=1"]
+    assert "do not answer on port 29600" in log and "the group lost a member" in log
 
 
 def test_sglang_nodes_rendezvous_with_their_ranks(table):
@@ -118,8 +172,24 @@ def test_sglang_nodes_rendezvous_with_their_ranks(table):
 
 
 def test_llamacpp_leader_lists_its_workers_rpc_servers(table):
-    [server] = _records(table[("llamacpp-llama31-70b", "together")], "llama-server")
+    outcome = table[("llamacpp-llama31-70b", "together")]
+    [server] = _records(outcome, "llama-server")
     assert server["rpc"] == ["llamacpp-llama31-70b-0-1.llamacpp-llama31-70b.inference:50052"]
+    [rpc] = _records(outcome, "rpc-server")  # b10470: one for the pod's GPUs, caching in the pod's emptyDir
+    assert rpc["cache"] == "/lwsgen/rpc-cache/rpc" and rpc["devices"] == "0,1,2,3"  # every GPU of the pod
+
+
+def test_llamacpp_before_the_multi_device_server_runs_one_rpc_server_per_gpu(table):
+    outcome = table[("llamacpp-b6123", "together")]
+    [server] = _records(outcome, "llama-server")
+    worker = "llamacpp-llama31-70b-0-1.llamacpp-llama31-70b.inference"
+    assert server["rpc"] == [f"{worker}:{port}" for port in range(50052, 50056)]
+    assert sorted(r["devices"] for r in _records(outcome, "rpc-server")) == ["0", "1", "2", "3"]
+
+
+def test_trtllm_serve_reads_the_options_that_turn_its_metrics_on(table):
+    [serve] = _records(table[("trtllm-serve-llama31-405b", "together")], "trtllm-serve")
+    assert serve["options"] == {"return_perf_metrics": True}
 
 
 @pytest.mark.parametrize("example", ["triton-llama3-405b", "trtllm-serve-llama31-405b"])

@@ -68,9 +68,9 @@ def test_every_runtime_record_is_scoped_to_this_namespace_and_lws(render, name):
     assert [g["name"] for g in groups] == ["lwsgen.team-a.demo.runtime", "lwsgen.team-a.demo.gpu"]
     for rule in groups[0]["rules"]:
         selectors = [part for part in rule["expr"].split("{")[1:]]
-        assert selectors and all(
-            s.startswith('namespace="team-a", leaderworkerset_sigs_k8s_io_name="demo"}') for s in selectors
-        )
+        ours = 'namespace="team-a", leaderworkerset_sigs_k8s_io_name="demo"'
+        # only ours, and for a Triton repository also the served model
+        assert selectors and all(s.startswith((ours + "}", ours + ', model="')) for s in selectors)
     gpu = groups[1]["rules"][0]["expr"]
     assert 'kube_pod_labels{namespace="team-a", label_leaderworkerset_sigs_k8s_io_name="demo"}' in gpu
     assert 'label_leaderworkerset_sigs_k8s_io_worker_index="0"' in gpu and "pod=~" not in gpu
@@ -81,7 +81,7 @@ def test_every_runtime_record_is_scoped_to_this_namespace_and_lws(render, name):
     [
         ("triton-trtllm", "queue-compute-ratio", "namespace_pod:triton_queue_compute:ratio_rate1m"),
         ("vllm", "queue-length", "namespace_pod:vllm_num_requests_waiting:sum"),
-        ("vllm", "kv-cache-usage", "namespace_pod:vllm_kv_cache_usage_perc:max"),
+        ("vllm", "kv-cache-usage", "namespace_pod:vllm_gpu_cache_usage_perc:max"),  # v0.8.5: before 0.9.2
         ("aphrodite", "kv-cache-usage", "namespace_pod:aphrodite_gpu_cache_usage_perc:max"),
         ("sglang", "queue-length", "namespace_pod:sglang_num_queue_reqs:sum"),
         ("sglang", "kv-cache-usage", "namespace_pod:sglang_token_usage:max"),

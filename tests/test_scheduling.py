@@ -142,7 +142,7 @@ def test_features_are_gated_on_the_target_lws_version(write_profile, minimal, fe
 
 
 def test_below_lws_0_6_the_worker_index_comes_from_the_downward_api(render, minimal):
-    old = merged(minimal, runtime="sglang", image="lmsysorg/sglang:v0.4.6.post1-cu124", **{"lws.version": "0.5"})
+    old = merged(minimal, runtime="sglang", image="lmsysorg/sglang:v0.5.23", **{"lws.version": "0.5"})
     for template in _templates(render(old)):
         [env] = [e for e in template["spec"]["containers"][0]["env"] if e["name"] == "LWS_WORKER_INDEX"]
         assert (

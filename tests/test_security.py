@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import PROFILES, REPO, lws_of, objects_of
@@ -130,6 +130,9 @@ SECRETS = {"HF_TOKEN": "s3cr3t", "VALUE": "s3cr3t", "POD_NAME": "s3cr3t"}
     annotation=profile_text, env=profile_text, args=st.lists(profile_text, max_size=4), served=profile_text.filter(bool)
 )
 def test_profile_strings_round_trip_byte_for_byte(render, annotation, env, args, served):
+    from lwsgen.runtimes import launchers
+
+    assume(not any(a.split("=", 1)[0] in launchers.VLLM_FAMILY_FLAGS for a in args))  # refused, tested elsewhere
     profile = profile_for(
         "vllm",
         annotations={"note": annotation},

@@ -141,6 +141,17 @@ def test_emitted_profile_renders(capsys, tmp_path):
     assert main(["render", str(path), "-o", str(tmp_path / "out"), "--strict"]) == 0
 
 
+def test_emitted_llamacpp_profile_gives_the_layer_split_render_accepts(capsys, tmp_path):
+    args = ("--model", "llama-3.1-70b", "--gpu", "a10g-24gb", "--gpus-per-node", "4", "--emit-profile", "l")
+    code, captured = _plan(capsys, *args, "--runtime", "llamacpp", "--image", "r/llama.cpp-rpc:b10470")
+    assert code == 0
+    profile = yaml.safe_load(captured.out)
+    assert set(profile["parallelism"]) == {"pipeline"} and profile["parallelism"]["pipeline"] > 1
+    path = tmp_path / "l.yaml"
+    path.write_text(captured.out)
+    assert main(["render", str(path), "-o", str(tmp_path / "out"), "--strict"]) == 0
+
+
 def test_render_warns_when_the_group_cannot_hold_the_model_and_strict_fails(write_profile, capsys, tmp_path):
     small = profile_for(
         "vllm",
@@ -167,6 +178,7 @@ def test_explain_shows_ranks_stages_objects_selectors_and_the_autoscaling_path(c
     assert main(["explain", str(PROFILES / "triton-llama3-405b.yaml")]) == 0
     out = capsys.readouterr().out
     assert "world size 16 = 2 pods x 8 GPUs per group" in out
+    assert "engine: Triton (NGC tritonserver) 26.07 (from the image tag)\n" in out
     assert "triton-llama3-405b-0 (leader): ranks 0-7, pipeline stage 0" in out
     assert "triton-llama3-405b-0-1 (worker): ranks 8-15, pipeline stage 1" in out
     assert (
@@ -189,3 +201,16 @@ def test_explain_mermaid_and_tensor_across_nodes(capsys):
     assert (
         "sglang-deepseek-r1-0-1 (worker): ranks 8-15, pipeline stage 0" in capsys.readouterr().out
     )  # TP 16 spans both pods
+
+
+@pytest.mark.parametrize(
+    "example, engine",
+    [
+        ("vllm-llama31-405b", "vLLM 0.33.0 (from the image tag), launch native"),
+        ("aphrodite-llama31-70b", "Aphrodite 0.20.0 (from runtimeVersion), launch native"),
+        ("llamacpp-llama31-70b", "llama.cpp b10470 (from the image tag)"),
+    ],
+)
+def test_explain_says_which_engine_version_it_built_for_and_how_it_knows(capsys, example, engine):
+    assert main(["explain", str(PROFILES / f"{example}.yaml")]) == 0
+    assert f"├─ engine: {engine}\n" in capsys.readouterr().out

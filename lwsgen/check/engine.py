@@ -37,7 +37,7 @@ def _divisors_near(count: int, around: int) -> str:
 
 
 def check_heads(profile: Profile, src: Source) -> list[Problem]:
-    if not runtimes.get(profile.runtime).CAPABILITIES.tensor_splits_heads:
+    if not runtimes.capabilities(profile).tensor_splits_heads:
         return []
     heads, kv, _, field = _facts(profile)
     tensor, out = profile.parallelism.tensor, []
@@ -74,6 +74,8 @@ def layer_warnings(profile: Profile, src: Source) -> list[Problem]:
     pipeline = profile.parallelism.pipeline
     if not layers or pipeline == 1 or layers % pipeline == 0:
         return []
+    if not runtimes.capabilities(profile).tensor_splits_heads:
+        return []  # llama.cpp splits layers in proportion to each GPU's memory, never in equal stages
     at = ("parallelism", "pipeline")
     return [
         src.problem(
@@ -87,12 +89,22 @@ def layer_warnings(profile: Profile, src: Source) -> list[Problem]:
     ]
 
 
+# Derived flags whose profile field is not parallelism, port or model: where to say it instead.
+INSTEAD = {
+    "--extra_llm_api_options": "its options file carries the metrics options; put your LLM API options in "
+    "model.llmApiOptions and lwsgen writes them into that file",
+}
+
+
 def check_extra_args(profile: Profile, src: Source) -> list[Problem]:
-    caps = runtimes.get(profile.runtime).CAPABILITIES
+    caps = runtimes.capabilities(profile)
     out = []
     for index, arg in enumerate(profile.model.extra_args):
         flag = arg.split("=", 1)[0]
-        if arg.startswith("-") and flag in caps.derived_flags:
+        if arg.startswith("-") and flag in caps.derived_flags and flag in INSTEAD:
+            message = f"{flag} is a flag lwsgen derives for {profile.runtime}: {INSTEAD[flag]}"
+            out.append(src.problem(("model", "extraArgs", index), message, "derived-flag"))
+        elif arg.startswith("-") and flag in caps.derived_flags:
             out.append(
                 src.problem(
                     ("model", "extraArgs", index),

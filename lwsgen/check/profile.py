@@ -46,6 +46,8 @@ class Model(Record):
     served_name: str | None
     token_secret: TokenSecret | None
     extra_args: tuple
+    engine_models: tuple
+    llm_api_options: Map
     family: str | None
     params: float | None
     dtype: str | None
@@ -158,6 +160,7 @@ class Lws(Record):
 
 class Launch(Record):
     rendezvous_timeout_seconds: int
+    mode: str | None  # None: the runtime's default for its engine version
     kubectl_image: str
 
 
@@ -193,6 +196,7 @@ class Profile(Record):
     namespace: str
     runtime: str
     image: str
+    runtime_version: str | None
     allow_latest_image: bool
     image_pull_secrets: tuple
     kubernetes_version: str

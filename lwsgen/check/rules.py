@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import engine, metadata, nccl, scheduling, startup
+from lwsgen.check import engine, metadata, nccl, scheduling, startup, versions
 from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
@@ -90,13 +90,13 @@ def check_replicas(profile: Profile, src: Source) -> list[Problem]:
 
 def check_service(profile: Profile, src: Source) -> list[Problem]:
     service = profile.service
-    if service.api_key_secret is not None and not runtimes.get(profile.runtime).CAPABILITIES.takes_api_key:
+    if service.api_key_secret is not None and not runtimes.capabilities(profile).takes_api_key:
         return [
             src.problem(
                 ("service", "apiKeySecret"),
                 (
                     f"{profile.runtime} has no API key option lwsgen can pass from a Secret; runtimes that take one: "
-                    + ", ".join(n for n in runtimes.known() if runtimes.get(n).CAPABILITIES.takes_api_key)
+                    + ", ".join(n for n in runtimes.known() if runtimes.newest_capabilities(n).takes_api_key)
                 ),
                 "not-supported",
             )
@@ -200,6 +200,19 @@ def check_rollout(profile: Profile, src: Source) -> list[Problem]:
     return problems
 
 
+def _foreign_fields(profile: Profile, src: Source) -> list[Problem]:
+    """Fields that belong to another runtime (its OWN_FIELDS), set for this one."""
+    out = []
+    for name in runtimes.known():
+        if name == profile.runtime:
+            continue
+        for path in getattr(runtimes.get(name), "OWN_FIELDS", ()):
+            if path in src.values_at:
+                message = f"only {name} reads this field; {profile.runtime} has no use for it"
+                out.append(src.problem(path, message, "not-applicable"))
+    return out
+
+
 def check_runtime(profile: Profile, src: Source) -> list[Problem]:
     plugin = runtimes.get(profile.runtime)
     if plugin is None:
@@ -212,7 +225,8 @@ def check_runtime(profile: Profile, src: Source) -> list[Problem]:
             )
         ]
     problems = [src.problem(path, message, code) for path, message, code in runtimes.checks(plugin, profile)]
-    caps = plugin.CAPABILITIES
+    problems += _foreign_fields(profile, src)
+    caps = runtimes.capabilities(profile)
     if profile.lws.startup_policy == "LeaderReady" and caps.leader_ready_needs_workers:
         problems.append(
             src.problem(
@@ -252,7 +266,7 @@ def check_runtime(profile: Profile, src: Source) -> list[Problem]:
 
 
 def check_nccl_test(profile: Profile, src: Source) -> list[Problem]:
-    return nccl.check(profile, src, runtimes.get(profile.runtime).CAPABILITIES)
+    return nccl.check(profile, src, runtimes.capabilities(profile))
 
 
 RULES: tuple[Rule, ...] = (
@@ -273,6 +287,7 @@ RULES: tuple[Rule, ...] = (
     engine.check_heads,
     engine.check_extra_args,
     startup.check,
+    versions.check,
 )
 
 
@@ -285,6 +300,8 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     from lwsgen.check import sizing
 
     out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
+    out += versions.warnings(profile, src) + startup.download_warnings(profile, src)
+    out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
     too_small = sizing.fits_profile(profile)
     if too_small:
         field = ("model", "family") if profile.model.family else ("model", "params")
@@ -302,13 +319,18 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
                 "exposed",
             )
         )
-    caps = runtimes.get(profile.runtime).CAPABILITIES
+    caps = runtimes.capabilities(profile)
     if profile.monitoring.enabled and not caps.metrics:
+        version, later = runtimes.engine_version(profile), ""
+        table = version.engine
+        if any(row.feature == "prometheus-metrics" for row in table.table):
+            first = table.spell(table.since("prometheus-metrics").version)
+            later = f" ({table.title} {first} and newer serve them; this profile runs {table.spell(version.text)})"
         out.append(
             src.problem(
                 ("monitoring", "enabled"),
                 (
-                    f"{profile.runtime} exposes no Prometheus metrics, so no PodMonitor is emitted; "
+                    f"{profile.runtime} exposes no Prometheus metrics{later}, so no PodMonitor is emitted; "
                     "the group GPU utilisation is still recorded from DCGM"
                 ),
                 "not-emitted",

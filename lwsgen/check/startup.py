@@ -1,9 +1,12 @@
 """The startup budget: the leader's startup probe covers the rendezvous (the launch script waits for
 the group before the engine listens) and the model load (derive/pods.py), and the rendezvous bound
-must stay below the load budget."""
+must stay below the load budget. A hub model with no storage is downloaded whole by every pod at
+start, inside that budget, and again after every group restart: said out loud."""
 
 from __future__ import annotations
 
+from lwsgen import runtimes
+from lwsgen.check import sizing
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
@@ -23,3 +26,34 @@ def check(profile: Profile, src: Source) -> list[Problem]:
             "rendezvous-over-load",
         )
     ]
+
+
+def _download_gb(profile: Profile) -> float | None:
+    """The weights' size in GB, from model.params or the catalog family, when known."""
+    model = profile.model
+    catalog = sizing.MODELS.get(model.family) if model.family else None
+    params = model.params if model.params is not None else (catalog.params_b if catalog else None)
+    if params is None:
+        return None
+    dtype = model.dtype or (catalog.dtype if catalog else "bf16")
+    return params * sizing.DTYPE_BYTES[dtype]
+
+
+def download_warnings(profile: Profile, src: Source) -> list[Problem]:
+    path = profile.model.path
+    hub_id = not path.startswith(("/", ".")) and path.count("/") == 1
+    if profile.storage is not None or not hub_id or not getattr(runtimes.get(profile.runtime), "READS_HUB_IDS", False):
+        return []
+    pods = profile.group_size * max(profile.groups_at_most, 1)
+    size = _download_gb(profile)
+    amount = (
+        f"about {size:,.0f} GB each, {size * pods:,.0f} GB for the {pods} pods there can be"
+        if size
+        else f"{pods} pods there can be"
+    )
+    message = (
+        f"{path!r} is a hub id and the profile has no storage: every pod downloads the whole model at start "
+        f"({amount}) within the startup budget, and a group restart downloads it again; download it once "
+        "into a ReadWriteMany claim and set storage"
+    )
+    return [src.problem(("model", "path"), message, "download-per-pod")]

@@ -98,7 +98,7 @@ def runtime_reference() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for name in runtimes.known():
-        caps = runtimes.get(name).CAPABILITIES
+        caps = runtimes.newest_capabilities(name)
         metrics = ", ".join(f"`{m}`" for m in caps.metrics) or "none"
         lines.append(
             f"| `{name}` | {caps.serving_port} | {'yes' if caps.pipeline_parallel else 'no'} | {metrics} | "
@@ -113,12 +113,30 @@ def runtime_reference() -> str:
         "|---|---|---|",
     ]
     for name in runtimes.known():
-        for rule in runtimes.get(name).CAPABILITIES.rules:
+        for rule in runtimes.newest_capabilities(name).rules:
             lines.append(f"| `{name}` | `{rule.record}` | {rule.autoscaling or ''} |")
     lines.append(f"| every runtime | `{monitoring.GPU_RECORD}` | gpu-utilization |")
     for name in runtimes.known():
-        lines += ["", f"#### `{name}`", "", inspect.getdoc(runtimes.get(name))]
+        lines += ["", f"#### `{name}`", "", inspect.getdoc(runtimes.get(name)), "", *version_table(name)]
     return "\n".join(lines) + "\n"
+
+
+def version_table(name: str) -> list[str]:
+    """What changes with the engine version, from which version, and where that is written."""
+    from lwsgen import runtimes
+
+    engine = runtimes.get(name).ENGINE
+    lines = [
+        f"Engine versions: read from the image tag (pattern `{engine.tag}`) or `runtimeVersion`; checked up to "
+        f"{engine.spell(engine.checked)}, which is assumed when neither tells.",
+        "",
+        "| from | what | source |",
+        "|---|---|---|",
+    ]
+    for row in engine.table:
+        what = row.what.replace("<", "&lt;")
+        lines.append(f"| {engine.spell(row.version)} | {what} | {row.source} |")
+    return lines
 
 
 def sizing_table() -> str:

@@ -51,6 +51,16 @@ def _autoscaling_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
     return []
 
 
+def _engine(profile) -> str:
+    """The engine version the profile runs and how lwsgen knows it, and the launch mode if there is a choice."""
+    from lwsgen import runtimes
+
+    version = runtimes.engine_version(profile)
+    said = f"{version.engine.title} {version.engine.spell(version.text)} ({version.said()})"
+    plugin = runtimes.get(profile.runtime)
+    return f"{said}, launch {plugin.mode(profile)}" if hasattr(plugin, "mode") else said
+
+
 def text(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
@@ -59,6 +69,7 @@ def text(result: Rendered) -> str:
         f"├─ world size {d.world_size} = {d.group_size} pod{'s' if d.group_size > 1 else ''} x {d.gpus_per_pod} GPUs "
         "per group; "
         f"{'autoscaled' if d.fixed_replicas is None else f'{d.replicas} group' + ('s' if d.replicas != 1 else '')}",
+        f"├─ engine: {_engine(d)}",
         "├─ group 0",
     ]
     group = pods(result)

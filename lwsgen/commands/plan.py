@@ -26,11 +26,22 @@ def _inputs(args: Namespace) -> tuple[float, str, sizing.Gpu, sizing.Model | Non
     return params, dtype, g, m
 
 
+def _parallelism(runtime: str, tensor: int, pipeline: int) -> dict[str, int]:
+    """The layout as the runtime takes it: llama.cpp splits layers over every GPU of the group, a
+    pipeline degree of the world size."""
+    from lwsgen import runtimes
+
+    if runtimes.get(runtime) is not None and not runtimes.newest_capabilities(runtime).tensor_splits_heads:
+        return {"pipeline": tensor * pipeline}
+    return {"tensor": tensor, "pipeline": pipeline}
+
+
 def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: sizing.Model | None, dtype: str) -> str:
     import yaml
 
     chosen = result.chosen
-    model: dict[str, Any] = {"path": m.hub_id if m else "/models/<model>"}
+    # the weights on a claim, downloaded once (a hub id would make every pod download them at start)
+    model: dict[str, Any] = {"path": f"/models/{m.hub_id}" if m else "/models/<model>"}
     model.update({"family": args.model} if m else {"params": args.params})
     model["dtype"] = dtype
     profile = {
@@ -38,8 +49,9 @@ def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: siz
         "runtime": args.runtime,
         "image": args.image,
         "model": model,
-        "parallelism": {"tensor": chosen.tensor, "pipeline": chosen.pipeline},
+        "parallelism": _parallelism(args.runtime, chosen.tensor, chosen.pipeline),
         "node": {"gpus": args.gpus_per_node, "gpuProduct": g.product},
+        "storage": {"claimName": "models", "mountPath": "/models", "readOnly": True},
         "service": {"type": "ClusterIP"},  # reachable in the cluster only until you choose how to expose it
     }
     return "# yaml-language-server: $schema=../schemas/profile.schema.json\n" + yaml.safe_dump(profile, sort_keys=False)

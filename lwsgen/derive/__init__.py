@@ -11,7 +11,14 @@ from lwsgen.derive.scheduling import placement
 
 def context(profile: Profile) -> Context:
     plugin = runtimes.get(profile.runtime)
-    return Context(profile, plugin, plugin.parts(profile), naming.object_names(profile.name), placement(profile))
+    return Context(
+        profile,
+        plugin,
+        runtimes.capabilities(profile),
+        plugin.parts(profile),
+        naming.object_names(profile.name),
+        placement(profile),
+    )
 
 
 def derive(profile: Profile, source: str) -> Deployment:

@@ -8,7 +8,7 @@ from lwsgen.derive import naming
 from lwsgen.derive.model import Meta
 from lwsgen.derive.scheduling import Placement
 from lwsgen.records import Record
-from lwsgen.runtimes.base import RuntimeParts
+from lwsgen.runtimes.base import Capabilities, RuntimeParts
 
 SYNC_WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
 
@@ -16,6 +16,7 @@ SYNC_WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
 class Context(Record):
     profile: Profile
     plugin: ModuleType
+    caps: Capabilities  # the runtime's facts for the engine version the profile runs
     parts: RuntimeParts
     names: naming.Names
     placement: Placement

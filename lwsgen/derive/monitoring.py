@@ -5,8 +5,10 @@ Every record is one value per leader pod, labelled namespace, pod and the LWS na
 index, so an HPA (which sees leader pods only) can read it through prometheus-adapter.
 """
 
+import json
 from decimal import Decimal
 
+from lwsgen import runtimes
 from lwsgen.check.profile import Profile
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
@@ -27,7 +29,8 @@ ADAPTER_FILE = "prometheus-adapter-rules.yaml"
 
 
 def _matchers(**labels: str) -> str:
-    return "{" + ", ".join(f'{key}="{value}"' for key, value in labels.items()) + "}"
+    # json.dumps writes a PromQL string literal (Go escapes) for any value, quotes and backslashes too
+    return "{" + ", ".join(f"{key}={json.dumps(value)}" for key, value in labels.items()) + "}"
 
 
 def gpu_rule(namespace: str, name: str) -> RecordingRule:
@@ -57,9 +60,12 @@ def gpu_rule(namespace: str, name: str) -> RecordingRule:
     )
 
 
-def _expr(rule: RecordingRule, namespace: str, name: str) -> str:
-    return rule.expr.replace("{sel}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name})).replace(
-        "{by}", ", ".join(RECORD_LABELS)
+def _expr(rule: RecordingRule, namespace: str, name: str, model: str) -> str:
+    ours = _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name})
+    return (
+        rule.expr.replace("{sel_model}", ours[:-1] + f", model={json.dumps(model)}}}")
+        .replace("{sel}", ours)
+        .replace("{by}", ", ".join(RECORD_LABELS))
     )
 
 
@@ -68,14 +74,15 @@ class RuleGroup(Record):
     rules: tuple[RecordingRule, ...]  # with their expressions for this LeaderWorkerSet
 
 
-def rule_groups(caps: Capabilities, namespace: str, name: str) -> tuple[RuleGroup, ...]:
-    """PrometheusRule groups: the runtime's records (if it has metrics) and the group GPU record."""
+def rule_groups(caps: Capabilities, namespace: str, name: str, model: str) -> tuple[RuleGroup, ...]:
+    """PrometheusRule groups: the runtime's records (if it has metrics) and the group GPU record;
+    `model` is the served model, for records of engines that report every model of a repository."""
     groups = []
     if caps.rules:
         groups.append(
             RuleGroup(
                 f"lwsgen.{namespace}.{name}.runtime",
-                tuple(r._replace(expr=_expr(r, namespace, name)) for r in caps.rules),
+                tuple(r._replace(expr=_expr(r, namespace, name, model)) for r in caps.rules),
             )
         )
     groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.gpu", (gpu_rule(namespace, name),)))
@@ -96,6 +103,7 @@ class PodMonitor(Record):
     meta: Meta
     selector: dict[str, str]
     port: str
+    path: str
     interval: str
     target_labels: tuple[str, ...]
     bearer: object | None = None  # the API key Secret (check.profile.TokenSecret), when /metrics needs it
@@ -143,13 +151,14 @@ def _monitored(ctx: Context) -> bool:
 
 
 def podmonitor(ctx: Context, kind) -> PodMonitor | None:
-    caps, profile = ctx.plugin.CAPABILITIES, ctx.profile
+    caps, profile = ctx.caps, ctx.profile
     if not (_monitored(ctx) and caps.metrics):
         return None
     return PodMonitor(
         ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
         leader_selector(profile.name),
         caps.metrics_port,
+        caps.metrics_path,
         profile.monitoring.interval,
         (LWS_NAME_LABEL, GROUP_INDEX_LABEL),
         profile.service.api_key_secret if caps.metrics_need_api_key else None,
@@ -162,7 +171,7 @@ def prometheusrule(ctx: Context, kind) -> PrometheusRule | None:
         return None
     return PrometheusRule(
         ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
-        rule_groups(ctx.plugin.CAPABILITIES, profile.namespace, profile.name),
+        rule_groups(ctx.caps, profile.namespace, profile.name, runtimes.served_name(profile)),
     )
 
 
@@ -178,7 +187,7 @@ def _scaling_record(ctx: Context, engine: str) -> str | None:
     scaling = ctx.profile.autoscaling
     if not scaling.enabled or scaling.engine != engine:
         return None
-    return autoscaling_record(ctx.plugin.CAPABILITIES, scaling.metric, ctx.profile.namespace, ctx.profile.name)
+    return autoscaling_record(ctx.caps, scaling.metric, ctx.profile.namespace, ctx.profile.name)
 
 
 def _autoscaler(ctx: Context, kind, **fields) -> Autoscaler:

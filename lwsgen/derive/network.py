@@ -28,7 +28,7 @@ def networkpolicy(ctx: Context, kind) -> NetworkPolicy | None:
     profile = ctx.profile
     if not profile.security.network_policy:
         return None
-    caps, service = ctx.plugin.CAPABILITIES, profile.service
+    caps, service = ctx.caps, profile.service
     pods = own_pods(profile.name)
     rules = [
         Ingress(service.allowed_sources, service.allowed_namespaces, ports=ctx.parts.service_ports),

@@ -21,7 +21,7 @@ from lwsgen.derive.model import (
     Volume,
 )
 from lwsgen.derive.scheduling import Placement
-from lwsgen.runtimes.base import Port, literal
+from lwsgen.runtimes.base import Port, Probes, literal
 
 SHM_VOLUME, MODEL_VOLUME = "dshm", "model"
 PULL_POLICY = "IfNotPresent"
@@ -105,12 +105,18 @@ def pod_security(profile: Profile) -> PodSecurity:
     return PodSecurity(True if user else None, user, user)
 
 
-def probes(profile: Profile, port: str, startup_path: str, readiness_path: str) -> tuple[Probe, Probe]:
+def probes(profile: Profile, spec: Probes) -> tuple[Probe, Probe]:
     """Startup covers the rendezvous (the launch script waits for the group before the engine
-    listens) plus the model load budget; readiness three misses."""
+    listens) plus the model load budget; readiness three misses. Each call may take the runtime's
+    timeout (an engine whose health check generates a token needs longer) and never outlasts its period."""
     seconds = profile.launch.rendezvous_timeout_seconds + profile.model.load_timeout_seconds
-    budget = math.ceil(seconds / PROBE_PERIOD)
-    return Probe(startup_path, port, PROBE_PERIOD, 5, budget), Probe(readiness_path, port, PROBE_PERIOD, 5, 3)
+    timeout = spec.readiness_timeout
+    period = max(PROBE_PERIOD, timeout)
+    budget = math.ceil(seconds / period)
+    return (
+        Probe(spec.startup_path, spec.port, period, timeout, budget),
+        Probe(spec.readiness_path, spec.port, period, timeout, 3),
+    )
 
 
 def container(

@@ -8,7 +8,7 @@ from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Volume
 from lwsgen.records import Record
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Port, Role, RoleRule
 
-LAUNCH_VOLUME, TOOLS_VOLUME = "launch-scripts", "tools"
+LAUNCH_VOLUME, TOOLS_VOLUME, CACHE_VOLUME = "launch-scripts", "tools", "engine-cache"
 
 
 class LeaderWorkerSet(Record):
@@ -71,7 +71,7 @@ def _env(ctx: Context, side: str, role: Role) -> tuple[EnvVar, ...]:
 def _api_key_env(ctx: Context) -> list[EnvVar]:
     """The serving API key from its Secret: in the variable the server reads, or for the launch
     script to append as a flag when it execs the server."""
-    secret, caps = ctx.profile.service.api_key_secret, ctx.plugin.CAPABILITIES
+    secret, caps = ctx.profile.service.api_key_secret, ctx.caps
     if secret is None:
         return []
     if caps.api_key_env:
@@ -93,6 +93,9 @@ def _volumes(ctx: Context, role: Role) -> tuple[tuple[Volume, ...], tuple[Mount,
     if role.tool_installers:
         volumes.append(Volume(TOOLS_VOLUME, empty_dir=EmptyDir()))
         mounts.append(Mount(TOOLS_VOLUME, TOOLS_MOUNT, True))
+    if role.cache_dir:
+        volumes.append(Volume(CACHE_VOLUME, empty_dir=EmptyDir()))
+        mounts.append(Mount(CACHE_VOLUME, role.cache_dir))
     return tuple(volumes), tuple(mounts)
 
 
@@ -102,7 +105,7 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
     volumes, mounts = _volumes(ctx, role)
     probes = None
     if side == "leader":
-        probes = pods.probes(profile, parts.probes.port, parts.probes.startup_path, parts.probes.readiness_path)
+        probes = pods.probes(profile, parts.probes)
     main = pods.container(
         side,
         profile.image,

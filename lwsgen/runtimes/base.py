@@ -26,8 +26,9 @@ class EnvVar(Record):
 
 
 class RecordingRule(Record):
-    """A recording rule as data. `expr` has two placeholders: {sel}, the label matchers that pick
-    this LeaderWorkerSet's leader series, and {by}, the labels every record keeps."""
+    """A recording rule as data. `expr` has three placeholders: {sel}, the label matchers that pick
+    this LeaderWorkerSet's leader series, {sel_model}, the same and the served model's (model=...,
+    for engines that report every model of a repository), and {by}, the labels every record keeps."""
 
     record: str
     expr: str
@@ -49,8 +50,9 @@ class Capabilities(Record):
     stock_image_user: str = "root"
     # The stock image carries PyTorch with NCCL (what the operator-free NCCL test runs on).
     image_has_pytorch: bool = True
-    # Named leader port Prometheus scrapes (on path /metrics), when there are metrics.
+    # Named leader port and path Prometheus scrapes, when there are metrics.
     metrics_port: str = "http"
+    metrics_path: str = "/metrics"
     # Recording rules over those metrics; each may serve one autoscaling.metric.
     rules: tuple[RecordingRule, ...] = ()
     # service.apiKeySecret: the environment variable the server reads its API key from, or else the
@@ -84,12 +86,16 @@ class Role(Record):
     # Tools copied in by init containers: (name, image, command), mounted at TOOLS_MOUNT.
     tool_installers: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     api_access: bool = False
+    # A scratch directory of the pod (an emptyDir) the engine caches in, mounted at this path.
+    cache_dir: str | None = None
 
 
 class Probes(Record):
     port: str
     startup_path: str
     readiness_path: str
+    # Seconds one probe call may take: above the engine's own time for that endpoint.
+    readiness_timeout: int = 5
 
 
 class RoleRule(Record):
@@ -130,8 +136,9 @@ def per_pod_rule(function: str, metric: str, autoscaling: str | None = None) -> 
     return RecordingRule(record, f"{function} by ({{by}}) ({metric}{{sel}})", autoscaling)
 
 
-def rate_per_pod(metric: str, window: str = "1m") -> str:
-    return f"sum by ({{by}}) (rate({metric}{{sel}}[{window}]))"
+def rate_per_pod(metric: str, window: str = "1m", *, served_model_only: bool = False) -> str:
+    sel = "{sel_model}" if served_model_only else "{sel}"
+    return f"sum by ({{by}}) (rate({metric}{sel}[{window}]))"
 
 
 def safe_ratio(numerator: str, denominator: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lwsgen import resources
 from lwsgen.check.profile import Profile
+from lwsgen.records import Record
 from lwsgen.runtimes.base import (
     TOOLS_MOUNT,
     EnvVar,
@@ -44,6 +45,7 @@ def mpi_over_kubectl(
     service_ports: tuple[str, ...],
     extra_scripts: tuple[str, ...] = (),
     leader_env: tuple[EnvVar, ...] = (),
+    files: dict[str, str] | None = None,
 ) -> RuntimeParts:
     """The leader waits for every pod of its group and runs `mpirun -np <world>` over them; MPI
     reaches the workers with `kubectl exec`, copied in from `launch.kubectlImage`."""
@@ -75,7 +77,7 @@ def mpi_over_kubectl(
         worker=Role(command=script_command("mpi-worker.sh")),
         probes=probes,
         service_ports=service_ports,
-        scripts=scripts("mpi-leader.sh", "mpi-worker.sh", "kubectl-rsh", *extra_scripts),
+        scripts={**scripts("mpi-leader.sh", "mpi-worker.sh", "kubectl-rsh", *extra_scripts), **(files or {})},
         role_rules=_exec_rules(profile),
     )
 
@@ -102,8 +104,8 @@ def _exec_rules(profile: Profile) -> tuple[RoleRule, ...]:
     return tuple(rules)
 
 
-# The flags openai_server_on_ray derives (vllm and aphrodite): model.extraArgs may not repeat them.
-OPENAI_ON_RAY_FLAGS = (
+# The flags the vLLM-family launch derives (vllm and aphrodite): model.extraArgs may not repeat them.
+VLLM_FAMILY_FLAGS = (
     "--host",
     "--port",
     "--model",
@@ -113,30 +115,93 @@ OPENAI_ON_RAY_FLAGS = (
     "--pipeline-parallel-size",
     "-pp",
     "--distributed-executor-backend",
+    "--nnodes",
+    "-n",
+    "--node-rank",
+    "-r",
+    "--master-addr",
+    "--master-port",
+    "--headless",
 )
+MASTER_PORT = 29501  # vLLM's and Aphrodite's default --master-port (config/parallel.py ParallelConfig.master_port)
+# Clear of the ports vLLM takes near it: 29500-29509 (data parallel), 29501-29502, 29550 (DP RPC)
+# (vllm/config/parallel.py@v0.33.0 lines 161-165, 320; entrypoints/cli/preload.py line 290).
+BEACON_PORT = 29600
 
 
-def openai_server_on_ray(profile: Profile, module: str, port: int) -> tuple[str, ...]:
-    """The vLLM-style OpenAI server command (vllm and its fork aphrodite), parallelism from the profile."""
+class VllmFamily(Record):
+    """How one engine of the vLLM family starts: its CLI (`vllm`, `aphrodite`) or, for old
+    releases without a usable serve command, the server module; and the env var it reads its own
+    pod IP from (for the addresses it advertises to the other nodes)."""
+
+    cli: str
+    module: str | None  # python3 -m <module> --model <path>, instead of `<cli> serve <path>`
+    host_ip_env: str
+
+
+def _engine_args(profile: Profile) -> tuple[str, ...]:
     return (
-        "python3",
-        "-m",
-        module,
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(port),
-        "--model",
-        model_path(profile),
-        "--served-model-name",
-        served_name(profile),
         "--tensor-parallel-size",
         str(profile.parallelism.tensor),
         "--pipeline-parallel-size",
         str(profile.parallelism.pipeline),
+    )
+
+
+def _serve(family: VllmFamily, profile: Profile) -> tuple[str, ...]:
+    if family.module:
+        return ("python3", "-m", family.module, "--model", model_path(profile))
+    return (family.cli, "serve", model_path(profile))
+
+
+def vllm_family_on_ray(profile: Profile, family: VllmFamily, port: int, probes: Probes) -> RuntimeParts:
+    """The leader serves with --distributed-executor-backend ray over a Ray cluster of the group."""
+    serve = (
+        *_serve(family, profile),
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(port),
+        "--served-model-name",
+        served_name(profile),
+        *_engine_args(profile),
         "--distributed-executor-backend",
         "ray",
         *extra_args(profile),
+    )
+    return ray_group(profile, serve, port, probes)
+
+
+def vllm_family_native(profile: Profile, family: VllmFamily, port: int, probes: Probes) -> RuntimeParts:
+    """Every pod runs the engine's serve command as one node of --nnodes: the leader (node rank 0)
+    serves the API and hosts the torch.distributed store on --master-port; the others run
+    --headless. The leader waits for its workers' names and each worker for the master port."""
+    group = (
+        "--nnodes",
+        "$(LWS_GROUP_SIZE)",
+        "--node-rank",
+        "$(LWS_WORKER_INDEX)",
+        "--master-addr",
+        "$(LWS_LEADER_ADDRESS)",
+        "--master-port",
+        str(MASTER_PORT),
+    )
+    node = (*_serve(family, profile), "--served-model-name", served_name(profile), *_engine_args(profile), *group)
+    leader = (*node, "--host", "0.0.0.0", "--port", str(port), *extra_args(profile))
+    worker = (*node, "--headless", *extra_args(profile))
+    parts = dial_leader(
+        profile,
+        leader,
+        worker,
+        leader_ports=(Port("http", port), Port("master", MASTER_PORT)),
+        probes=probes,
+        rendezvous_port=MASTER_PORT,
+        beacon_port=BEACON_PORT,
+    )
+    own_ip = field_env(family.host_ip_env, "status.podIP")
+    return parts._replace(
+        leader=parts.leader._replace(env=(*parts.leader.env, own_ip)),
+        worker=parts.worker._replace(env=(*parts.worker.env, own_ip)),
     )
 
 
@@ -164,22 +229,43 @@ def dial_leader(
     leader_ports: tuple[Port, ...],
     probes: Probes,
     rendezvous_port: int,
+    beacon_port: int | None = None,
 ) -> RuntimeParts:
     """Every pod runs the engine, which dials $(LWS_LEADER_ADDRESS):rendezvous_port itself: the
-    leader waits for its workers' names, the workers for that port to answer."""
+    leader waits for its workers' names, the workers for that port to answer. With a beacon port,
+    the workers answer on it and the leader watches them (for an engine that would not notice a
+    lost node)."""
     env = (_timeout(profile), plain_env("LWSGEN_LEADER_PORT", rendezvous_port))
+    worker_ports: tuple[Port, ...] = ()
+    if beacon_port is not None:
+        env += (plain_env("LWSGEN_BEACON_PORT", beacon_port),)
+        worker_ports = (Port("beacon", beacon_port),)
     return RuntimeParts(
         leader=Role(command=script_command("await-leader.sh"), args=leader_command, env=env, ports=leader_ports),
-        worker=Role(command=script_command("await-leader.sh"), args=worker_command, env=env),
+        worker=Role(command=script_command("await-leader.sh"), args=worker_command, env=env, ports=worker_ports),
         probes=probes,
         service_ports=("http",),
         scripts=scripts("await-leader.sh"),
     )
 
 
-def llamacpp_rpc(profile: Profile, server_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:
-    """Workers run rpc-server; the leader resolves them all and runs llama-server --rpc <them>."""
-    env = (plain_env("LWSGEN_RPC_PORT", RPC_PORT), _timeout(profile))
+def llamacpp_rpc(
+    profile: Profile,
+    server_command: tuple[str, ...],
+    serving_port: int,
+    probes: Probes,
+    servers_per_pod: int,
+    cache_dir: str | None,
+) -> RuntimeParts:
+    """Workers run rpc-server (servers_per_pod of them, on consecutive ports); the leader resolves
+    them all and runs llama-server --rpc <them>."""
+    env = (
+        plain_env("LWSGEN_RPC_PORT", RPC_PORT),
+        plain_env("LWSGEN_RPC_SERVERS", servers_per_pod),
+        _timeout(profile),
+    )
+    cache = (plain_env("LLAMA_CACHE", cache_dir),) if cache_dir else ()
+    rpc_ports = tuple(Port("rpc" if i == 0 else f"rpc-{i}", RPC_PORT + i) for i in range(servers_per_pod))
     return RuntimeParts(
         leader=Role(
             command=script_command("llamacpp-leader.sh"),
@@ -187,7 +273,9 @@ def llamacpp_rpc(profile: Profile, server_command: tuple[str, ...], serving_port
             env=env,
             ports=(Port("http", serving_port),),
         ),
-        worker=Role(command=script_command("llamacpp-worker.sh"), env=env, ports=(Port("rpc", RPC_PORT),)),
+        worker=Role(
+            command=script_command("llamacpp-worker.sh"), env=(*env, *cache), ports=rpc_ports, cache_dir=cache_dir
+        ),
         probes=probes,
         service_ports=("http",),
         scripts=scripts("llamacpp-leader.sh", "llamacpp-worker.sh"),

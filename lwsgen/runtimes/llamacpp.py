@@ -1,37 +1,75 @@
 """llama.cpp over RPC: workers offer their GPUs with `rpc-server`, the leader serves with them.
 
-Workers run `rpc-server --host 0.0.0.0 --port 50052` (`ggml-rpc-server` in newer builds), which
-offers every GPU of the pod. The leader resolves (bounded, with retries) every worker of its own
-group, `<name>-<group>-<i>.<subdomain>.<namespace>` for i in 1..size-1, derived from
+Workers run `rpc-server --host 0.0.0.0 --port 50052` (`ggml-rpc-server` from build b9824, found
+by name at start). From build b6688 one rpc-server offers every GPU of the pod; before it, an
+rpc-server offers one device, so a worker runs one per GPU (`CUDA_VISIBLE_DEVICES=<i>`, port
+50052 + i) and the leader lists each. The leader resolves (bounded, with retries) every worker of
+its own group, `<name>-<group>-<i>.<subdomain>.<namespace>` for i in 1..size-1, derived from
 `LWS_LEADER_ADDRESS` and `LWS_GROUP_SIZE`, waits until each rpc-server accepts connections, and
 runs `llama-server --model <model.path> --host 0.0.0.0 --port 8080 --n-gpu-layers 999
---rpc <worker>:50052,...` (plus `--metrics` when monitoring is on). llama.cpp spreads the layers
-over the leader's own GPUs and every worker's, in proportion to their memory. The leader keeps
-checking the rpc-servers; when one stops answering for 3 polls it stops llama-server and exits 1,
-so the group is recreated (llama-server would go on without that worker's layers). A worker waits
-(bounded) for the leader's name first, so a worker whose leader never comes gives up.
+--rpc <worker>:50052,...` (plus `--metrics` when monitoring is on). The leader keeps checking the
+rpc-servers; when one stops answering for 3 polls it stops llama-server and exits 1, so the group
+is recreated (llama-server would go on without that worker's layers). A worker waits (bounded)
+for the leader's name first, so a worker whose leader never comes gives up.
 
-Parallelism: llama.cpp has no separate tensor and pipeline degrees across RPC; it splits the
-layers over every GPU of the group. `parallelism.tensor` is that number of GPUs (the world size),
-`parallelism.pipeline` must stay 1, and the group size stays world size / `node.gpus`.
-The image must contain `llama-server` and `rpc-server`, i.e. llama.cpp built with
-`-DGGML_RPC=ON` (the project's published CUDA images are not). `model.path` is a GGUF file.
+RPC cache: from build b4981 every rpc-server runs with `-c`, caching the tensors it receives by
+hash in `LLAMA_CACHE` (an emptyDir at /lwsgen/rpc-cache, counted in the pod's ephemeral storage),
+so a restarted rpc-server in the same pod (lws.restartPolicy None) loads them from local disk
+instead of over TCP; a recreated pod starts with an empty cache.
+
+Parallelism: llama.cpp splits the model by layers over every GPU of the group (its default
+`--split-mode layer`, which its docs call pipeline parallelism), so the split degree is
+`parallelism.pipeline` (the world size; tensor stays 1). Profiles that give it as
+`parallelism.tensor` (with pipeline 1) still render, with a note. The group size is world size /
+`node.gpus`. The image must contain `llama-server` and `rpc-server`, i.e. llama.cpp built with
+`-DGGML_RPC=ON` (the project's published images are not). `model.path` is a GGUF file.
 """
 
 from __future__ import annotations
 
 from lwsgen.check.profile import Profile
-from lwsgen.runtimes import launchers
+from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, extra_args, model_path, per_pod_rule, served_name
+from lwsgen.runtimes.versions import Since
 
 NAME = "llamacpp"
 SERVING_PORT = 8080
+RPC_CACHE = "/lwsgen/rpc-cache"
+
+ENGINE = versions.Engine(
+    title="llama.cpp",
+    # ghcr.io/ggml-org/llama.cpp:server-cuda-b6123 and custom RPC builds tagged b<N> (.github/workflows/docker.yml)
+    tag=r"(?:^|-)b(\d+)(?:-|$)",
+    checked="10470",
+    prefix="b",
+    table=(
+        Since(
+            "rpc-cache",
+            "4981",
+            "PR #12496 (examples/rpc/rpc-server.cpp@b4981 lines 117-143, 181, 290)",
+            "rpc-server -c caches received tensors by hash under $LLAMA_CACHE/rpc",
+        ),
+        Since(
+            "multi-device-rpc",
+            "6688",
+            "PR #16276 (tools/rpc/rpc-server.cpp@b6688 lines 139-268; ggml-rpc.cpp@b6688 lines 1951-1981)",
+            "one rpc-server offers every GPU of its host; before it, one device per rpc-server",
+        ),
+        Since(
+            "ggml-rpc-server",
+            "9824",
+            "PR #25045 (tools/rpc/CMakeLists.txt: target rpc-server renamed ggml-rpc-server, no alias)",
+            "the binary is ggml-rpc-server (the launch script finds either name)",
+        ),
+    ),
+)
 
 CAPABILITIES = Capabilities(
     derived_flags=("--model", "-m", "--alias", "--host", "--port", "--n-gpu-layers", "-ngl", "--rpc"),
     tensor_splits_heads=False,
     serving_port=SERVING_PORT,
-    pipeline_parallel=False,
+    pipeline_parallel=True,
+    # tools/server/server.cpp@b6123 lines 3955-4019; server-task.cpp at b10470 keeps both names.
     metrics=("llamacpp:requests_processing", "llamacpp:requests_deferred"),
     leader_ready_needs_workers=True,
     needs_api_access=False,
@@ -45,6 +83,48 @@ CAPABILITIES = Capabilities(
         per_pod_rule("sum", "llamacpp:requests_processing"),
     ),
 )
+
+
+def capabilities(version: versions.EngineVersion) -> Capabilities:
+    return CAPABILITIES
+
+
+def check(profile: Profile) -> list[tuple[tuple, str, str]]:
+    par = profile.parallelism
+    if par.tensor > 1 and par.pipeline > 1:
+        return [
+            (
+                ("parallelism", "tensor"),
+                (
+                    f"llama.cpp splits the model by layers over every GPU of the group and has no tensor x pipeline "
+                    f"layout across RPC; set parallelism.pipeline to the number of GPUs ({profile.world_size}) and "
+                    "leave tensor out"
+                ),
+                "not-supported",
+            )
+        ]
+    return []
+
+
+def warnings(profile: Profile) -> list[tuple[tuple, str, str]]:
+    if profile.parallelism.tensor > 1:
+        return [
+            (
+                ("parallelism", "tensor"),
+                (
+                    f"llama.cpp splits layers, not heads: tensor {profile.parallelism.tensor} is read as a layer split "
+                    f"over {profile.world_size} GPUs; say it as parallelism.pipeline {profile.world_size} (what "
+                    "lwsgen plan emits)"
+                ),
+                "layer-split",
+            )
+        ]
+    return []
+
+
+def rpc_servers_per_pod(profile: Profile) -> int:
+    """rpc-servers each worker runs: one for all its GPUs, or one per GPU on older builds."""
+    return 1 if versions.of(profile, ENGINE).has("multi-device-rpc") else profile.gpus_per_pod
 
 
 def server_command(profile: Profile) -> tuple[str, ...]:
@@ -67,9 +147,12 @@ def server_command(profile: Profile) -> tuple[str, ...]:
 
 
 def parts(profile: Profile) -> RuntimeParts:
+    cache = RPC_CACHE if versions.of(profile, ENGINE).has("rpc-cache") else None
     return launchers.llamacpp_rpc(
         profile,
         server_command(profile),
         SERVING_PORT,
         Probes(port="http", startup_path="/health", readiness_path="/health"),
+        servers_per_pod=rpc_servers_per_pod(profile),
+        cache_dir=cache,
     )

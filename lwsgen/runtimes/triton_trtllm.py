@@ -13,12 +13,19 @@ leader's job ended), a worker exits 1 so the group is recreated; mpirun itself e
 a worker's daemon.
 The leader's ServiceAccount may get and list pods and create pods/exec in its namespace.
 `model.path` is the Triton model repository (an absolute path, usually on `storage`).
+
+Every rank gets `--backend-config=python,shm-region-prefix-name=prefix<rank>_` (the ranks of a pod
+share /dev/shm); ranks other than 0 load only the models that run the TensorRT-LLM engine
+(`model.engineModels`, default `tensorrt_llm`), as the upstream launcher
+(tensorrtllm_backend scripts/launch_triton_server.py) does. Every model of the repository reports
+its own series (the ensemble and each model in it), so the recording rules count only the model
+clients call: `model.servedName`, default `ensemble`.
 """
 
 from __future__ import annotations
 
 from lwsgen.check.profile import Profile
-from lwsgen.runtimes import launchers
+from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
     SCRIPTS_MOUNT,
     Capabilities,
@@ -32,10 +39,39 @@ from lwsgen.runtimes.base import (
     rate_per_pod,
     safe_ratio,
 )
+from lwsgen.runtimes.versions import Since
 
 NAME = "triton-trtllm"
 MPIRUN = "/opt/hpcx/ompi/bin/mpirun"  # HPC-X OpenMPI as shipped in NGC images
 PORTS = (Port("http", 8000), Port("grpc", 8001), Port("metrics", 8002))
+DEFAULT_SERVED_NAME = "ensemble"  # all_models/inflight_batcher_llm: clients call /v2/models/ensemble
+DEFAULT_ENGINE_MODELS = ("tensorrt_llm",)
+OWN_FIELDS = (
+    ("model", "engineModels"),
+)  # profile fields no other runtime reads  # launch_triton_server.py --tensorrt_llm_model_name default
+
+# NGC release YY.MM -> the TensorRT-LLM it ships: server v2.71.0 docs/introduction/compatibility.md
+# lines 37-68 (24.07 -> 0.11.0, 25.08 -> 0.21.0, 25.09 -> 1.0.0, 25.12 -> 1.1.0, 26.03 -> 1.2.0, 26.07 -> 1.2.1).
+ENGINE = versions.Engine(
+    title="Triton (NGC tritonserver)",
+    tag=r"^(\d{2}\.\d{2})-trtllm",  # nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3
+    checked="26.07",
+    table=(
+        Since(
+            "per-model-metrics",
+            "20.03",
+            "triton-inference-server/core src/constants.h lines 85-86, src/metric_model_reporter.cc lines 367-393",
+            "nv_inference_* series per model, labelled model and version",
+        ),
+        Since(
+            "rank-shm-prefix",
+            "24.07",
+            "tensorrtllm_backend v0.11.0 scripts/launch_triton_server.py lines 81-101 (v0.19.0 lines 148-196)",
+            "every rank's --backend-config=python,shm-region-prefix-name=prefix<rank>_, non-zero ranks "
+            "--model-control-mode=explicit with one --load-model per engine model",
+        ),
+    ),
+)
 
 CAPABILITIES = Capabilities(
     derived_flags=("--model-repository", "--http-port", "--grpc-port", "--metrics-port", "--id"),
@@ -55,26 +91,42 @@ CAPABILITIES = Capabilities(
         RecordingRule(
             "namespace_pod:triton_compute_duration_us_per_request:rate1m",
             safe_ratio(
-                rate_per_pod("nv_inference_compute_infer_duration_us"), rate_per_pod("nv_inference_request_success")
+                rate_per_pod("nv_inference_compute_infer_duration_us", served_model_only=True),
+                rate_per_pod("nv_inference_request_success", served_model_only=True),
             ),
         ),
         RecordingRule(
             "namespace_pod:triton_queue_duration_us_per_request:rate1m",
-            safe_ratio(rate_per_pod("nv_inference_queue_duration_us"), rate_per_pod("nv_inference_request_success")),
+            safe_ratio(
+                rate_per_pod("nv_inference_queue_duration_us", served_model_only=True),
+                rate_per_pod("nv_inference_request_success", served_model_only=True),
+            ),
         ),
         RecordingRule(
             "namespace_pod:triton_request_duration_us_per_request:rate1m",
-            safe_ratio(rate_per_pod("nv_inference_request_duration_us"), rate_per_pod("nv_inference_request_success")),
+            safe_ratio(
+                rate_per_pod("nv_inference_request_duration_us", served_model_only=True),
+                rate_per_pod("nv_inference_request_success", served_model_only=True),
+            ),
         ),
         RecordingRule(
             "namespace_pod:triton_queue_compute:ratio_rate1m",
             safe_ratio(
-                rate_per_pod("nv_inference_queue_duration_us"), rate_per_pod("nv_inference_compute_infer_duration_us")
+                rate_per_pod("nv_inference_queue_duration_us", served_model_only=True),
+                rate_per_pod("nv_inference_compute_infer_duration_us", served_model_only=True),
             ),
             autoscaling="queue-compute-ratio",
         ),
     ),
 )
+
+
+def capabilities(version: versions.EngineVersion) -> Capabilities:
+    return CAPABILITIES
+
+
+def engine_models(profile: Profile) -> tuple[str, ...]:
+    return profile.model.engine_models or DEFAULT_ENGINE_MODELS
 
 
 def check(profile: Profile) -> list[tuple[tuple, str, str]]:
@@ -92,7 +144,8 @@ def check(profile: Profile) -> list[tuple[tuple, str, str]]:
 
 
 def parts(profile: Profile) -> RuntimeParts:
-    rank = ("/bin/bash", f"{SCRIPTS_MOUNT}/triton-rank.sh", model_path(profile), *extra_args(profile))
+    models = ",".join(engine_models(profile))
+    rank = ("/bin/bash", f"{SCRIPTS_MOUNT}/triton-rank.sh", model_path(profile), models, *extra_args(profile))
     ports_env = tuple(plain_env(f"LWSGEN_{p.name.upper()}_PORT", p.number) for p in PORTS)
     return launchers.mpi_over_kubectl(
         profile,

@@ -8,8 +8,18 @@ so the serve command travels as JSON in `LWSGEN_SERVE_ARGV` and `exec-argv.sh` r
 argument: extraArgs with spaces or JSON arrive unchanged. Rank 0, on the leader, serves HTTP on
 8000 and the other ranks join its MPI session. The stock NGC image
 `nvcr.io/nvidia/tensorrt-llm/release:<ver>` works unmodified (kubectl from an init container,
-scripts from a ConfigMap). Health is `/health`. trtllm-serve has no Prometheus metrics for queue
-length, so it scales on group GPU utilisation only.
+scripts from a ConfigMap). Health is `/health`.
+
+Metrics, by version: from TensorRT-LLM 1.1.0rc5 trtllm-serve serves Prometheus metrics at
+`/prometheus/metrics` (not `/metrics`, which is a JSON list of iteration stats that drains as it is
+read), registered only when the LLM API option `return_perf_metrics` is true: lwsgen writes it into
+an options file (`--extra_llm_api_options`, from the scripts ConfigMap) when monitoring is on. The
+request histograms give the queue/compute ratio (`queue-compute-ratio`); their names gained a
+`trtllm_` prefix in a later release, so every record reads either spelling. From 1.3.0rc0 the
+iteration gauges (`trtllm_num_requests_waiting`, `trtllm_num_requests_running`,
+`trtllm_kv_cache_utilization`, which need `enable_iter_perf_stats`) add `queue-length` and
+`kv-cache-usage`. Before 1.1.0rc5 there are no Prometheus metrics, and it scales on group GPU
+utilisation only.
 """
 
 from __future__ import annotations
@@ -17,33 +27,126 @@ from __future__ import annotations
 import json
 
 from lwsgen.check.profile import Profile
-from lwsgen.runtimes import launchers
+from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
     SCRIPTS_MOUNT,
     Capabilities,
     Port,
     Probes,
+    RecordingRule,
     RuntimeParts,
     extra_args,
     model_path,
+    per_pod_rule,
     plain_env,
+    safe_ratio,
 )
+from lwsgen.runtimes.versions import Since
 
 NAME = "trtllm-serve"
 MPIRUN = "/opt/hpcx/ompi/bin/mpirun"  # HPC-X OpenMPI as shipped in NGC images
 SERVING_PORT = 8000
 
-CAPABILITIES = Capabilities(
-    derived_flags=("--host", "--port", "--tp_size", "--pp_size"),
+OPTIONS_FILE = "trtllm-options.yaml"  # in the scripts ConfigMap
+
+READS_HUB_IDS = True  # model.path may be a hub id the engine downloads at start
+
+ENGINE = versions.Engine(
+    title="TensorRT-LLM",
+    # nvcr.io/nvidia/tensorrt-llm/release:1.2.1, 1.0.0rc4, 1.2.0rc6.post3 (no leading v)
+    tag=r"^v?(\d+\.\d+\.\d+(?:rc\d+)?(?:\.post\d+)?)(?:-|$)",
+    checked="1.4.0rc1",
+    table=(
+        Since(
+            "prometheus-metrics",
+            "1.1.0rc5",
+            "PR #5785 (tensorrt_llm/serve/openai_server.py mount_metrics, tensorrt_llm/metrics/collector.py); "
+            "the first release documented with it is 1.1.0rc5 (Dynamo's TensorRT-LLM Prometheus guide)",
+            "/prometheus/metrics with return_perf_metrics: request counter and latency/queue-time histograms",
+        ),
+        Since(
+            "iteration-gauges",
+            "1.3.0rc0",
+            "PR #12545 (collector.py num_requests_running, num_requests_waiting, kv_cache_utilization)",
+            "queue and KV-cache gauges on /prometheus/metrics, with enable_iter_perf_stats",
+        ),
+    ),
+)
+
+# --extra_llm_api_options: lwsgen's options file (model.llmApiOptions goes into it)
+DERIVED_FLAGS = ("--host", "--port", "--tp_size", "--pp_size", "--extra_llm_api_options")
+OWN_FIELDS = (("model", "llmApiOptions"),)
+
+
+def _either(metric: str) -> str:
+    """A rate over the metric with or without the trtllm_ prefix it gained in a later release."""
+    return f"rate(trtllm_{metric}{{sel}}[1m]) or rate({metric}{{sel}}[1m])"
+
+
+def _sum(expr: str) -> str:
+    return f"sum by ({{by}}) ({expr})"
+
+
+QUEUE = _sum(_either("request_queue_time_seconds_sum"))
+END_TO_END = _sum(_either("e2e_request_latency_seconds_sum"))
+REQUEST_RULES = (
+    RecordingRule(
+        "namespace_pod:trtllm_request_success:rate1m", _sum(_either("request_success_total")), autoscaling=None
+    ),
+    RecordingRule(
+        "namespace_pod:trtllm_request_queue_time_seconds_per_request:rate1m",
+        safe_ratio(QUEUE, _sum(_either("request_queue_time_seconds_count"))),
+    ),
+    # Time in the queue per second of time being served (end to end minus the queue).
+    RecordingRule(
+        "namespace_pod:trtllm_queue_compute:ratio_rate1m",
+        safe_ratio(QUEUE, f"{END_TO_END} - {QUEUE}"),
+        autoscaling="queue-compute-ratio",
+    ),
+)
+GAUGE_RULES = (
+    per_pod_rule("sum", "trtllm_num_requests_waiting", autoscaling="queue-length"),
+    per_pod_rule("sum", "trtllm_num_requests_running"),
+    per_pod_rule("max", "trtllm_kv_cache_utilization", autoscaling="kv-cache-usage"),
+)
+BASE = Capabilities(
+    derived_flags=DERIVED_FLAGS,
     serving_port=SERVING_PORT,
     pipeline_parallel=True,
     metrics=(),
     leader_ready_needs_workers=True,
     needs_api_access=True,
+    metrics_path="/prometheus/metrics",
 )
 
 
+def capabilities(version: versions.EngineVersion) -> Capabilities:
+    if not version.has("prometheus-metrics"):
+        return BASE
+    series = ("request_success_total", "request_queue_time_seconds_sum", "request_queue_time_seconds_count")
+    series += ("e2e_request_latency_seconds_sum",)
+    metrics = tuple(name for s in series for name in (f"trtllm_{s}", s))
+    rules = REQUEST_RULES
+    if version.has("iteration-gauges"):
+        metrics += ("trtllm_num_requests_waiting", "trtllm_num_requests_running", "trtllm_kv_cache_utilization")
+        rules += GAUGE_RULES
+    return BASE._replace(metrics=metrics, rules=rules)
+
+
+def options(profile: Profile) -> dict | None:
+    """The options file: model.llmApiOptions, and the options monitoring needs where the engine
+    has Prometheus metrics (lwsgen's win); None when there is nothing to write."""
+    version = versions.of(profile, ENGINE)
+    chosen = dict(profile.model.llm_api_options)
+    if profile.monitoring.enabled and version.has("prometheus-metrics"):
+        chosen["return_perf_metrics"] = True
+        if version.has("iteration-gauges"):
+            chosen["enable_iter_perf_stats"] = True
+    return chosen or None
+
+
 def serve_command(profile: Profile) -> tuple[str, ...]:
+    chosen = ("--extra_llm_api_options", f"{SCRIPTS_MOUNT}/{OPTIONS_FILE}") if options(profile) else ()
     return (
         "trtllm-serve",
         model_path(profile),
@@ -55,6 +158,7 @@ def serve_command(profile: Profile) -> tuple[str, ...]:
         str(profile.parallelism.tensor),
         "--pp_size",
         str(profile.parallelism.pipeline),
+        *chosen,
         *extra_args(profile),
     )
 
@@ -64,7 +168,24 @@ def serve_command(profile: Profile) -> tuple[str, ...]:
 RANK_COMMAND = ("trtllm-llmapi-launch", "/bin/bash", f"{SCRIPTS_MOUNT}/exec-argv.sh")
 
 
+def _yaml(options: dict) -> str:
+    import yaml
+
+    return yaml.safe_dump(_plain(options), sort_keys=True)
+
+
+def _plain(value):
+    """FrozenDicts and tuples of the profile as the dicts and lists YAML writes."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
 def parts(profile: Profile) -> RuntimeParts:
+    chosen = options(profile)
+    files = {OPTIONS_FILE: _yaml(chosen)} if chosen else {}
     return launchers.mpi_over_kubectl(
         profile,
         RANK_COMMAND,
@@ -74,4 +195,5 @@ def parts(profile: Profile) -> RuntimeParts:
         service_ports=("http",),
         extra_scripts=("exec-argv.sh",),
         leader_env=(plain_env("LWSGEN_SERVE_ARGV", json.dumps(serve_command(profile))),),
+        files=files,
     )

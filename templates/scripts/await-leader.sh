@@ -1,10 +1,14 @@
 #!/bin/bash
-# lwsgen: the rendezvous of an engine whose pods dial the leader themselves (sglang): the leader
+# lwsgen: the rendezvous of an engine whose pods dial the leader themselves (sglang; vllm and
+# aphrodite launched natively, --nnodes with --headless workers): the leader
 # waits (bounded) until every worker's address resolves; a worker waits until the leader's
 # address resolves and its rendezvous port (LWSGEN_LEADER_PORT) accepts connections, so that a
 # stale or absent leader is a "waiting" line and, at the bound, a clear failure, not a silent hang
-# inside the engine. Then exec the command given as arguments, unchanged; the engine itself fails
-# when a peer is lost (SGLang's scheduler broadcasts across the group on every loop).
+# inside the engine. Then exec the command given as arguments, unchanged; SGLang itself fails when
+# a peer is lost (its scheduler broadcasts across the group on every loop). An engine that would
+# not notice (vLLM's leader learns of a lost node only at its next step) gets a beacon
+# (LWSGEN_BEACON_PORT): each worker answers on it from its start, the leader waits for every
+# beacon before the engine and then watches them, and exits 1 when one is gone for 3 polls.
 set -euo pipefail
 if [ "${LWS_WORKER_INDEX:-0}" = 0 ]; then LWSGEN_ROLE=leader; else LWSGEN_ROLE=worker; fi
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,6 +23,21 @@ workers_resolve() {
   status="${#missing[@]} of $((LWS_GROUP_SIZE - 1)) workers do not resolve yet (${missing[*]:-})"
   (( ${#missing[@]} == 0 ))
 }
+beacons_answer() {
+  local i missing=()
+  for ((i = 1; i < LWS_GROUP_SIZE; i++)); do
+    answers "$(worker_address "$i")" "$LWSGEN_BEACON_PORT" || missing+=("$(worker_address "$i")")
+  done
+  status="${#missing[@]} of $((LWS_GROUP_SIZE - 1)) workers do not answer on port ${LWSGEN_BEACON_PORT} (${missing[*]:-})"
+  (( ${#missing[@]} == 0 ))
+}
+# beacon: a listener that answers as long as this container runs (the engine inherits it at exec).
+beacon() {
+  python3 -c 'import socket, sys
+server = socket.create_server(("", int(sys.argv[1])))
+while True:
+    server.accept()[0].close()' "$LWSGEN_BEACON_PORT" &
+}
 leader_answers() {
   leader_resolves || return 1
   [ -n "${LWSGEN_LEADER_PORT:-}" ] || return 0
@@ -27,12 +46,17 @@ leader_answers() {
 }
 if [ "$LWSGEN_ROLE" = leader ]; then
   wait_until workers_resolve
+  [ -z "${LWSGEN_BEACON_PORT:-}" ] || wait_until beacons_answer
 else
+  [ -z "${LWSGEN_BEACON_PORT:-}" ] || beacon
   wait_until leader_answers
 fi
 log "starting: $*"
 if [ -n "${LWSGEN_API_KEY_FLAG:-}" ]; then
   # service.apiKeySecret for an engine that takes its key only as a flag: appended here, unlogged.
   set -- "$@" "$LWSGEN_API_KEY_FLAG" "${LWSGEN_API_KEY:?the API key Secret is empty}"
+fi
+if [ "$LWSGEN_ROLE" = leader ] && [ -n "${LWSGEN_BEACON_PORT:-}" ] && (( LWS_GROUP_SIZE > 1 )); then
+  supervise beacons_answer "$@"
 fi
 exec "$@"

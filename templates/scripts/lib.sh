@@ -6,6 +6,13 @@
 log() { printf 'lwsgen %s: %s\n' "${LWSGEN_ROLE:-pod}" "$*"; }
 
 LWSGEN_STARTED=$SECONDS
+# needs_ray: a Ray launch on an image without Ray fails at once with what to do, not at the bound.
+needs_ray() {
+  command -v ray >/dev/null 2>&1 && return 0
+  log "this image has no Ray (no 'ray' on PATH), which the Ray launch needs: use an image with Ray" \
+    "(Aphrodite: pip install 'aphrodite-engine[ray]'), or for vLLM 0.11.1 and newer launch.mode native"
+  exit 1
+}
 child=""   # the check or sleep a script waits on
 engine=""  # the engine supervise runs; SIGTERM is passed to it and its status is the script's
 on_stop() {

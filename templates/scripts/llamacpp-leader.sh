@@ -1,7 +1,8 @@
 #!/bin/bash
 # lwsgen: leader of a llama.cpp RPC group. Resolves (bounded) every worker of its own group,
 # waits until each one's rpc-server accepts connections, then runs llama-server (the arguments)
-# with --rpc listing them; llama.cpp spreads the layers over the leader's GPUs and the workers'.
+# with --rpc listing them (LWSGEN_RPC_SERVERS per worker, on consecutive ports from
+# LWSGEN_RPC_PORT); llama.cpp spreads the layers over the leader's GPUs and the workers'.
 # It keeps checking the rpc-servers: llama-server would go on serving without a lost worker's
 # layers answering, so when one is gone it is stopped and this exits 1 (the group is recreated).
 set -euo pipefail
@@ -12,15 +13,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 (( $# > 0 )) || { log "no llama-server command given"; exit 2; }
 export PATH="$PATH:/app"  # where the llama.cpp images keep their binaries
 
-workers=()
+workers=()  # host:port of every rpc-server of the group
 for ((i = 1; i < LWS_GROUP_SIZE; i++)); do
-  workers+=("$(worker_address "$i")")
+  for ((j = 0; j < ${LWSGEN_RPC_SERVERS:-1}; j++)); do
+    workers+=("$(worker_address "$i"):$((LWSGEN_RPC_PORT + j))")
+  done
 done
 rpc_servers_answer() {
-  local host missing=()
-  for host in "${workers[@]}"; do
-    if ! answers "$host" "$LWSGEN_RPC_PORT"; then
-      missing+=("$host")
+  local endpoint missing=()
+  for endpoint in "${workers[@]}"; do
+    if ! answers "${endpoint%:*}" "${endpoint##*:}"; then
+      missing+=("$endpoint")
     fi
   done
   status="${#missing[@]} of ${#workers[@]} rpc-servers not reachable yet (${missing[*]:-})"
@@ -28,8 +31,8 @@ rpc_servers_answer() {
 }
 wait_until rpc_servers_answer
 rpc=""
-for host in "${workers[@]}"; do
-  rpc+="${rpc:+,}${host}:${LWSGEN_RPC_PORT}"
+for endpoint in "${workers[@]}"; do
+  rpc+="${rpc:+,}${endpoint}"
 done
 if [ -n "$rpc" ]; then
   set -- "$@" --rpc "$rpc"

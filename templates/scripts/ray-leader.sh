@@ -10,6 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${LWS_GROUP_SIZE:?set by LeaderWorkerSet}" "${LWSGEN_RAY_PORT:?}"
 (( $# > 0 )) || { log "no serve command given"; exit 2; }
+needs_ray
 
 LWSGEN_CHECK_SECONDS=${LWSGEN_RENDEZVOUS_TIMEOUT:?} bounded \
   ray start --head --port="$LWSGEN_RAY_PORT" --disable-usage-stats

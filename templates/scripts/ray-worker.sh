@@ -10,6 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet}" "${LWSGEN_RAY_PORT:?}"
 address="${LWS_LEADER_ADDRESS}:${LWSGEN_RAY_PORT}"
+needs_ray
 ray_head_answers() {
   leader_resolves || return 1
   status="the Ray head at ${address} does not answer yet"

@@ -1,11 +1,13 @@
 #!/bin/bash
 # lwsgen: one tritonserver rank, started by mpirun for every GPU of the group.
 # Rank 0 runs on the leader and serves HTTP, gRPC and metrics; the other ranks only compute.
-# Arguments: the model repository, then extra tritonserver arguments.
+# Arguments: the model repository, the models that run the TensorRT-LLM engine (comma-separated;
+# the ranks but 0 load only those), then extra tritonserver arguments.
 set -euo pipefail
 
 repository=${1:?model repository}
-shift
+engine_models=${2:?engine models}
+shift 2
 rank=${OMPI_COMM_WORLD_RANK:?this script is started by mpirun}
 common=(
   --disable-auto-complete-config
@@ -24,8 +26,11 @@ if [ "$rank" -eq 0 ]; then
     "--metrics-port=${LWSGEN_METRICS_PORT:?}" --allow-metrics=true --metrics-interval-ms=1000 \
     "$@"
 fi
+load=()
+IFS=, read -ra names <<<"$engine_models"
+for name in "${names[@]}"; do load+=("--load-model=${name}"); done
 exec tritonserver "${common[@]}" \
   --allow-http=false --allow-grpc=false --allow-metrics=false \
-  --model-control-mode=explicit --load-model=tensorrt_llm \
+  --model-control-mode=explicit "${load[@]}" \
   --log-info=false --log-warning=false \
   "$@"

@@ -18,6 +18,8 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PROGRAMS = {
     "llama-server": "llama_server.py",
     "rpc-server": "rpc_server.py",
+    "vllm": "vllm_cli.py",
+    "aphrodite": "vllm_cli.py",
     "tritonserver": "mpi_rank.py",
     "trtllm-llmapi-launch": "mpi_rank.py",
     "trtllm-serve": "mpi_rank.py",

@@ -46,7 +46,7 @@ def test_renders_a_two_node_group_with_probes_on_the_leader_only(render, name):
     lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
     assert lwt["size"] == 2
     leader, worker = lwt["leaderTemplate"]["spec"]["containers"][0], lwt["workerTemplate"]["spec"]["containers"][0]
-    caps = runtimes.get(name).CAPABILITIES
+    caps = runtimes.newest_capabilities(name)
     ports = {p["name"]: p["containerPort"] for p in leader["ports"]}
     assert ports["http"] == caps.serving_port
     assert leader["readinessProbe"]["httpGet"]["port"] == "http" and leader["startupProbe"]["httpGet"]["port"] == "http"
@@ -94,7 +94,7 @@ def test_leader_ready_is_refused_because_every_leader_needs_its_workers(write_pr
 
 @pytest.mark.parametrize("name", sorted(IMAGES))
 def test_unsupported_autoscaling_metric_names_the_supported_ones(write_profile, name):
-    caps = runtimes.get(name).CAPABILITIES
+    caps = runtimes.newest_capabilities(name)
     unsupported = [
         m
         for m in ("gpu-utilization", "queue-compute-ratio", "queue-length", "kv-cache-usage")
@@ -117,7 +117,9 @@ def test_unsupported_autoscaling_metric_names_the_supported_ones(write_profile, 
 def test_rules_read_only_metrics_the_runtime_declares(name):
     import re
 
-    caps = runtimes.get(name).CAPABILITIES
-    read = {m for rule in caps.rules for m in re.findall(r"([a-z_]+:?[a-z_]+)\{sel\}", rule.expr)}
+    caps = runtimes.newest_capabilities(name)
+    read = {
+        m for rule in caps.rules for m in re.findall(r"([a-z_][a-z0-9_]*:?[a-z0-9_]+)\{sel(?:_model)?\}", rule.expr)
+    }
     assert read == set(caps.metrics)
     assert [r.autoscaling for r in caps.rules if r.autoscaling] == list(caps.autoscaling_metrics[1:])

@@ -1,10 +1,11 @@
 """triton-trtllm: MPI over kubectl exec from a stock NGC image; scripts run against fake tools."""
 
+import re
 import subprocess
 
 import pytest
 
-from conftest import lws_of, objects_of
+from conftest import lws_of, merged, objects_of
 from lwsgen.runtimes import triton_trtllm
 from runtimes.scripts import bin_dir, env_of, fake, run
 
@@ -39,6 +40,7 @@ def test_leader_runs_the_launcher_with_world_size_and_gpus_per_pod(rendered):
         "/bin/bash",
         "/lwsgen/scripts/triton-rank.sh",
         "/var/run/models/repo",
+        "tensorrt_llm",
         "--log-verbose=1",
         "--exit-timeout-secs=30",
     ]
@@ -156,7 +158,8 @@ def test_leader_gives_up_after_its_deadline_with_a_clear_log(tmp_path):
         (
             "5",
             ["--allow-http=false", "--allow-grpc=false", "--allow-metrics=false", "--id=rank5"]
-            + ["--backend-config=python,shm-region-prefix-name=prefix5_"],
+            + ["--backend-config=python,shm-region-prefix-name=prefix5_", "--model-control-mode=explicit"]
+            + ["--load-model=tensorrt_llm --load-model=tensorrt_llm_draft"],
             ["--http-port=8000"],
         ),
     ],
@@ -169,11 +172,41 @@ def test_rank_zero_serves_and_other_ranks_only_compute(tmp_path, rank, expected,
         "LWSGEN_GRPC_PORT": "8001",
         "LWSGEN_METRICS_PORT": "8002",
     }
-    proc, [call] = run("triton-rank.sh", tmp_path, env, ("/models/repo", "--log-verbose=1", "two words"))
+    models = "tensorrt_llm,tensorrt_llm_draft"
+    proc, [call] = run("triton-rank.sh", tmp_path, env, ("/models/repo", models, "--log-verbose=1", "two words"))
     assert proc.returncode == 0, proc.stderr
     args = call.split(" ", 1)[1]
     assert "--model-repository=/models/repo" in args and args.endswith("--log-verbose=1 two words")
     assert all(flag in args for flag in expected) and not any(flag in args for flag in absent)
+    assert ("--load-model" in args) is (rank != "0")  # rank 0 loads the whole repository
+
+
+def test_other_ranks_load_the_engine_models_of_the_profile(render):
+    rendered = render(merged(TRITON, **{"model.engineModels": ["trt_engine", "draft_engine"]}))
+    leader, _ = _templates(rendered)
+    assert leader["spec"]["containers"][0]["args"][3] == "trt_engine,draft_engine"
+
+
+def test_engine_models_belong_to_triton_only(said):
+    from conftest import MINIMAL
+
+    errors, _ = said(merged(MINIMAL, **{"model.engineModels": ["tensorrt_llm"]}))
+    assert any(e.startswith("model.engineModels: ") and "triton-trtllm" in e for e in errors)
+
+
+def _runtime_rules(rendered) -> list[dict]:
+    rule = objects_of(rendered)["prometheusrule.yaml"]
+    return [r for g in rule["spec"]["groups"] if g["name"].endswith(".runtime") for r in g["rules"]]
+
+
+@pytest.mark.parametrize("served, model", [(None, "ensemble"), ("tensorrt_llm_bls", "tensorrt_llm_bls")])
+def test_every_triton_record_counts_only_the_model_clients_call(render, served, model):
+    profile = merged(TRITON, **{"monitoring.enabled": True, **({"model.servedName": served} if served else {})})
+    rules = _runtime_rules(render(profile))
+    assert rules
+    for rule in rules:
+        selectors = re.findall(r"nv_inference_\w+\{([^}]*)\}", rule["expr"])
+        assert selectors and all(f'model="{model}"' in s for s in selectors), rule["expr"]
 
 
 def test_rsh_agent_runs_the_daemon_command_in_the_worker_container(tmp_path):

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from conftest import SHARED, lws_of, objects_of
@@ -100,7 +101,12 @@ def test_mpi_leader_runs_the_trtllm_serve_ranks_over_the_group(tmp_path):
 
 # What upstream trtllm-llmapi-launch does with its arguments (tensorrt_llm/llmapi/trtllm-llmapi-launch).
 UPSTREAM_LAUNCH = 'task_with_command="${@:1}"\n$task_with_command'
-TRICKY = ["--backend", "pytorch", "--extra_llm_api_options", '{"kv_cache_config": {"free_gpu_memory_fraction": 0.9}}']
+TRICKY = [
+    "--backend",
+    "pytorch",
+    "--metadata_server_config_file",
+    '{"kv_cache_config": {"free_gpu_memory_fraction": 0.9}}',
+]
 TRICKY += ["--reasoning_parser", "two words", "*", "$HOME", "it's"]
 
 
@@ -131,3 +137,68 @@ def test_extra_args_reach_trtllm_serve_byte_for_byte_through_trtllm_llmapi_launc
     assert proc.returncode == 0, proc.stderr
     received = (tmp_path / "calls.argv").read_bytes().split(b"\0")[:-1]
     assert [a.decode() for a in received[-len(TRICKY) :]] == TRICKY
+
+
+def _serve_argv(rendered) -> list[str]:
+    leader = lws_of(rendered)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    return json.loads({e["name"]: e.get("value") for e in leader["env"]}["LWSGEN_SERVE_ARGV"])
+
+
+# /prometheus/metrics with return_perf_metrics from 1.1.0rc5 (PR #5785), the iteration gauges with
+# enable_iter_perf_stats from 1.3.0rc0 (PR #12545): (tag, options lwsgen writes, autoscaling metrics).
+METRICS_MATRIX = [
+    ("0.21.0", None, ("gpu-utilization",)),
+    ("1.1.0rc4", None, ("gpu-utilization",)),
+    ("1.1.0rc5", {"return_perf_metrics": True}, ("gpu-utilization", "queue-compute-ratio")),
+    ("1.2.1", {"return_perf_metrics": True}, ("gpu-utilization", "queue-compute-ratio")),
+    (
+        "1.3.0rc0",
+        {"return_perf_metrics": True, "enable_iter_perf_stats": True},
+        ("gpu-utilization", "queue-compute-ratio", "queue-length", "kv-cache-usage"),
+    ),
+]
+
+
+@pytest.mark.parametrize("tag, options, autoscaling", METRICS_MATRIX)
+def test_metrics_endpoint_options_and_rules_follow_the_version(render, tag, options, autoscaling):
+    from lwsgen import runtimes
+
+    profile = {**TRTLLM, "image": f"nvcr.io/nvidia/tensorrt-llm/release:{tag}", "monitoring": {"enabled": True}}
+    rendered = render(profile)
+    files = objects_of(rendered)
+    argv = _serve_argv(rendered)
+    if options is None:
+        assert "podmonitor.yaml" not in files and "--extra_llm_api_options" not in argv
+        assert "trtllm-options.yaml" not in files["configmap.yaml"]["data"]
+    else:
+        assert files["podmonitor.yaml"]["spec"]["podMetricsEndpoints"][0]["path"] == "/prometheus/metrics"
+        assert argv[argv.index("--extra_llm_api_options") + 1] == "/lwsgen/scripts/trtllm-options.yaml"
+        assert yaml.safe_load(files["configmap.yaml"]["data"]["trtllm-options.yaml"]) == options
+    assert runtimes.capabilities(rendered.profile).autoscaling_metrics == autoscaling
+
+
+def test_no_metrics_warning_names_the_release_that_has_them(said):
+    _, warnings = said({**TRTLLM, "monitoring": {"enabled": True}})
+    [warning] = [w for w in warnings if w.startswith("monitoring.enabled")]
+    assert "TensorRT-LLM 1.1.0rc5 and newer serve them" in warning
+
+
+def test_extra_args_may_not_replace_the_options_file_lwsgen_writes(said):
+    profile = {**TRTLLM, "image": "nvcr.io/nvidia/tensorrt-llm/release:1.2.1", "monitoring": {"enabled": True}}
+    profile["model"] = {**TRTLLM["model"], "extraArgs": ["--extra_llm_api_options", "/models/mine.yaml"]}
+    [error] = said(profile)[0]
+    assert error.startswith("model.extraArgs[0]: --extra_llm_api_options is a flag lwsgen derives for trtllm-serve")
+    assert "put your LLM API options in model.llmApiOptions" in error
+
+
+def test_llm_api_options_of_the_profile_join_the_metrics_options(render):
+    options = {"kv_cache_config": {"free_gpu_memory_fraction": 0.9}, "return_perf_metrics": False}
+    profile = {**TRTLLM, "image": "nvcr.io/nvidia/tensorrt-llm/release:1.2.1", "monitoring": {"enabled": True}}
+    profile["model"] = {**TRTLLM["model"], "llmApiOptions": options}
+    written = yaml.safe_load(objects_of(render(profile))["configmap.yaml"]["data"]["trtllm-options.yaml"])
+    assert written == {"kv_cache_config": {"free_gpu_memory_fraction": 0.9}, "return_perf_metrics": True}
+    quiet = {**profile, "monitoring": {"enabled": False}}
+    assert yaml.safe_load(objects_of(render(quiet))["configmap.yaml"]["data"]["trtllm-options.yaml"]) == {
+        "kv_cache_config": {"free_gpu_memory_fraction": 0.9},
+        "return_perf_metrics": False,
+    }

@@ -14,7 +14,14 @@ def main() -> int:
         # As upstream does: task_with_command="${@:1}"; $task_with_command (joined, re-split on spaces)
         command = " ".join(sys.argv[1:]).split()
         os.execvp(command[0], command)
-    standin.record(program, rank=rank, world=int(os.environ.get("OMPI_COMM_WORLD_SIZE", "0")))
+    options = None
+    if program == "trtllm-serve" and standin.flag("--extra_llm_api_options"):
+        import yaml  # the options file trtllm-serve reads (a YAML mapping of LLM API options)
+
+        with open(standin.flag("--extra_llm_api_options")) as text:
+            options = yaml.safe_load(text)
+    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "0"))
+    standin.record(program, rank=rank, world=world, options=options)
     port = standin.flag("--http-port") or (standin.flag("--port") if program == "trtllm-serve" else None)
     if rank in (0, -1) and port:
         standin.serve(int(port))

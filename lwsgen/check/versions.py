@@ -1,0 +1,76 @@
+"""The engine version a profile runs (runtimes/versions.py): said when lwsgen had to assume it or
+the image is newer than the version table, and launch.mode only where the runtime has a choice."""
+
+from __future__ import annotations
+
+from lwsgen import runtimes
+from lwsgen.check.profile import Profile
+from lwsgen.load.source import Source
+from lwsgen.problems import Problem
+from lwsgen.runtimes import versions
+from lwsgen.runtimes.versions import image_tag
+
+
+def check(profile: Profile, src: Source) -> list[Problem]:
+    return _runtime_version(profile, src) + _launch_mode(profile, src)
+
+
+def _runtime_version(profile: Profile, src: Source) -> list[Problem]:
+    engine = runtimes.get(profile.runtime).ENGINE
+    if profile.runtime_version is None or versions.parses(versions.given(engine, profile.runtime_version)):
+        return []
+    message = (
+        f"{profile.runtime_version!r} is not a {engine.title} version; write it as the engine does, e.g. "
+        f"{engine.spell(engine.checked)}"
+    )
+    return [src.problem(("runtimeVersion",), message, "bad-version")]
+
+
+def _launch_mode(profile: Profile, src: Source) -> list[Problem]:
+    plugin = runtimes.get(profile.runtime)
+    modes = getattr(plugin, "LAUNCH_MODES", ())
+    mode = profile.launch.mode
+    if mode is None or mode in modes:
+        return []
+    takes = [n for n in runtimes.known() if mode in getattr(runtimes.get(n), "LAUNCH_MODES", ())]
+    return [
+        src.problem(
+            ("launch", "mode"),
+            f"{profile.runtime} has one launch mode and no choice of it; launch.mode {mode} applies to: "
+            + ", ".join(takes),
+            "not-supported",
+        )
+    ]
+
+
+def warnings(profile: Profile, src: Source) -> list[Problem]:
+    version = runtimes.engine_version(profile)
+    engine = version.engine
+    if version.origin == "assumed" and profile.runtime_version is None:
+        tag = image_tag(profile.image)
+        told = f"the image tag {tag!r}" if tag else "the image reference (a digest, no tag)"
+        return [
+            src.problem(
+                ("image",),
+                (
+                    f"{told} does not say which {engine.title} version it runs; assumed "
+                    f"{engine.spell(engine.checked)}, the newest lwsgen checked, for its flags, probes and metric "
+                    "names; set runtimeVersion to the version the image runs"
+                ),
+                "unknown-version",
+            )
+        ]
+    if version.newer_than_checked:
+        field = ("runtimeVersion",) if version.origin == "runtimeVersion" else ("image",)
+        return [
+            src.problem(
+                field,
+                (
+                    f"{engine.title} {engine.spell(version.text)} is newer than lwsgen's version table (checked up "
+                    f"to {engine.spell(engine.checked)}); its flags, probes and metric names are assumed unchanged "
+                    "since then"
+                ),
+                "unknown-version",
+            )
+        ]
+    return []

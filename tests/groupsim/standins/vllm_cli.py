@@ -1,0 +1,44 @@
+"""`vllm` / `aphrodite` CLI stand-in, `serve <model>` only. With --distributed-executor-backend ray
+it is the Ray engine (ray_engine.py). Otherwise, with --nnodes above 1, it does the native
+multi-node rendezvous: torch.distributed (gloo here) at tcp://--master-addr:--master-port, world
+--nnodes, rank --node-rank, as vLLM's multiprocessing executor does across nodes
+(vllm/distributed/parallel_state.py); node rank 0 serves on --port, --headless nodes only compute.
+vLLM would notice a lost node only at its next step, so this one never does either."""
+
+import datetime
+import sys
+
+import standin
+
+
+def main() -> int:
+    program = standin.PROGRAM
+    if sys.argv[1:2] != ["serve"] or len(sys.argv) < 3:
+        standin.log(program, f"usage: {program} serve <model> [options]; got {sys.argv[1:]}")
+        return 2
+    if standin.flag("--distributed-executor-backend") == "ray":
+        import ray_engine
+
+        return ray_engine.main(program)
+    nnodes, rank = int(standin.flag("--nnodes", "1")), int(standin.flag("--node-rank", "0"))
+    headless = "--headless" in sys.argv
+    if nnodes > 1:
+        import torch.distributed as dist
+
+        address = f"{standin.flag('--master-addr')}:{standin.flag('--master-port', '29501')}"
+        standin.log(program, f"node {rank} of {nnodes}: rendezvous at {address}")
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://{address}", world_size=nnodes, rank=rank, timeout=datetime.timedelta(seconds=60)
+        )
+        world = dist.get_world_size()
+    else:
+        world = 1
+    standin.record(program, model=sys.argv[2], world=world, rank=rank, headless=headless)
+    if not headless:
+        standin.serve(int(standin.flag("--port", "8000")))
+    standin.block()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
