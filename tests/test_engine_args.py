@@ -1,0 +1,98 @@
+"""The examples' engine command lines, parsed by the engines' own argument parsers (vLLM 0.33.0,
+SGLang 0.5.23) on a CPU-only machine: every flag lwsgen writes exists, means what the profile
+says, and passes the engine's own checks of a parsed command line. Opt-in (two venvs of about
+2 GB each): `make engine-args` installs them and runs this file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import PROFILES, REPO, lws_of, merged
+from groupsim.kubeenv import expand_command
+from lwsgen import runtimes
+from lwsgen.pipeline import render_profile
+
+VENVS = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines"))
+pytestmark = pytest.mark.skipif(
+    not (VENVS / "vllm" / "bin" / "python").exists(), reason="the engines' parsers are opt-in: make engine-args"
+)
+PARSE = REPO / "tools" / "engine_args" / "parse.py"
+
+
+def _parse(engine: str, argvs: list[list[str]]) -> dict:
+    proc = subprocess.run(
+        [str(VENVS / engine / "bin" / "python"), str(PARSE), engine],
+        input=json.dumps(argvs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def _command_lines(rendered, leader_address: str) -> list[list[str]]:
+    """Leader and worker command lines (args after the launch script) as the kubelet expands them."""
+    lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
+    env = {"LWS_LEADER_ADDRESS": leader_address, "LWS_GROUP_SIZE": str(lwt["size"])}
+    out = []
+    for index, template in ((0, lwt["leaderTemplate"]), (1, lwt["workerTemplate"])):
+        args = template["spec"]["containers"][0].get("args", [])  # a Ray worker only joins
+        out.append(expand_command(args, [*env.items(), ("LWS_WORKER_INDEX", str(index))]))
+    return out
+
+
+def _profile(name: str) -> dict:
+    import yaml
+
+    return yaml.safe_load((PROFILES / f"{name}.yaml").read_text())
+
+
+def test_vllm_native_leader_and_headless_worker_parse_as_the_profile_says(write_profile):
+    rendered = render_profile(PROFILES / "vllm-llama31-405b.yaml")
+    leader, worker = _parse("vllm", _command_lines(rendered, "v-0.v.inference"))["parsed"]
+    for node, rank in ((leader, 0), (worker, 1)):
+        assert node["model_tag"] == "/models/meta-llama/Llama-3.1-405B-Instruct"
+        assert (node["tensor_parallel_size"], node["pipeline_parallel_size"]) == (8, 2)
+        assert (node["nnodes"], node["node_rank"]) == (2, rank)
+        assert (node["master_addr"], node["master_port"]) == ("v-0.v.inference", 29501)
+        assert node["distributed_executor_backend"] is None  # vLLM picks mp across nodes
+        assert node["served_model_name"] == ["vllm-llama31-405b"]
+    assert leader["headless"] is False and (leader["host"], leader["port"]) == ("0.0.0.0", 8080)
+    assert worker["headless"] is True
+
+
+def test_vllm_on_ray_parses_with_the_ray_executor(write_profile):
+    path = write_profile(merged(_profile("vllm-llama31-405b"), **{"launch.mode": "ray"}))
+    leader = _command_lines(render_profile(path), "v-0.v.inference")[0]
+    [parsed] = _parse("vllm", [leader])["parsed"]
+    assert parsed["distributed_executor_backend"] == "ray" and parsed["nnodes"] == 1
+    assert (parsed["tensor_parallel_size"], parsed["pipeline_parallel_size"]) == (8, 2)
+
+
+def test_sglang_nodes_parse_as_the_profile_says_with_and_without_pipeline(write_profile):
+    rendered = render_profile(PROFILES / "sglang-deepseek-r1.yaml")
+    piped = render_profile(
+        write_profile(merged(_profile("sglang-deepseek-r1"), parallelism={"tensor": 8, "pipeline": 2}))
+    )
+    lines = _command_lines(rendered, "s-0.s.inference") + _command_lines(piped, "s-0.s.inference")[:1]
+    leader, worker, pipelined = _parse("sglang", lines)["parsed"]
+    for node, rank in ((leader, 0), (worker, 1)):
+        assert node["model_path"] == "/models/deepseek-ai/DeepSeek-R1" and node["served_model_name"] == "deepseek-r1"
+        assert (node["tp_size"], node["pp_size"]) == (16, 1)
+        assert (node["nnodes"], node["node_rank"], node["dist_init_addr"]) == (2, rank, "s-0.s.inference:20000")
+    assert (leader["host"], leader["port"], leader["enable_metrics"]) == ("0.0.0.0", 30000, True)
+    assert (pipelined["tp_size"], pipelined["pp_size"]) == (8, 2)
+
+
+@pytest.mark.parametrize("engine, runtime", [("vllm", "vllm"), ("sglang", "sglang")])
+def test_every_flag_lwsgen_derives_is_one_the_engine_has(engine, runtime):
+    options = set(_parse(engine, [])["options"])
+    derived = set(runtimes.newest_capabilities(runtime).derived_flags)
+    # --tp is argparse's prefix of --tp-size in SGLang (lwsgen refuses it in extraArgs for that reason)
+    assert derived - options - {"--tp"} == set()
