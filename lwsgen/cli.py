@@ -115,6 +115,20 @@ def _validate_arguments(commands) -> None:
     )
 
 
+def _billions(text: str) -> float:
+    """A parameter count in billions: 405, 405B (or 405b) and 405e9 are all 405."""
+    import argparse
+
+    value = text.strip().removesuffix("B").removesuffix("b")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a parameter count (405, 405B or 405e9)") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive parameter count")
+    return number / 1e9 if number >= 1e6 else number  # a count in units, not billions
+
+
 def _plan_arguments(commands) -> None:
     plan = commands.add_parser(
         "plan",
@@ -124,12 +138,15 @@ def _plan_arguments(commands) -> None:
     which = plan.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", metavar="NAME", help="a catalog model (see docs/sizing.md)")
     which.add_argument(
-        "--params", type=float, metavar="BILLIONS", help="parameter count in billions, for a model outside the catalog"
+        "--params",
+        type=_billions,
+        metavar="N",
+        help="parameter count for a model outside the catalog: 405, 405B and 405e9 alike",
     )
     plan.add_argument(
-        "--dtype", choices=("bf16", "fp16", "fp8", "int8", "int4"), help="weight dtype (default: the model's)"
+        "--dtype", choices=("bf16", "fp16", "fp8", "int8", "int4", "mxfp4"), help="weight dtype (default: the model's)"
     )
-    plan.add_argument("--gpu", required=True, metavar="TYPE", help="GPU type, e.g. h100-80gb")
+    plan.add_argument("--gpu", required=True, metavar="TYPE", help="GPU type, e.g. h100-80gb, or a short name (h200)")
     plan.add_argument("--gpus-per-node", type=int, default=8, metavar="N", help="GPUs per node (default 8)")
     plan.add_argument(
         "--context",

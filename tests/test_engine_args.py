@@ -67,6 +67,23 @@ def test_vllm_native_leader_and_headless_worker_parse_as_the_profile_says(write_
     assert worker["headless"] is True
 
 
+def test_vllm_data_and_expert_parallel_nodes_parse_as_the_profile_says():
+    rendered = render_profile(PROFILES / "vllm-qwen3-235b-a22b.yaml")
+    leader, worker = _command_lines(rendered, "q-0.q.inference")
+    worker += ["--data-parallel-start-rank", "8"]  # what await-leader.sh appends on worker 1
+    parsed_leader, parsed_worker = _parse("vllm", [leader, worker])["parsed"]
+    for node in (parsed_leader, parsed_worker):
+        assert (node["data_parallel_size"], node["data_parallel_size_local"], node["tensor_parallel_size"]) == (
+            16,
+            8,
+            1,
+        )
+        assert (node["data_parallel_address"], node["data_parallel_rpc_port"]) == ("q-0.q.inference", 29550)
+        assert node["enable_expert_parallel"] is True
+    assert parsed_leader["headless"] is False and parsed_worker["headless"] is True
+    assert parsed_worker["data_parallel_start_rank"] == 8
+
+
 def test_vllm_on_ray_parses_with_the_ray_executor(write_profile):
     path = write_profile(merged(_profile("vllm-llama31-405b"), **{"launch.mode": "ray"}))
     leader = _command_lines(render_profile(path), "v-0.v.inference")[0]
@@ -86,7 +103,9 @@ def test_sglang_nodes_parse_as_the_profile_says_with_and_without_pipeline(write_
         assert node["model_path"] == "/models/deepseek-ai/DeepSeek-R1" and node["served_model_name"] == "deepseek-r1"
         assert (node["tp_size"], node["pp_size"]) == (16, 1)
         assert (node["nnodes"], node["node_rank"], node["dist_init_addr"]) == (2, rank, "s-0.s.inference:20000")
-    assert (leader["host"], leader["port"], leader["enable_metrics"]) == ("0.0.0.0", 30000, True)
+        # data-parallel attention: 2 groups of 8 inside tp 16, experts over all 16
+        assert (node["attn_dp_size"], node["ep_size"]) == (2, 16)
+        assert (node["host"], node["port"], node["enable_metrics"]) == ("0.0.0.0", 30000, True)  # every node's metrics
     assert (pipelined["tp_size"], pipelined["pp_size"]) == (8, 2)
 
 
@@ -94,5 +113,6 @@ def test_sglang_nodes_parse_as_the_profile_says_with_and_without_pipeline(write_
 def test_every_flag_lwsgen_derives_is_one_the_engine_has(engine, runtime):
     options = set(_parse(engine, [])["options"])
     derived = set(runtimes.newest_capabilities(runtime).derived_flags)
-    # --tp is argparse's prefix of --tp-size in SGLang (lwsgen refuses it in extraArgs for that reason)
-    assert derived - options - {"--tp"} == set()
+    # --tp and --dp are argparse's prefixes of --tp-size and --dp-size in SGLang, --enable-deepep-moe the
+    # spelling before 0.4.10.post2 (gone in 0.5.5): lwsgen refuses them in extraArgs all the same
+    assert derived - options - {"--tp", "--dp", "--enable-deepep-moe"} == set()

@@ -153,6 +153,24 @@ def test_native_nodes_rendezvous_at_the_leaders_master_port_and_only_the_leader_
     assert nodes[0]["hostname"] == f"{example}-0"
 
 
+def test_vllm_data_parallel_pods_take_their_ranks_from_their_index(table):
+    example = "vllm-qwen3-235b-a22b"
+    nodes = sorted(_records(table[(example, "together")], "vllm"), key=lambda r: r["rank"])
+    assert [(r["world"], r["headless"], r["dp_ranks"]) for r in nodes] == [
+        (2, False, list(range(0, 8))),
+        (2, True, list(range(8, 16))),
+    ]
+    for node in nodes:
+        assert _flag(node["argv"], "--data-parallel-address") == f"{example}-0.{example}.inference"
+    assert _flag(nodes[1]["argv"], "--data-parallel-start-rank") == "8"
+
+
+def test_sglang_workers_serve_their_schedulers_metrics_under_data_parallel_attention(table):
+    outcome = table[("sglang-deepseek-r1", "together")]
+    [worker] = [r for r in _records(outcome, "sglang") if r["rank"] == 1]
+    assert _flag(worker["argv"], "--port") == "30000" and "--enable-metrics" in worker["argv"]
+
+
 def test_native_leader_recreates_the_group_when_a_headless_node_is_lost(table):
     outcome = table[("vllm-llama31-405b", "worker_dies")]
     assert outcome.passed and "vllm-llama31-405b-0/leader exited 1" in outcome.detail

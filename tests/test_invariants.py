@@ -115,7 +115,12 @@ MUTATIONS = {
         "YAML syntax error",
     ),
     "podmonitor selects workers": (
-        lambda d: _sub(d, "podmonitor.yaml", r"worker-index: '0'", "worker-index: '1'"),
+        lambda d: _sub(d, "podmonitor.yaml", r"worker-index: '0'", "worker-index: '1'", absent_ok=True),
+        "spec.selector: must match exactly",
+    ),
+    # every pod of the group, where the workers do not serve the metrics port
+    "podmonitor selects every pod": (
+        lambda d: _sub(d, "podmonitor.yaml", r"^ *leaderworkerset.sigs.k8s.io/worker-index: '0'\n", "", absent_ok=True),
         "spec.selector: must match exactly",
     ),
     "podmonitor port": (

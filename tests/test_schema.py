@@ -79,7 +79,7 @@ def test_defaults_are_filled_in():
         {"name": "x", "runtime": "vllm", "image": "a:1", "model": {"path": "m"}, "node": {"gpus": 8}}
     )
     assert filled["namespace"] == "default"
-    assert filled["parallelism"] == {"tensor": 1, "pipeline": 1}
+    assert filled["parallelism"] == {"tensor": 1, "pipeline": 1, "data": 1, "expert": False, "allToAll": "default"}
     assert filled["node"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert filled["node"]["gpuResource"] == "nvidia.com/gpu"
     assert filled["service"]["type"] == "LoadBalancer"
@@ -89,7 +89,13 @@ def test_defaults_are_filled_in():
         "interval": "15s",
         "namespace": "monitoring",
     }
-    assert filled["security"] == {"networkPolicy": True, "addCapabilities": []}
+    assert filled["security"] == {
+        "networkPolicy": True,
+        "addCapabilities": [],
+        "allowHostNetwork": False,
+        "allowHostIPC": False,
+        "allowPrivileged": False,
+    }
     assert filled["lws"] == {
         "version": "0.10",
         "restartPolicy": "RecreateGroupOnPodRestart",

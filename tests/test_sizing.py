@@ -81,8 +81,9 @@ def test_concurrency_and_context_grow_the_kv_cache_into_more_nodes(capsys):
 
 def test_splits_respect_heads_and_layers():
     deepseek = sizing.MODELS["deepseek-r1"]
-    assert sizing.layouts(deepseek, 2, 8) == [(16, 1)]  # 61 layers cannot take pipeline 2
-    assert sizing.layouts(sizing.MODELS["llama-3.1-405b"], 2, 8) == [(8, 2), (16, 1)]
+    # 61 layers cannot take pipeline 2; data 16 with expert parallelism (tensor 1) after tensor 16
+    assert sizing.layouts(deepseek, 2, 8) == [(1, 16, 1), (16, 1, 1)]
+    assert sizing.layouts(sizing.MODELS["llama-3.1-405b"], 2, 8) == [(1, 8, 2), (1, 16, 1)]
 
 
 def test_tensor_beyond_kv_heads_warns(capsys):
@@ -214,3 +215,54 @@ def test_explain_mermaid_and_tensor_across_nodes(capsys):
 def test_explain_says_which_engine_version_it_built_for_and_how_it_knows(capsys, example, engine):
     assert main(["explain", str(PROFILES / f"{example}.yaml")]) == 0
     assert f"├─ engine: {engine}\n" in capsys.readouterr().out
+
+
+def test_a_moe_model_gets_a_data_and_expert_parallel_layout_dense_models_do_not(capsys):
+    code, captured = _plan(capsys, "--model", "deepseek-r1", "--gpu", "h100-80gb", "--format", "json")
+    result = json.loads(captured.out)
+    assert code == 0 and result["parallelism"] == {"tensor": 16, "pipeline": 1}
+    assert result["alternative"]["parallelism"] == {"data": 16, "tensor": 1, "pipeline": 1, "expert": True}
+    # the dense 16.5B (671 - 256 experts of 2.56B, 37B active with 8 of them) on every GPU, experts / 16
+    assert result["alternative"]["memoryPerGpuGB"]["weights"] == pytest.approx(16.55 + 654.45 / 16, abs=0.1)
+    _, dense = _plan(capsys, "--model", "llama-3.1-405b", "--gpu", "h100-80gb", "--format", "json")
+    assert "data" not in json.dumps(json.loads(dense.out))
+
+
+def test_no_data_parallel_layout_for_a_runtime_without_it(capsys):
+    args = ("--model", "deepseek-r1", "--gpu", "h100-80gb", "--format", "json", "--runtime", "triton-trtllm")
+    _, captured = _plan(capsys, *args)
+    assert json.loads(captured.out)["alternative"] is None
+
+
+@pytest.mark.parametrize("given", ["405", "405B", "405b", "405e9", "4.05e11"])
+def test_params_in_billions_or_units(capsys, given):
+    code, captured = _plan(capsys, "--params", given, "--gpu", "h100-80gb", "--format", "json")
+    assert code == 0 and json.loads(captured.out)["params"] == pytest.approx(405)
+
+
+@pytest.mark.parametrize(
+    "short, full", [("h200", "h200-141gb"), ("H200", "h200-141gb"), ("L4", "l4-24gb"), ("gh200", "gh200-96gb")]
+)
+def test_short_gpu_names(short, full):
+    assert sizing.gpu(short) == sizing.GPUS[full]
+
+
+def test_an_ambiguous_short_gpu_name_lists_the_candidates():
+    with pytest.raises(sizing.UnknownName, match="'h100' is ambiguous; it may be: h100-80gb, h100-nvl-94gb"):
+        sizing.gpu("h100")
+
+
+@pytest.mark.parametrize(
+    "model", ["deepseek-r1", "qwen3-235b-a22b", "kimi-k2", "llama-4-maverick", "gpt-oss-120b", "mixtral-8x22b"]
+)
+@pytest.mark.parametrize(
+    "runtime, image", [("vllm", "vllm/vllm-openai:v0.33.0"), ("sglang", "lmsysorg/sglang:v0.5.23")]
+)
+def test_every_moe_plan_emits_a_profile_that_renders(capsys, tmp_path, model, runtime, image):
+    code, captured = _plan(
+        capsys, "--model", model, "--gpu", "h200", "--emit-profile", "m", "--runtime", runtime, "--image", image
+    )
+    assert code == 0
+    path = tmp_path / "m.yaml"
+    path.write_text(captured.out)
+    assert main(["render", str(path), "-o", str(tmp_path / "out"), "--strict"]) == 0, capsys.readouterr().err

@@ -60,6 +60,9 @@ class Model(Record):
 class Parallelism(Record):
     tensor: int
     pipeline: int
+    data: int
+    expert: bool
+    all_to_all: str
 
 
 class Node(Record):
@@ -69,6 +72,7 @@ class Node(Record):
     instance_type: str | None
     efa: int
     rdma_resource: Map
+    networks: tuple
     cpu: str | int | None
     memory: str | int | None
     ephemeral_storage: str | int | None
@@ -181,6 +185,9 @@ class Security(Record):
     network_policy: bool
     run_as_user: int | None
     add_capabilities: tuple
+    allow_host_network: bool
+    allow_host_ipc: bool
+    allow_privileged: bool
 
 
 class ArgoCD(Record):
@@ -220,8 +227,9 @@ class Profile(Record):
 
     @property
     def world_size(self) -> int:
-        """GPUs of one group: tensor x pipeline."""
-        return self.parallelism.tensor * self.parallelism.pipeline
+        """GPUs of one group: data x tensor x pipeline."""
+        par = self.parallelism
+        return par.data * par.tensor * par.pipeline
 
     @property
     def group_size(self) -> int:
@@ -252,7 +260,11 @@ class Profile(Record):
 
 
 # Schema keys that the camelCase -> snake_case rule does not spell as the attribute.
-KEYS = {"min_bus_bandwidth_gbps": "minBusBandwidthGBps", "hugepages_2mi": "hugepages2Mi"}
+KEYS = {
+    "min_bus_bandwidth_gbps": "minBusBandwidthGBps",
+    "hugepages_2mi": "hugepages2Mi",
+    "allow_host_ipc": "allowHostIPC",
+}
 
 
 def schema_key(attribute: str) -> str:

@@ -46,8 +46,9 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
     if world <= gpus or world % gpus == 0:
         return []
     par = profile.parallelism
+    data = f"data {par.data} x " if par.data > 1 else ""
     message = (
-        f"world size {world} (tensor {par.tensor} x pipeline {par.pipeline}) is not a multiple of "
+        f"world size {world} ({data}tensor {par.tensor} x pipeline {par.pipeline}) is not a multiple of "
         f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: "
         + "; ".join(_layouts(world, gpus))
     )
@@ -213,6 +214,36 @@ def _foreign_fields(profile: Profile, src: Source) -> list[Problem]:
     return out
 
 
+def _data_and_expert(profile: Profile, src: Source) -> list[Problem]:
+    """Data and expert parallelism where lwsgen derives them (the runtime's DATA_AND_EXPERT)."""
+    par = profile.parallelism
+    asked = [
+        (("parallelism", "data"), f"data {par.data}", par.data > 1),
+        (("parallelism", "expert"), "expert parallelism", par.expert),
+        (("parallelism", "allToAll"), f"allToAll {par.all_to_all}", par.all_to_all != "default"),
+    ]
+    if getattr(runtimes.get(profile.runtime), "DATA_AND_EXPERT", False):
+        if par.all_to_all != "default" and not par.expert:
+            return [
+                src.problem(
+                    ("parallelism", "allToAll"),
+                    "is the all-to-all of expert parallelism: set parallelism.expert",
+                    "needs-expert",
+                )
+            ]
+        return []
+    able = ", ".join(n for n in runtimes.known() if getattr(runtimes.get(n), "DATA_AND_EXPERT", False))
+    return [
+        src.problem(
+            path,
+            f"{what}: lwsgen derives data and expert parallelism for {able}, not {profile.runtime}",
+            "not-supported",
+        )
+        for path, what, on in asked
+        if on
+    ]
+
+
 def check_runtime(profile: Profile, src: Source) -> list[Problem]:
     plugin = runtimes.get(profile.runtime)
     if plugin is None:
@@ -225,7 +256,7 @@ def check_runtime(profile: Profile, src: Source) -> list[Problem]:
             )
         ]
     problems = [src.problem(path, message, code) for path, message, code in runtimes.checks(plugin, profile)]
-    problems += _foreign_fields(profile, src)
+    problems += _foreign_fields(profile, src) + _data_and_expert(profile, src)
     caps = runtimes.capabilities(profile)
     if profile.lws.startup_policy == "LeaderReady" and caps.leader_ready_needs_workers:
         problems.append(
@@ -295,6 +326,33 @@ def check_rules(profile: Profile, src: Source) -> list[Problem]:
     return [problem for rule in RULES for problem in rule(profile, src)]
 
 
+# security.allow*: what each opt-in gives away, said on every render.
+HOST_ACCESS = {
+    "allowHostNetwork": (
+        "allow_host_network",
+        "the GPU pods run in the node's network namespace: every port they open (the engines' unauthenticated "
+        "rendezvous and RPC ports too) is open on the node's addresses, and the NetworkPolicy no longer isolates them",
+    ),
+    "allowHostIPC": (
+        "allow_host_ipc",
+        "the GPU pods share the node's IPC namespace: any process on the node can read and write their shared memory",
+    ),
+    "allowPrivileged": (
+        "allow_privileged",
+        "the engine containers run privileged, with every device and capability of the node: a compromised engine "
+        "owns the node",
+    ),
+}
+
+
+def _host_access(profile: Profile, src: Source) -> list[Problem]:
+    return [
+        src.problem(("security", key), message, "host-access")
+        for key, (attribute, message) in HOST_ACCESS.items()
+        if getattr(profile.security, attribute)
+    ]
+
+
 def warnings(profile: Profile, src: Source) -> list[Problem]:
     """What is valid but emitted differently than asked, costly, or unlikely to fit, said out loud."""
     from lwsgen.check import sizing
@@ -302,6 +360,7 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
     out += versions.warnings(profile, src) + startup.download_warnings(profile, src)
     out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
+    out += _host_access(profile, src)
     too_small = sizing.fits_profile(profile)
     if too_small:
         field = ("model", "family") if profile.model.family else ("model", "params")

@@ -151,7 +151,14 @@ def sizing_table() -> str:
         for g in gpus:
             result = sizing.plan(m.params_b, m.dtype, sizing.GPUS[g], 8, m, 8192, 1)
             chosen = result.chosen
-            cells.append(f"{chosen.nodes} ({chosen.tensor}x{chosen.pipeline})" if chosen else "no")
+            shape = (
+                f"{chosen.data}dp+ep"
+                if chosen and chosen.data > 1
+                else f"{chosen.tensor}x{chosen.pipeline}"
+                if chosen
+                else ""
+            )
+            cells.append(f"{chosen.nodes} ({shape})" if chosen else "no")
         lines.append(f"| {name} ({m.dtype}) | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -21,7 +21,7 @@ def pods(result: Rendered) -> list[tuple[str, str, range, list[int]]]:
     for index in range(d.group_size):
         name = d.name + "-0" + (f"-{index}" if index else "")
         ranks = range(index * d.gpus_per_pod, (index + 1) * d.gpus_per_pod)
-        stages = sorted({rank // d.parallelism.tensor for rank in ranks})
+        stages = sorted({(rank // d.parallelism.tensor) % d.parallelism.pipeline for rank in ranks})
         out.append((name, "leader" if index == 0 else "worker", ranks, stages))
     return out
 

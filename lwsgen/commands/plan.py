@@ -26,14 +26,22 @@ def _inputs(args: Namespace) -> tuple[float, str, sizing.Gpu, sizing.Model | Non
     return params, dtype, g, m
 
 
-def _parallelism(runtime: str, tensor: int, pipeline: int) -> dict[str, int]:
+def _parallelism(runtime: str, layout: sizing.Layout) -> dict:
     """The layout as the runtime takes it: llama.cpp splits layers over every GPU of the group, a
     pipeline degree of the world size."""
     from lwsgen import runtimes
 
     if runtimes.get(runtime) is not None and not runtimes.newest_capabilities(runtime).tensor_splits_heads:
-        return {"pipeline": tensor * pipeline}
-    return {"tensor": tensor, "pipeline": pipeline}
+        return {"pipeline": layout.gpus}
+    return layout.parallelism
+
+
+def _moe_layouts(runtime: str | None) -> bool:
+    """Data and expert parallel layouts only for a runtime that has them (any, when none is named)."""
+    from lwsgen import runtimes
+
+    plugin = runtimes.get(runtime) if runtime else None
+    return runtime is None or bool(getattr(plugin, "DATA_AND_EXPERT", False))
 
 
 def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: sizing.Model | None, dtype: str) -> str:
@@ -49,7 +57,7 @@ def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: siz
         "runtime": args.runtime,
         "image": args.image,
         "model": model,
-        "parallelism": _parallelism(args.runtime, chosen.tensor, chosen.pipeline),
+        "parallelism": _parallelism(args.runtime, chosen),
         "node": {"gpus": args.gpus_per_node, "gpuProduct": g.product},
         "storage": {"claimName": "models", "mountPath": "/models", "readOnly": True},
         "service": {"type": "ClusterIP"},  # reachable in the cluster only until you choose how to expose it
@@ -67,10 +75,12 @@ def _text(args: Namespace, result: sizing.Plan, params: float, dtype: str) -> st
     for label, layout in (("plan", result.chosen), ("or", result.alternative)):
         if layout:
             mem = layout.memory
+            data = f"data {layout.data} x " if layout.data > 1 else ""
+            expert = " with expert parallelism" if layout.data > 1 else ""
             lines.append(
-                f"  {label}: {layout.nodes} node{'s' if layout.nodes > 1 else ''}, tensor {layout.tensor} x pipeline "
-                f"{layout.pipeline}"
-                f" = {layout.tensor * layout.pipeline} GPUs; per GPU {mem.weights:.1f} GB weights + "
+                f"  {label}: {layout.nodes} node{'s' if layout.nodes > 1 else ''}, {data}tensor {layout.tensor} x "
+                f"pipeline {layout.pipeline}{expert}"
+                f" = {layout.gpus} GPUs; per GPU {mem.weights:.1f} GB weights + "
                 f"{mem.kv_cache:.2f} GB KV cache"
                 f" + {mem.overhead:.1f} GB overhead of {mem.usable:.1f} GB usable ({mem.free:.1f} GB free)\n"
             )
@@ -80,7 +90,8 @@ def _text(args: Namespace, result: sizing.Plan, params: float, dtype: str) -> st
 
 def run(args: Namespace) -> tuple[str, bool]:
     params, dtype, g, m = _inputs(args)
-    result = sizing.plan(params, dtype, g, args.gpus_per_node, m, args.context, args.concurrency)
+    moe = _moe_layouts(args.runtime)
+    result = sizing.plan(params, dtype, g, args.gpus_per_node, m, args.context, args.concurrency, moe)
     if args.emit_profile:
         if not (args.runtime and args.image):
             raise PlanError("--emit-profile needs --runtime and --image") from ValueError()

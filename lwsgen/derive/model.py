@@ -70,6 +70,7 @@ class ContainerSecurity(Record):
     run_as_non_root: bool | None
     run_as_user: int | None
     read_only_root: bool | None = None
+    privileged: bool = False  # security.allowPrivileged; Kubernetes then requires privilege escalation allowed
 
 
 class PodSecurity(Record):
@@ -111,6 +112,9 @@ class Pod(Record):
     init_containers: tuple[Container, ...]
     containers: tuple[Container, ...]
     volumes: tuple[Volume, ...]
+    host_network: bool | None = None  # security.allowHostNetwork (with dns_policy ClusterFirstWithHostNet)
+    host_ipc: bool | None = None
+    dns_policy: str | None = None
 
 
 class Deployment(Record):

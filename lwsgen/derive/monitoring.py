@@ -12,7 +12,7 @@ from lwsgen import runtimes
 from lwsgen.check.profile import Profile
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
-from lwsgen.derive.naming import GROUP_INDEX_LABEL, LWS_NAME_LABEL, leader_selector
+from lwsgen.derive.naming import GROUP_INDEX_LABEL, LWS_NAME_LABEL, leader_selector, own_pods
 from lwsgen.records import Record
 from lwsgen.runtimes.base import Capabilities, RecordingRule
 
@@ -66,6 +66,7 @@ def _expr(rule: RecordingRule, namespace: str, name: str, model: str) -> str:
         rule.expr.replace("{sel_model}", ours[:-1] + f", model={json.dumps(model)}}}")
         .replace("{sel}", ours)
         .replace("{by}", ", ".join(RECORD_LABELS))
+        .replace("{lws}", name)
     )
 
 
@@ -156,7 +157,7 @@ def podmonitor(ctx: Context, kind) -> PodMonitor | None:
         return None
     return PodMonitor(
         ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
-        leader_selector(profile.name),
+        own_pods(profile.name) if caps.metrics_on_every_pod else leader_selector(profile.name),
         caps.metrics_port,
         caps.metrics_path,
         profile.monitoring.interval,

@@ -26,6 +26,7 @@ from lwsgen.runtimes.base import Port, Probes, literal
 SHM_VOLUME, MODEL_VOLUME = "dshm", "model"
 PULL_POLICY = "IfNotPresent"
 PROBE_PERIOD = 10
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"  # Multus: the pod's secondary networks
 INIT_USER = 65532  # small helper containers only copy a file: never root
 HELPER_RESOURCES = {"cpu": "100m", "memory": "64Mi"}
 
@@ -93,7 +94,8 @@ def container_security(profile: Profile, add: tuple[str, ...] | None = None) -> 
     """Every capability dropped; `add` (default: capabilities(profile)) kept; the profile's user."""
     user = profile.security.run_as_user
     kept = capabilities(profile) if add is None else add
-    return ContainerSecurity(("ALL",), kept or None, True if user else None, user or None)
+    privileged = profile.security.allow_privileged
+    return ContainerSecurity(("ALL",), kept or None, True if user else None, user or None, None, privileged)
 
 
 def helper_security() -> ContainerSecurity:
@@ -165,7 +167,13 @@ def pod(
         selector["node.kubernetes.io/instance-type"] = node.instance_type
     if on_gpu_node:
         selector.update(node.node_selector)
+    if on_gpu_node and node.networks:
+        annotations = {**(annotations or {}), NETWORKS_ANNOTATION: ",".join(node.networks)}
+    host = profile.security
     return Pod(
+        host_network=True if on_gpu_node and host.allow_host_network else None,
+        dns_policy="ClusterFirstWithHostNet" if on_gpu_node and host.allow_host_network else None,
+        host_ipc=True if on_gpu_node and host.allow_host_ipc else None,
         labels=labels,
         annotations=annotations or None,
         scheduler_name=placement.scheduler_name if on_gpu_node else None,

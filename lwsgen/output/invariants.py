@@ -43,7 +43,8 @@ def _world_in_args(container: dict[str, Any]) -> int | None:
     if tensor is None or not tensor.isdigit():
         return None
     pipeline = _flag(args, PIPELINE_FLAGS) or "1"
-    return int(tensor) * int(pipeline) if pipeline.isdigit() else None
+    data = _flag(args, ("--data-parallel-size",)) or "1"  # vLLM's: one engine per rank (SGLang's dp divides tp)
+    return int(tensor) * int(pipeline) * int(data) if pipeline.isdigit() and data.isdigit() else None
 
 
 def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> Iterator[OutputError]:
@@ -57,7 +58,7 @@ def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> I
             ("spec", "leaderWorkerTemplate", "size"),
             (
                 f"size {size} x {gpus} GPUs per pod is {size * gpus} GPUs, but the engine arguments ask for a world "
-                f"size of {world} (tensor x pipeline): change both together, from the profile"
+                f"size of {world} (data x tensor x pipeline): change both together, from the profile"
             ),
         )
     if lws["metadata"]["name"] in scaled and "replicas" in lws["spec"]:

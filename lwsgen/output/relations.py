@@ -81,13 +81,38 @@ def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any
             )
 
 
+def _leader_ports(lws: dict[str, Any]) -> set[str]:
+    return {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
+
+
+def _worker_ports(lws: dict[str, Any]) -> set[str]:
+    return {
+        p.get("name")
+        for c in _containers(lws["spec"]["leaderWorkerTemplate"]["workerTemplate"])
+        for p in c.get("ports", [])
+    }
+
+
 def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     selector = monitor["spec"]["selector"].get("matchLabels", {})
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
-    if lws is None or selector.get(WORKER_INDEX_LABEL) != "0" or len(monitor["spec"]["selector"]) != 1:
+    endpoints = [e["port"] for e in monitor["spec"]["podMetricsEndpoints"]]
+    # every pod of the group, where the workers serve a metrics port too (SGLang's data-parallel attention);
+    # a port that is nowhere is reported as such below
+    every_pod = (
+        lws is not None
+        and WORKER_INDEX_LABEL not in selector
+        and bool(set(endpoints) & _worker_ports(lws) or set(endpoints) - _leader_ports(lws))
+    )
+    if (
+        lws is None
+        or not (selector.get(WORKER_INDEX_LABEL) == "0" or every_pod)
+        or len(monitor["spec"]["selector"]) != 1
+    ):
         yield (
             ("spec", "selector"),
-            f'must match exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0"',
+            f'must match exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0" '
+            "(or only the first, where the worker pods serve the metrics port too)",
         )
         return
     own = monitor["metadata"].get("namespace")
@@ -104,6 +129,12 @@ def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, 
             yield (
                 ("spec", "podMetricsEndpoints", index, "port"),
                 f"{endpoint['port']!r} is not a named port of the leader container",
+            )
+        elif every_pod and endpoint["port"] not in _worker_ports(lws):
+            yield (
+                ("spec", "podMetricsEndpoints", index, "port"),
+                f"{endpoint['port']!r} is not a named port of the worker container, and this PodMonitor selects "
+                "every pod of the group",
             )
 
 

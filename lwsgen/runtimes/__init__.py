@@ -1,5 +1,5 @@
 """The runtime registry: every runtime is a module with NAME, ENGINE (its version table,
-versions.py), capabilities(version) and parts(profile), and optionally check(profile) for rules of
+versions.py), capabilities(version, profile or None) and parts(profile), and optionally check(profile) for rules of
 its own; parts and check take the typed Profile (check/profile.py)."""
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ def engine_version(profile) -> versions.EngineVersion:
 
 def capabilities(profile) -> Capabilities:
     """The runtime's facts for the engine version the profile runs."""
-    return REGISTRY[profile.runtime].capabilities(engine_version(profile))
+    return REGISTRY[profile.runtime].capabilities(engine_version(profile), profile)
 
 
 def newest_capabilities(name: str) -> Capabilities:
     """The runtime's facts at the newest engine version lwsgen checked (docs, cross-runtime lists)."""
     plugin = REGISTRY[name]
-    return plugin.capabilities(versions.EngineVersion(plugin.ENGINE, plugin.ENGINE.checked, "assumed"))
+    return plugin.capabilities(versions.EngineVersion(plugin.ENGINE, plugin.ENGINE.checked, "assumed"), None)
 
 
 def served_name(profile) -> str:

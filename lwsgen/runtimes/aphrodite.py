@@ -82,7 +82,7 @@ CURRENT, BEFORE_0_9 = _capabilities("aphrodite:kv_cache_usage_perc"), _capabilit
 PROBES = Probes(port="http", startup_path="/health", readiness_path="/health")
 
 
-def capabilities(version: versions.EngineVersion) -> Capabilities:
+def capabilities(version: versions.EngineVersion, profile: Profile | None = None) -> Capabilities:
     return CURRENT if version.has("kv-cache-usage-perc") else BEFORE_0_9
 
 

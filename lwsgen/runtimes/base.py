@@ -52,6 +52,9 @@ class Capabilities(Record):
     image_has_pytorch: bool = True
     # Named leader port and path Prometheus scrapes, when there are metrics.
     metrics_port: str = "http"
+    # Every pod of a group exposes metrics (not only the leader): the PodMonitor scrapes them all
+    # and the records sum each group onto its leader pod (per_group_rule).
+    metrics_on_every_pod: bool = False
     metrics_path: str = "/metrics"
     # Recording rules over those metrics; each may serve one autoscaling.metric.
     rules: tuple[RecordingRule, ...] = ()
@@ -134,6 +137,16 @@ def per_pod_rule(function: str, metric: str, autoscaling: str | None = None) -> 
     leader pod of this LeaderWorkerSet (the record name follows Prometheus' level:metric:operation)."""
     record = f"namespace_pod:{metric.replace(':', '_')}:{function}"
     return RecordingRule(record, f"{function} by ({{by}}) ({metric}{{sel}})", autoscaling)
+
+
+def per_group_rule(function: str, metric: str, autoscaling: str | None = None) -> RecordingRule:
+    """As per_pod_rule, over every pod of each group, recorded onto the group's leader pod
+    ({lws}-<group index>, the name LeaderWorkerSet gives it)."""
+    record = f"namespace_pod:{metric.replace(':', '_')}:{function}"
+    on_leader = (
+        f'label_replace({metric}{{sel}}, "pod", "{{lws}}-$1", "leaderworkerset_sigs_k8s_io_group_index", "(.+)")'
+    )
+    return RecordingRule(record, f"{function} by ({{by}}) ({on_leader})", autoscaling)
 
 
 def rate_per_pod(metric: str, window: str = "1m", *, served_model_only: bool = False) -> str:

@@ -154,7 +154,9 @@ def _serve(family: VllmFamily, profile: Profile) -> tuple[str, ...]:
     return (family.cli, "serve", model_path(profile))
 
 
-def vllm_family_on_ray(profile: Profile, family: VllmFamily, port: int, probes: Probes) -> RuntimeParts:
+def vllm_family_on_ray(
+    profile: Profile, family: VllmFamily, port: int, probes: Probes, moe: tuple[str, ...] = (), env=()
+) -> RuntimeParts:
     """The leader serves with --distributed-executor-backend ray over a Ray cluster of the group."""
     serve = (
         *_serve(family, profile),
@@ -167,12 +169,78 @@ def vllm_family_on_ray(profile: Profile, family: VllmFamily, port: int, probes: 
         *_engine_args(profile),
         "--distributed-executor-backend",
         "ray",
+        *moe,
         *extra_args(profile),
     )
-    return ray_group(profile, serve, port, probes)
+    parts = ray_group(profile, serve, port, probes)
+    return parts._replace(leader=parts.leader._replace(env=(*parts.leader.env, *env)))
 
 
-def vllm_family_native(profile: Profile, family: VllmFamily, port: int, probes: Probes) -> RuntimeParts:
+DP_RPC_PORT = 29550  # vLLM's default --data-parallel-rpc-port (vllm/config/parallel.py@v0.33.0 line 161)
+# The data-parallel flags lwsgen derives for vLLM.
+VLLM_DATA_FLAGS = (
+    "--data-parallel-size",
+    "-dp",
+    "--data-parallel-size-local",
+    "-dpl",
+    "--data-parallel-address",
+    "-dpa",
+    "--data-parallel-rpc-port",
+    "-dpp",
+    "--data-parallel-start-rank",
+    "-dpr",
+    "--enable-expert-parallel",
+    "--all2all-backend",
+)
+
+
+def vllm_data_parallel(
+    profile: Profile, family: VllmFamily, port: int, probes: Probes, moe: tuple[str, ...], env: tuple[EnvVar, ...]
+) -> RuntimeParts:
+    """vLLM's multi-node data parallelism as its docs deploy it: every pod runs its share of the
+    data-parallel ranks (--data-parallel-size-local, each rank tensor x pipeline GPUs of the pod);
+    the leader serves the API for them all and coordinates on --data-parallel-rpc-port, the workers
+    run --headless from their first rank (--data-parallel-start-rank, worker index x ranks per pod,
+    which the launch script appends: the kubelet cannot multiply)."""
+    par = profile.parallelism
+    local = profile.gpus_per_pod // (par.tensor * par.pipeline)
+    node = (
+        *_serve(family, profile),
+        "--served-model-name",
+        served_name(profile),
+        *_engine_args(profile),
+        "--data-parallel-size",
+        str(par.data),
+        "--data-parallel-size-local",
+        str(local),
+        "--data-parallel-address",
+        "$(LWS_LEADER_ADDRESS)",
+        "--data-parallel-rpc-port",
+        str(DP_RPC_PORT),
+        *moe,
+    )
+    leader = (*node, "--host", "0.0.0.0", "--port", str(port), *extra_args(profile))
+    worker = (*node, "--headless", *extra_args(profile))
+    parts = dial_leader(
+        profile,
+        leader,
+        worker,
+        leader_ports=(Port("http", port), Port("dp-rpc", DP_RPC_PORT)),
+        probes=probes,
+        rendezvous_port=DP_RPC_PORT,
+        beacon_port=BEACON_PORT,
+    )
+    own = (field_env(family.host_ip_env, "status.podIP"), *env)
+    ranks = plain_env("LWSGEN_DP_RANKS_PER_POD", local)
+    return parts._replace(
+        leader=parts.leader._replace(env=(*parts.leader.env, *own)),
+        worker=parts.worker._replace(env=(*parts.worker.env, *own, ranks)),
+    )
+
+
+def vllm_family_native(
+    profile: Profile, family: VllmFamily, port: int, probes: Probes, moe: tuple[str, ...] = (), env=()
+) -> RuntimeParts:
     """Every pod runs the engine's serve command as one node of --nnodes: the leader (node rank 0)
     serves the API and hosts the torch.distributed store on --master-port; the others run
     --headless. The leader waits for its workers' names and each worker for the master port."""
@@ -186,7 +254,7 @@ def vllm_family_native(profile: Profile, family: VllmFamily, port: int, probes: 
         "--master-port",
         str(MASTER_PORT),
     )
-    node = (*_serve(family, profile), "--served-model-name", served_name(profile), *_engine_args(profile), *group)
+    node = (*_serve(family, profile), "--served-model-name", served_name(profile), *_engine_args(profile), *group, *moe)
     leader = (*node, "--host", "0.0.0.0", "--port", str(port), *extra_args(profile))
     worker = (*node, "--headless", *extra_args(profile))
     parts = dial_leader(
@@ -198,10 +266,10 @@ def vllm_family_native(profile: Profile, family: VllmFamily, port: int, probes: 
         rendezvous_port=MASTER_PORT,
         beacon_port=BEACON_PORT,
     )
-    own_ip = field_env(family.host_ip_env, "status.podIP")
+    own = (field_env(family.host_ip_env, "status.podIP"), *env)
     return parts._replace(
-        leader=parts.leader._replace(env=(*parts.leader.env, own_ip)),
-        worker=parts.worker._replace(env=(*parts.worker.env, own_ip)),
+        leader=parts.leader._replace(env=(*parts.leader.env, *own)),
+        worker=parts.worker._replace(env=(*parts.worker.env, *own)),
     )
 
 

@@ -12,6 +12,16 @@ torch.distributed. A lost peer fails the others through SGLang itself: its sched
 across the group on every loop iteration, and a broken connection ends the process. Metrics are
 on the serving port (`sglang:num_queue_reqs`, `sglang:num_running_reqs`, `sglang:token_usage`).
 
+Data and expert parallelism: `parallelism.data` > 1 is SGLang's data-parallel attention inside one
+tensor-parallel group of data x tensor GPUs: `--tp-size <data x tensor>` with `--attn-dp-size
+<data>` from 0.5.22 (`--enable-dp-attention --dp-size <data>` before); `parallelism.expert` adds
+`--ep-size` of the same size, `parallelism.allToAll` DeepEP (`--moe-a2a-backend deepep`, from
+0.4.10.post2; `--enable-deepep-moe` before; `--deepep-mode normal|low_latency|auto`). Under
+data-parallel attention every node's schedulers report their own queue: from 0.4.10 the workers
+also get `--host 0.0.0.0 --port 30000 --enable-metrics` (their placeholder server serves
+`/metrics`), the PodMonitor scrapes every pod of the LeaderWorkerSet, and each record sums a group
+onto its leader pod (`label_replace` of the pod label), which the autoscaler reads.
+
 Probes, by version (only node rank 0 serves; the other ranks' placeholder server has no engine
 behind it, so only the leader is probed): `/ready` from 0.5.20, which answers at once whether the
 engine takes requests; before it, `/health`, which from 0.4.10.post2 runs a one-token generation
@@ -30,12 +40,14 @@ from lwsgen.runtimes.base import (
     RuntimeParts,
     extra_args,
     model_path,
+    per_group_rule,
     per_pod_rule,
     served_name,
 )
 from lwsgen.runtimes.versions import Since
 
 NAME = "sglang"
+DATA_AND_EXPERT = True  # parallelism.data and parallelism.expert are derived for SGLang
 SERVING_PORT = 30000
 DIST_INIT_PORT = 20000
 # SGLANG_HEALTH_CHECK_TIMEOUT's default (http_server.py, 0.4.6.post1 line 143 to 0.5.23 line 218),
@@ -57,10 +69,30 @@ ENGINE = versions.Engine(
             "pipeline parallelism, --pp-size",
         ),
         Since(
+            "worker-metrics",
+            "0.4.10",
+            "python/sglang/srt/utils.py@v0.4.10 launch_dummy_health_check_server(..., enable_metrics): the other "
+            "nodes serve /metrics with --enable-metrics; scheduler metrics labelled dp_rank",
+            "every node of the group serves its schedulers' metrics on its --host/--port",
+        ),
+        Since(
+            "moe-a2a-backend",
+            "0.4.10.post2",
+            "python/sglang/srt/server_args.py@v0.4.10.post2 lines 1383-1389 (--enable-deepep-moe deprecated there)",
+            "--moe-a2a-backend deepep (--enable-deepep-moe before)",
+        ),
+        Since(
             "health-generates",
             "0.4.10.post2",
             "PR #8444; python/sglang/srt/entrypoints/http_server.py@v0.4.10.post2 lines 233-300",
             "/health runs a one-token generation, up to SGLANG_HEALTH_CHECK_TIMEOUT (20 s)",
+        ),
+        Since(
+            "attn-dp-size",
+            "0.5.22",
+            "python/sglang/srt/arg_groups/fields/parallel.py@v0.5.22 lines 81-90; --enable-dp-attention deprecated, "
+            "server_args.py@v0.5.22 lines 418-423",
+            "data-parallel attention as --attn-dp-size (--enable-dp-attention --dp-size before)",
         ),
         Since(
             "ready-endpoint",
@@ -79,6 +111,18 @@ CAPABILITIES = Capabilities(
         "--tp-size",
         "--pp-size",
         "--pipeline-parallel-size",
+        "--dp",
+        "--dp-size",
+        "--data-parallel-size",
+        "--enable-dp-attention",
+        "--attn-dp-size",
+        "--attention-data-parallel-size",
+        "--ep",
+        "--ep-size",
+        "--expert-parallel-size",
+        "--moe-a2a-backend",
+        "--enable-deepep-moe",
+        "--deepep-mode",
         "--dist-init-addr",
         "--nnodes",
         "--node-rank",
@@ -103,17 +147,58 @@ CAPABILITIES = Capabilities(
 )
 
 
-def capabilities(version: versions.EngineVersion) -> Capabilities:
-    return CAPABILITIES
+# Under data-parallel attention each node's schedulers report their own queue (labelled dp_rank):
+# every pod is scraped and each group summed onto its leader.
+EVERY_POD = CAPABILITIES._replace(
+    metrics_on_every_pod=True,
+    rules=(
+        per_group_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length"),
+        per_group_rule("sum", "sglang:num_running_reqs"),
+        per_group_rule("max", "sglang:token_usage", autoscaling="kv-cache-usage"),
+    ),
+)
+
+
+def metrics_on_every_pod(profile: Profile, version: versions.EngineVersion) -> bool:
+    return profile.parallelism.data > 1 and profile.group_size > 1 and version.has("worker-metrics")
+
+
+def capabilities(version: versions.EngineVersion, profile: Profile | None = None) -> Capabilities:
+    return EVERY_POD if profile is not None and metrics_on_every_pod(profile, version) else CAPABILITIES
 
 
 def check(profile: Profile) -> list[tuple[tuple, str, str]]:
-    version = versions.of(profile, ENGINE)
-    if profile.parallelism.pipeline > 1:
-        problem = version.needs("pp-size", f"parallelism.pipeline {profile.parallelism.pipeline}")
+    version, par = versions.of(profile, ENGINE), profile.parallelism
+    if par.pipeline > 1:
+        problem = version.needs("pp-size", f"parallelism.pipeline {par.pipeline}")
         if problem:
             return [(("parallelism", "pipeline"), problem, "needs-newer-engine")]
+    if par.data > 1 and par.all_to_all == "deepep-auto" and not version.has("moe-a2a-backend"):
+        # server_args.py@v0.4.6.post1 lines 309-318: "DeepEP MoE `auto` mode is not supported with DP Attention."
+        problem = version.needs("moe-a2a-backend", "allToAll deepep-auto with data-parallel attention")
+        return [(("parallelism", "allToAll"), problem, "needs-newer-engine")]
     return []
+
+
+def parallel_flags(profile: Profile) -> tuple[str, ...]:
+    """SGLang's parallelism: one tensor-parallel group of data x tensor GPUs per pipeline stage,
+    data-parallel attention inside it, experts over the world."""
+    version, par = versions.of(profile, ENGINE), profile.parallelism
+    flags = ["--tp-size", str(par.data * par.tensor)]
+    if par.pipeline > 1:
+        flags += ["--pp-size", str(par.pipeline)]
+    if par.data > 1:
+        if version.has("attn-dp-size"):
+            flags += ["--attn-dp-size", str(par.data)]
+        else:
+            flags += ["--enable-dp-attention", "--dp-size", str(par.data)]
+    if par.expert:
+        flags += ["--ep-size", str(par.data * par.tensor)]
+    if par.all_to_all != "default":
+        mode = {"deepep-high-throughput": "normal", "deepep-low-latency": "low_latency", "deepep-auto": "auto"}
+        backend = ["--moe-a2a-backend", "deepep"] if version.has("moe-a2a-backend") else ["--enable-deepep-moe"]
+        flags += [*backend, "--deepep-mode", mode[par.all_to_all]]
+    return tuple(flags)
 
 
 def probes(version: versions.EngineVersion) -> Probes:
@@ -125,7 +210,6 @@ def probes(version: versions.EngineVersion) -> Probes:
 
 def node_command(profile: Profile) -> tuple[str, ...]:
     """What every pod of the group runs."""
-    pipeline = ("--pp-size", str(profile.parallelism.pipeline)) if profile.parallelism.pipeline > 1 else ()
     return (
         "python3",
         "-m",
@@ -135,9 +219,7 @@ def node_command(profile: Profile) -> tuple[str, ...]:
         "--served-model-name",
         served_name(profile),
         # --tp-size itself: --tp works only as argparse's prefix of it (server_args.py has no --tp)
-        "--tp-size",
-        str(profile.parallelism.tensor),
-        *pipeline,
+        *parallel_flags(profile),
         "--dist-init-addr",
         f"$(LWS_LEADER_ADDRESS):{DIST_INIT_PORT}",
         "--nnodes",
@@ -148,14 +230,21 @@ def node_command(profile: Profile) -> tuple[str, ...]:
 
 
 def parts(profile: Profile) -> RuntimeParts:
-    node = node_command(profile)
+    node, version = node_command(profile), versions.of(profile, ENGINE)
     metrics = ("--enable-metrics",) if profile.monitoring.enabled else ()
-    leader = (*node, "--host", "0.0.0.0", "--port", str(SERVING_PORT), *metrics, *extra_args(profile))
-    return launchers.dial_leader(
+    serve = ("--host", "0.0.0.0", "--port", str(SERVING_PORT))
+    leader = (*node, *serve, *metrics, *extra_args(profile))
+    # the other nodes' placeholder server (node rank > 0) serves their schedulers' metrics too
+    everywhere = profile.monitoring.enabled and metrics_on_every_pod(profile, version)
+    worker = (*node, *serve, *metrics, *extra_args(profile)) if everywhere else (*node, *extra_args(profile))
+    parts = launchers.dial_leader(
         profile,
         leader,
-        (*node, *extra_args(profile)),
+        worker,
         leader_ports=(Port("http", SERVING_PORT), Port("dist-init", DIST_INIT_PORT)),
-        probes=probes(versions.of(profile, ENGINE)),
+        probes=probes(version),
         rendezvous_port=DIST_INIT_PORT,
     )
+    if everywhere:
+        parts = parts._replace(worker=parts.worker._replace(ports=(Port("http", SERVING_PORT),)))
+    return parts

@@ -121,7 +121,7 @@ CAPABILITIES = Capabilities(
 )
 
 
-def capabilities(version: versions.EngineVersion) -> Capabilities:
+def capabilities(version: versions.EngineVersion, profile: Profile | None = None) -> Capabilities:
     return CAPABILITIES
 
 

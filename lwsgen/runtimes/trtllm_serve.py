@@ -120,7 +120,7 @@ BASE = Capabilities(
 )
 
 
-def capabilities(version: versions.EngineVersion) -> Capabilities:
+def capabilities(version: versions.EngineVersion, profile: Profile | None = None) -> Capabilities:
     if not version.has("prometheus-metrics"):
         return BASE
     series = ("request_success_total", "request_queue_time_seconds_sum", "request_queue_time_seconds_count")

@@ -23,6 +23,18 @@ Launch (`launch.mode`; the default is `native` from vLLM 0.11.1, `ray` before it
   polls and exits 1, so the group is recreated instead of serving on fewer nodes. An image
   without Ray fails at once with that sentence.
 
+Data and expert parallelism (`parallelism.data` > 1, from vLLM 0.9.0), as vLLM's data- and
+expert-parallel guides deploy it: every pod runs `vllm serve` with `--data-parallel-size <data>
+--data-parallel-size-local <ranks per pod> --data-parallel-address $(LWS_LEADER_ADDRESS)
+--data-parallel-rpc-port 29550` and `--tensor-parallel-size <tensor>` inside each rank (each rank
+within one pod); the leader serves the API for every engine, the workers run `--headless` from
+`--data-parallel-start-rank` (worker index x ranks per pod, appended by the launch script). The
+same beacon watch recreates the group when a pod is lost. `parallelism.expert` adds
+`--enable-expert-parallel` (experts over data x tensor GPUs); `parallelism.allToAll` the DeepEP
+kernels, `--all2all-backend` from 0.11.1, `VLLM_ALL2ALL_BACKEND` from 0.9.1. Only the leader serves
+HTTP and `/metrics` under data parallelism, with one series per engine (label `engine`): the
+records sum (or take the max of) them per leader pod.
+
 Metrics are on the serving port: `vllm:num_requests_waiting`, `vllm:num_requests_running`, and the
 KV-cache usage, `vllm:kv_cache_usage_perc` from 0.9.2 (`vllm:gpu_cache_usage_perc` before it; that
 name is hidden from 0.11.0 and gone in 0.12.0). `model.path` is a hub id or a weights directory.
@@ -32,10 +44,11 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers, versions
-from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, per_pod_rule
+from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, per_pod_rule, plain_env
 from lwsgen.runtimes.versions import Since
 
 NAME = "vllm"
+DATA_AND_EXPERT = True  # parallelism.data and parallelism.expert are derived for vLLM
 SERVING_PORT = 8080
 LAUNCH_MODES = ("native", "ray")
 FAMILY = launchers.VllmFamily(cli="vllm", module=None, host_ip_env="VLLM_HOST_IP")
@@ -62,6 +75,26 @@ ENGINE = versions.Engine(
             "the KV-cache usage gauge is vllm:kv_cache_usage_perc (vllm:gpu_cache_usage_perc before)",
         ),
         Since(
+            "data-parallel-multi-node",
+            "0.9.0",
+            "vllm/engine/arg_utils.py@v0.9.0 lines 606-620 (--data-parallel-size-local, -address, -rpc-port), "
+            "vllm/entrypoints/cli/serve.py@v0.9.0 lines 60-71 (--headless, --data-parallel-start-rank)",
+            "data parallelism across nodes: the head serves, the others run --headless from their start rank",
+        ),
+        Since(
+            "deepep-all2all",
+            "0.9.1",
+            "vllm/envs.py@v0.9.1 lines 843-850 (VLLM_ALL2ALL_BACKEND deepep_high_throughput, deepep_low_latency)",
+            "DeepEP all-to-all kernels for expert parallelism, through VLLM_ALL2ALL_BACKEND",
+        ),
+        Since(
+            "all2all-flag",
+            "0.11.1",
+            "vllm/engine/arg_utils.py@v0.11.1 lines 827-828; the VLLM_ALL2ALL_BACKEND variable is deprecated "
+            "there (vllm/config/parallel.py@v0.11.1 lines 466-474) and gone in 0.16.0",
+            "--all2all-backend",
+        ),
+        Since(
             "native-multi-node",
             "0.11.1",
             "PR #23691; vllm/engine/arg_utils.py@v0.11.1 lines 757-760, vllm/entrypoints/cli/serve.py@v0.11.1 "
@@ -74,7 +107,7 @@ ENGINE = versions.Engine(
 
 def _rules(kv_metric: str) -> Capabilities:
     return Capabilities(
-        derived_flags=launchers.VLLM_FAMILY_FLAGS,
+        derived_flags=(*launchers.VLLM_FAMILY_FLAGS, *launchers.VLLM_DATA_FLAGS),
         serving_port=SERVING_PORT,
         pipeline_parallel=True,
         metrics=("vllm:num_requests_waiting", "vllm:num_requests_running", kv_metric),
@@ -94,7 +127,7 @@ def _rules(kv_metric: str) -> Capabilities:
 CURRENT, BEFORE_0_9_2 = _rules("vllm:kv_cache_usage_perc"), _rules("vllm:gpu_cache_usage_perc")
 
 
-def capabilities(version: versions.EngineVersion) -> Capabilities:
+def capabilities(version: versions.EngineVersion, profile: Profile | None = None) -> Capabilities:
     return CURRENT if version.has("kv-cache-usage-perc") else BEFORE_0_9_2
 
 
@@ -106,17 +139,66 @@ def mode(profile: Profile) -> str:
 
 
 def check(profile: Profile) -> list[tuple[tuple, str, str]]:
-    if profile.launch.mode == "native":
-        problem = versions.of(profile, ENGINE).needs("native-multi-node", "launch.mode native")
+    version, par = versions.of(profile, ENGINE), profile.parallelism
+    out = []
+    if profile.launch.mode == "native" and par.data == 1:
+        problem = version.needs("native-multi-node", "launch.mode native")
         if problem:
-            return [(("launch", "mode"), problem, "needs-newer-engine")]
-    return []
+            out.append((("launch", "mode"), problem, "needs-newer-engine"))
+    if par.data > 1:
+        out += _data_parallel_problems(profile, version)
+    if par.all_to_all == "deepep-auto":
+        out.append(
+            (
+                ("parallelism", "allToAll"),
+                "vLLM has no automatic DeepEP mode; use deepep-high-throughput or deepep-low-latency",
+                "not-supported",
+            )
+        )
+    elif par.all_to_all != "default":
+        problem = version.needs("deepep-all2all", f"allToAll {par.all_to_all}")
+        if problem:
+            out.append((("parallelism", "allToAll"), problem, "needs-newer-engine"))
+    return out
+
+
+def _data_parallel_problems(profile: Profile, version: versions.EngineVersion) -> list[tuple[tuple, str, str]]:
+    par, out = profile.parallelism, []
+    problem = version.needs("data-parallel-multi-node", f"parallelism.data {par.data}")
+    if problem:
+        out.append((("parallelism", "data"), problem, "needs-newer-engine"))
+    if profile.launch.mode == "ray":
+        message = "data parallelism runs vLLM's own engines on every pod, not a Ray cluster: leave launch.mode out"
+        out.append((("launch", "mode"), message, "not-supported"))
+    per_rank = par.tensor * par.pipeline
+    if profile.gpus_per_pod % per_rank:
+        message = (
+            f"each data-parallel rank takes tensor x pipeline = {per_rank} GPUs of one pod, which do not divide the "
+            f"pod's {profile.gpus_per_pod}: use a tensor size that divides node.gpus ({profile.node.gpus})"
+        )
+        out.append((("parallelism", "tensor"), message, "not-divisible"))
+    return out
+
+
+def moe(profile: Profile) -> tuple[tuple[str, ...], tuple]:
+    """The expert-parallel flags, and the environment an older vLLM takes its all-to-all from."""
+    par = profile.parallelism
+    flags: tuple[str, ...] = ("--enable-expert-parallel",) if par.expert else ()
+    if par.all_to_all == "default":
+        return flags, ()
+    backend = par.all_to_all.replace("-", "_")  # deepep_high_throughput, deepep_low_latency
+    if versions.of(profile, ENGINE).has("all2all-flag"):
+        return (*flags, "--all2all-backend", backend), ()
+    return flags, (plain_env("VLLM_ALL2ALL_BACKEND", backend),)
 
 
 PROBES = Probes(port="http", startup_path="/health", readiness_path="/health")
 
 
 def parts(profile: Profile) -> RuntimeParts:
+    flags, env = moe(profile)
+    if profile.parallelism.data > 1:
+        return launchers.vllm_data_parallel(profile, FAMILY, SERVING_PORT, PROBES, flags, env)
     if mode(profile) == "native":
-        return launchers.vllm_family_native(profile, FAMILY, SERVING_PORT, PROBES)
-    return launchers.vllm_family_on_ray(profile, FAMILY, SERVING_PORT, PROBES)
+        return launchers.vllm_family_native(profile, FAMILY, SERVING_PORT, PROBES, flags, env)
+    return launchers.vllm_family_on_ray(profile, FAMILY, SERVING_PORT, PROBES, flags, env)

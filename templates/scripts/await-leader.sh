@@ -51,6 +51,10 @@ else
   [ -z "${LWSGEN_BEACON_PORT:-}" ] || beacon
   wait_until leader_answers
 fi
+if [ "$LWSGEN_ROLE" = worker ] && [ -n "${LWSGEN_DP_RANKS_PER_POD:-}" ]; then
+  # vLLM data parallelism: this pod's first rank, from its index (the kubelet cannot multiply)
+  set -- "$@" --data-parallel-start-rank "$((LWS_WORKER_INDEX * LWSGEN_DP_RANKS_PER_POD))"
+fi
 log "starting: $*"
 if [ -n "${LWSGEN_API_KEY_FLAG:-}" ]; then
   # service.apiKeySecret for an engine that takes its key only as a flag: appended here, unlogged.

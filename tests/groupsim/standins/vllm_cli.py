@@ -22,10 +22,19 @@ def main() -> int:
         return ray_engine.main(program)
     nnodes, rank = int(standin.flag("--nnodes", "1")), int(standin.flag("--node-rank", "0"))
     headless = "--headless" in sys.argv
+    data = int(standin.flag("--data-parallel-size", "1"))
+    if data > 1:
+        # data parallelism across nodes: each pod its --data-parallel-size-local engines from its
+        # start rank, coordinated at --data-parallel-address:--data-parallel-rpc-port (one process per pod here)
+        local = int(standin.flag("--data-parallel-size-local", str(data)))
+        start = int(standin.flag("--data-parallel-start-rank", "0"))
+        nnodes, rank = data // local, start // local
+        address = f"{standin.flag('--data-parallel-address')}:{standin.flag('--data-parallel-rpc-port', '29550')}"
+    else:
+        address = f"{standin.flag('--master-addr')}:{standin.flag('--master-port', '29501')}"
     if nnodes > 1:
         import torch.distributed as dist
 
-        address = f"{standin.flag('--master-addr')}:{standin.flag('--master-port', '29501')}"
         standin.log(program, f"node {rank} of {nnodes}: rendezvous at {address}")
         dist.init_process_group(
             "gloo", init_method=f"tcp://{address}", world_size=nnodes, rank=rank, timeout=datetime.timedelta(seconds=60)
@@ -33,7 +42,8 @@ def main() -> int:
         world = dist.get_world_size()
     else:
         world = 1
-    standin.record(program, model=sys.argv[2], world=world, rank=rank, headless=headless)
+    ranks = list(range(rank * (data // nnodes), (rank + 1) * (data // nnodes))) if data > 1 else None
+    standin.record(program, model=sys.argv[2], world=world, rank=rank, headless=headless, dp_ranks=ranks)
     if not headless:
         standin.serve(int(standin.flag("--port", "8000")))
     standin.block()

@@ -20,7 +20,7 @@ def main() -> int:
         "gloo", init_method=f"tcp://{address}", world_size=nnodes, rank=rank, timeout=datetime.timedelta(seconds=60)
     )
     standin.record("sglang", world=dist.get_world_size(), rank=dist.get_rank())
-    if rank == 0:
+    if rank == 0 or standin.flag("--port"):  # other nodes: SGLang's placeholder server, where given a port
         standin.serve(int(standin.flag("--port", "30000")))
     tick = torch.zeros(1)
     while True:
