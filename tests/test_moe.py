@@ -173,3 +173,17 @@ def test_host_access_only_when_the_profile_allows_it_and_said_each_time(render, 
         "security.allowPrivileged",
     }
     assert any("the NetworkPolicy no longer isolates them" in w for w in warnings)
+
+
+def test_a_data_degree_that_does_not_fill_whole_nodes_suggests_data_degrees_that_do(said):
+    errors, _ = said(merged(VLLM, **{"parallelism.data": 12}))
+    [error] = [e for e in errors if "not a multiple of node.gpus" in e]
+    assert error.startswith("parallelism.data: world size 12 (data 12 x tensor 1 x pipeline 1)")
+    assert "data 8 (1 node of 8 GPUs); data 16 (2 nodes of 8 GPUs)" in error
+
+
+def test_deepep_across_nodes_without_rdma_is_said(said):
+    deepep = merged(VLLM, **{"parallelism.allToAll": "deepep-low-latency"})
+    assert any(w.startswith("parallelism.allToAll: DeepEP moves") for w in said(deepep)[1])
+    with_rdma = merged(deepep, **{"node.rdmaResource": {"rdma/ib": 8}})
+    assert not any(w.startswith("parallelism.allToAll") for w in said(with_rdma)[1])

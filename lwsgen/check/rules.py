@@ -26,12 +26,16 @@ RESERVED_ENV = (
 Rule = Callable[[Profile, Source], list[Problem]]
 
 
-def _layouts(world: int, gpus: int) -> list[str]:
-    """Nearby layouts that divide evenly: same GPUs per node with a rounded world size, or fewer GPUs per node."""
+def _layouts(world: int, gpus: int, per_rank: int = 0) -> list[str]:
+    """Nearby layouts that divide evenly: same GPUs per node with a rounded world size, or fewer GPUs
+    per node. With data parallelism (per_rank: tensor x pipeline GPUs of each rank), a rounded data degree."""
     below, above = (world // gpus) * gpus, (world // gpus + 1) * gpus
     out = []
     for total in (below, above):
-        if total:
+        if total and per_rank and total % per_rank == 0:
+            nodes = total // gpus
+            out.append(f"data {total // per_rank} ({nodes} node{'s' if nodes > 1 else ''} of {gpus} GPUs)")
+        elif total and not per_rank:
             nodes = total // gpus
             out.append(f"tensor {gpus} x pipeline {nodes} ({nodes} node{'s' if nodes > 1 else ''} of {gpus} GPUs)")
     for per_node in range(gpus - 1, 0, -1):
@@ -50,9 +54,14 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
     message = (
         f"world size {world} ({data}tensor {par.tensor} x pipeline {par.pipeline}) is not a multiple of "
         f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: "
-        + "; ".join(_layouts(world, gpus))
+        + "; ".join(_layouts(world, gpus, par.tensor * par.pipeline if par.data > 1 else 0))
     )
-    field = ("parallelism", "tensor") if ("parallelism", "tensor") in src.values_at else ("node", "gpus")
+    if par.data > 1 and ("parallelism", "data") in src.values_at:
+        field = ("parallelism", "data")
+    elif ("parallelism", "tensor") in src.values_at:
+        field = ("parallelism", "tensor")
+    else:
+        field = ("node", "gpus")
     return [src.problem(field, message, "not-divisible")]
 
 
@@ -345,6 +354,20 @@ HOST_ACCESS = {
 }
 
 
+def _deepep_without_rdma(profile: Profile, src: Source) -> list[Problem]:
+    node = profile.node
+    if not profile.parallelism.all_to_all.startswith("deepep") or profile.group_size == 1:
+        return []
+    if node.efa or node.rdma_resource or node.networks or profile.security.allow_host_network:
+        return []
+    message = (
+        "DeepEP moves the experts' tokens between nodes with NVSHMEM over RDMA, and these pods get no RDMA device "
+        "(node.rdmaResource, node.efa), secondary network (node.networks) or host network: give them one, or "
+        "use allToAll default"
+    )
+    return [src.problem(("parallelism", "allToAll"), message, "no-rdma")]
+
+
 def _host_access(profile: Profile, src: Source) -> list[Problem]:
     return [
         src.problem(("security", key), message, "host-access")
@@ -360,7 +383,7 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
     out += versions.warnings(profile, src) + startup.download_warnings(profile, src)
     out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
-    out += _host_access(profile, src)
+    out += _host_access(profile, src) + _deepep_without_rdma(profile, src)
     too_small = sizing.fits_profile(profile)
     if too_small:
         field = ("model", "family") if profile.model.family else ("model", "params")
