@@ -75,19 +75,19 @@ MODELS = {
     "deepseek-v3": Model(671.0, 61, 128, 128, 128, "fp8", "deepseek-ai/DeepSeek-V3", 576, 37.0, 256, 8),
     # https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json (num_experts 128, num_experts_per_tok 8);
     # model card: 235B total, 22B activated
-    "qwen3-235b-a22b": Model(235.1, 94, 64, 4, 128, "bf16", "Qwen/Qwen3-235B-A22B", 0, 22.0, 128, 8),
+    "qwen3-235b-a22b": Model(235.0, 94, 64, 4, 128, "bf16", "Qwen/Qwen3-235B-A22B", 0, 22.0, 128, 8),
     # https://huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/config.json (DeepSeek-V3 architecture: MLA
     # kv_lora_rank 512 + qk_rope_head_dim 64, n_routed_experts 384, num_experts_per_tok 8, block fp8 weights);
     # model card: 1T total, 32B activated
-    "kimi-k2": Model(1026.5, 61, 64, 64, 128, "fp8", "moonshotai/Kimi-K2-Instruct", 576, 32.0, 384, 8),
+    "kimi-k2": Model(1000.0, 61, 64, 64, 128, "fp8", "moonshotai/Kimi-K2-Instruct", 576, 32.0, 384, 8),
     # https://huggingface.co/meta-llama/Llama-4-Maverick-17B-128E-Instruct/blob/main/config.json (text_config:
     # 48 layers, 40 heads, 8 KV heads, head_dim 128, 128 routed experts, 1 per token); card: 400B total, 17B active
     "llama-4-maverick": Model(
-        400.7, 48, 40, 8, 128, "bf16", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", 0, 17.0, 128, 1
+        400.0, 48, 40, 8, 128, "bf16", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", 0, 17.0, 128, 1
     ),
     # https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json (36 layers, 64 heads, 8 KV heads, head_dim 64,
     # num_local_experts 128, experts_per_token 4, MoE weights in MXFP4); model card: 117B total, 5.1B active
-    "gpt-oss-120b": Model(116.8, 36, 64, 8, 64, "mxfp4", "openai/gpt-oss-120b", 0, 5.1, 128, 4),
+    "gpt-oss-120b": Model(117.0, 36, 64, 8, 64, "mxfp4", "openai/gpt-oss-120b", 0, 5.1, 128, 4),
     # https://huggingface.co/Qwen/Qwen2.5-72B-Instruct/blob/main/config.json
     "qwen2.5-72b": Model(72.7, 80, 64, 8, 128, "bf16", "Qwen/Qwen2.5-72B-Instruct"),
     # https://huggingface.co/mistralai/Mixtral-8x22B-Instruct-v0.1/blob/main/config.json (num_local_experts 8,
