@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers, versions
-from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, per_pod_rule
+from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts
 from lwsgen.runtimes.versions import Since
 
 NAME = "aphrodite"
@@ -60,22 +60,10 @@ ENGINE = versions.Engine(
 
 
 def _capabilities(kv_metric: str) -> Capabilities:
-    return Capabilities(
-        derived_flags=launchers.VLLM_FAMILY_FLAGS,
-        serving_port=SERVING_PORT,
-        pipeline_parallel=True,
-        metrics=("aphrodite:num_requests_waiting", "aphrodite:num_requests_running", kv_metric),
-        leader_ready_needs_workers=True,
-        needs_api_access=False,
-        # aphrodite/envs.py APHRODITE_API_KEY (commit 657aec0c, since v0.5.0; v0.20.0 line 630); guards /v1,
-        # /health and /metrics stay open.
-        api_key_env="APHRODITE_API_KEY",
-        rules=(
-            per_pod_rule("sum", "aphrodite:num_requests_waiting", autoscaling="queue-length"),
-            per_pod_rule("sum", "aphrodite:num_requests_running"),
-            per_pod_rule("max", kv_metric, autoscaling="kv-cache-usage"),
-        ),
-    )
+    # aphrodite/envs.py APHRODITE_API_KEY (commit 657aec0c, since v0.5.0; v0.20.0 line 630); guards /v1,
+    # /health and /metrics stay open.
+    flags = launchers.VLLM_FAMILY_FLAGS
+    return launchers.vllm_family_capabilities("aphrodite", SERVING_PORT, kv_metric, "APHRODITE_API_KEY", flags)
 
 
 CURRENT, BEFORE_0_9 = _capabilities("aphrodite:kv_cache_usage_perc"), _capabilities("aphrodite:gpu_cache_usage_perc")

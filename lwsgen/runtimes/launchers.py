@@ -8,6 +8,7 @@ from lwsgen.check.profile import Profile
 from lwsgen.records import Record
 from lwsgen.runtimes.base import (
     TOOLS_MOUNT,
+    Capabilities,
     EnvVar,
     Port,
     Probes,
@@ -17,6 +18,7 @@ from lwsgen.runtimes.base import (
     extra_args,
     field_env,
     model_path,
+    per_pod_rule,
     plain_env,
     script_command,
     served_name,
@@ -139,6 +141,27 @@ class VllmFamily(Record):
     host_ip_env: str
 
 
+def vllm_family_capabilities(
+    prefix: str, port: int, kv_metric: str, api_key_env: str, derived_flags: tuple[str, ...]
+) -> Capabilities:
+    """vLLM's and Aphrodite's facts: the same server with its own metric prefix (`<prefix>:`)."""
+    waiting, running = f"{prefix}:num_requests_waiting", f"{prefix}:num_requests_running"
+    return Capabilities(
+        derived_flags=derived_flags,
+        serving_port=port,
+        pipeline_parallel=True,
+        metrics=(waiting, running, kv_metric),
+        leader_ready_needs_workers=True,
+        needs_api_access=False,
+        api_key_env=api_key_env,
+        rules=(
+            per_pod_rule("sum", waiting, autoscaling="queue-length"),
+            per_pod_rule("sum", running),
+            per_pod_rule("max", kv_metric, autoscaling="kv-cache-usage"),
+        ),
+    )
+
+
 def _engine_args(profile: Profile) -> tuple[str, ...]:
     return (
         "--tensor-parallel-size",
@@ -219,22 +242,37 @@ def vllm_data_parallel(
         str(DP_RPC_PORT),
         *moe,
     )
+    ranks = plain_env("LWSGEN_DP_RANKS_PER_POD", local)
+    return _head_and_headless(profile, family, port, probes, node, Port("dp-rpc", DP_RPC_PORT), env, (ranks,))
+
+
+def _head_and_headless(
+    profile: Profile,
+    family: VllmFamily,
+    port: int,
+    probes: Probes,
+    node: tuple[str, ...],
+    rendezvous: Port,
+    env: tuple[EnvVar, ...],
+    worker_env: tuple[EnvVar, ...] = (),
+) -> RuntimeParts:
+    """The leader serves (--host/--port), the workers run --headless; each worker waits for the
+    leader's rendezvous port and answers on the beacon the leader watches; every pod knows its IP."""
     leader = (*node, "--host", "0.0.0.0", "--port", str(port), *extra_args(profile))
     worker = (*node, "--headless", *extra_args(profile))
     parts = dial_leader(
         profile,
         leader,
         worker,
-        leader_ports=(Port("http", port), Port("dp-rpc", DP_RPC_PORT)),
+        leader_ports=(Port("http", port), rendezvous),
         probes=probes,
-        rendezvous_port=DP_RPC_PORT,
+        rendezvous_port=rendezvous.number,
         beacon_port=BEACON_PORT,
     )
     own = (field_env(family.host_ip_env, "status.podIP"), *env)
-    ranks = plain_env("LWSGEN_DP_RANKS_PER_POD", local)
     return parts._replace(
         leader=parts.leader._replace(env=(*parts.leader.env, *own)),
-        worker=parts.worker._replace(env=(*parts.worker.env, *own, ranks)),
+        worker=parts.worker._replace(env=(*parts.worker.env, *own, *worker_env)),
     )
 
 
@@ -255,22 +293,7 @@ def vllm_family_native(
         str(MASTER_PORT),
     )
     node = (*_serve(family, profile), "--served-model-name", served_name(profile), *_engine_args(profile), *group, *moe)
-    leader = (*node, "--host", "0.0.0.0", "--port", str(port), *extra_args(profile))
-    worker = (*node, "--headless", *extra_args(profile))
-    parts = dial_leader(
-        profile,
-        leader,
-        worker,
-        leader_ports=(Port("http", port), Port("master", MASTER_PORT)),
-        probes=probes,
-        rendezvous_port=MASTER_PORT,
-        beacon_port=BEACON_PORT,
-    )
-    own = (field_env(family.host_ip_env, "status.podIP"), *env)
-    return parts._replace(
-        leader=parts.leader._replace(env=(*parts.leader.env, *own)),
-        worker=parts.worker._replace(env=(*parts.worker.env, *own)),
-    )
+    return _head_and_headless(profile, family, port, probes, node, Port("master", MASTER_PORT), env)
 
 
 def ray_group(profile: Profile, serve_command: tuple[str, ...], serving_port: int, probes: Probes) -> RuntimeParts:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers, versions
-from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, per_pod_rule, plain_env
+from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, plain_env
 from lwsgen.runtimes.versions import Since
 
 NAME = "vllm"
@@ -106,22 +106,10 @@ ENGINE = versions.Engine(
 
 
 def _rules(kv_metric: str) -> Capabilities:
-    return Capabilities(
-        derived_flags=(*launchers.VLLM_FAMILY_FLAGS, *launchers.VLLM_DATA_FLAGS),
-        serving_port=SERVING_PORT,
-        pipeline_parallel=True,
-        metrics=("vllm:num_requests_waiting", "vllm:num_requests_running", kv_metric),
-        leader_ready_needs_workers=True,
-        needs_api_access=False,
-        # vllm/envs.py VLLM_API_KEY (since v0.3.0, still read in v0.33.0); --api-key wins. Only /v1
-        # (and /v2, /inference) need the key: /health and /metrics stay open.
-        api_key_env="VLLM_API_KEY",
-        rules=(
-            per_pod_rule("sum", "vllm:num_requests_waiting", autoscaling="queue-length"),
-            per_pod_rule("sum", "vllm:num_requests_running"),
-            per_pod_rule("max", kv_metric, autoscaling="kv-cache-usage"),
-        ),
-    )
+    # vllm/envs.py VLLM_API_KEY (since v0.3.0, still read in v0.33.0); --api-key wins. Only /v1
+    # (and /v2, /inference) need the key: /health and /metrics stay open.
+    flags = (*launchers.VLLM_FAMILY_FLAGS, *launchers.VLLM_DATA_FLAGS)
+    return launchers.vllm_family_capabilities("vllm", SERVING_PORT, kv_metric, "VLLM_API_KEY", flags)
 
 
 CURRENT, BEFORE_0_9_2 = _rules("vllm:kv_cache_usage_perc"), _rules("vllm:gpu_cache_usage_perc")
