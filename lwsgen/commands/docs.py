@@ -133,7 +133,9 @@ def version_table(name: str) -> list[str]:
         "| from | what | source |",
         "|---|---|---|",
     ]
-    for row in engine.table:
+    from packaging.version import Version
+
+    for row in sorted(engine.table, key=lambda r: Version(r.version)):
         what = row.what.replace("<", "&lt;")
         lines.append(f"| {engine.spell(row.version)} | {what} | {row.source} |")
     return lines
