@@ -230,8 +230,8 @@ def _drift_report(found: list, fmt: str, directories: int) -> str:
 
 
 def _strictly(problems: list, strict: bool) -> list:
-    """--strict: every warning is an error."""
-    return [p._replace(severity="error") for p in problems] if strict else problems
+    """--strict: every warning is an error (notices stay notices)."""
+    return [p._replace(severity="error") if p.severity == "warning" else p for p in problems] if strict else problems
 
 
 def _render(args: argparse.Namespace) -> int:

@@ -41,6 +41,9 @@ class Problem(Record):
         return f"{where}: {printable(self.path)}: {message}" if self.path else f"{where}: {message}"
 
 
+NOTICE = "notice"  # said, and left alone by --strict (a GitHub annotation level too)
+
+
 class ProblemsError(Exception):
     """Raised by a stage that found problems; the CLI formats them and exits 1."""
 

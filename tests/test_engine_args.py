@@ -97,8 +97,16 @@ def test_sglang_nodes_parse_as_the_profile_says_with_and_without_pipeline(write_
     piped = render_profile(
         write_profile(merged(_profile("sglang-deepseek-r1"), parallelism={"tensor": 8, "pipeline": 2}))
     )
-    lines = _command_lines(rendered, "s-0.s.inference") + _command_lines(piped, "s-0.s.inference")[:1]
-    leader, worker, pipelined = _parse("sglang", lines)["parsed"]
+    both = render_profile(
+        write_profile(
+            merged(_profile("sglang-deepseek-r1"), parallelism={"data": 2, "tensor": 4, "pipeline": 2}), "both.yaml"
+        )
+    )
+    lines = [*_command_lines(rendered, "s-0.s.inference"), *_command_lines(piped, "s-0.s.inference")[:1]]
+    lines += _command_lines(both, "s-0.s.inference")[:1]
+    leader, worker, pipelined, attention_and_pipeline = _parse("sglang", lines)["parsed"]
+    assert (attention_and_pipeline["tp_size"], attention_and_pipeline["pp_size"]) == (8, 2)
+    assert attention_and_pipeline["attn_dp_size"] == 2
     for node, rank in ((leader, 0), (worker, 1)):
         assert node["model_path"] == "/models/deepseek-ai/DeepSeek-R1" and node["served_model_name"] == "deepseek-r1"
         assert (node["tp_size"], node["pp_size"]) == (16, 1)

@@ -187,3 +187,25 @@ def test_deepep_across_nodes_without_rdma_is_said(said):
     assert any(w.startswith("parallelism.allToAll: DeepEP moves") for w in said(deepep)[1])
     with_rdma = merged(deepep, **{"node.rdmaResource": {"rdma/ib": 8}})
     assert not any(w.startswith("parallelism.allToAll") for w in said(with_rdma)[1])
+
+
+def test_the_fit_check_spreads_experts_over_every_gpu_with_or_without_expert_parallelism(said):
+    profile = merged(VLLM, **{"model.family": "qwen3-235b-a22b", "node.gpuProduct": "NVIDIA-H100-80GB-HBM3"})
+    for expert in (True, False):
+        _, warnings = said(merged(profile, **{"parallelism.expert": expert}))
+        assert not any("more than the" in w for w in warnings), warnings
+    _, small = said(
+        merged(profile, parallelism={"data": 8, "tensor": 1}, **{"node.gpus": 8, "node.gpuProduct": "NVIDIA-L4"})
+    )
+    [warning] = [w for w in small if "more than the" in w]
+    assert "with data 8 x tensor 1 x pipeline 1" in warning
+
+
+def test_explain_shows_the_data_parallel_launch_and_layout(write_profile, capsys):
+    from lwsgen.cli import main
+
+    old = merged(VLLM, image="vllm/vllm-openai:v0.10.1.1")
+    assert main(["explain", str(write_profile(old))]) == 0
+    out = capsys.readouterr().out
+    assert "├─ engine: vLLM 0.10.1.1 (from the image tag), launch data-parallel (head and --headless engines)\n" in out
+    assert "├─ parallelism: data 16 x tensor 1 x pipeline 1, experts over every GPU of the group\n" in out

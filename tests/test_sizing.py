@@ -266,3 +266,15 @@ def test_every_moe_plan_emits_a_profile_that_renders(capsys, tmp_path, model, ru
     path = tmp_path / "m.yaml"
     path.write_text(captured.out)
     assert main(["render", str(path), "-o", str(tmp_path / "out"), "--strict"]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args, said_text",
+    [
+        (("--emit-profile", "Bad_Name", "--runtime", "vllm"), "is not a profile name: a DNS-1035 label"),
+        (("--emit-profile", "ok", "--runtime", "foo"), "--runtime 'foo' is not a runtime lwsgen has"),
+    ],
+)
+def test_emit_profile_refuses_what_would_not_render(capsys, args, said_text):
+    code = main(["plan", "--model", "llama-3.1-8b", "--gpu", "l4", *args, "--image", "vllm/vllm-openai:v0.33.0"])
+    assert code == 1 and said_text in capsys.readouterr().err

@@ -10,7 +10,10 @@ from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import NOTICE, Problem
+
+# Codes said as notices: how a valid profile is read, nothing to fix (--strict leaves them alone).
+NOTICES = {"layer-split"}
 
 # Environment variables lwsgen or LeaderWorkerSet set on the containers themselves.
 RESERVED_ENV = (
@@ -418,4 +421,4 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
                 "not-emitted",
             )
         )
-    return [problem._replace(severity="warning") for problem in out]
+    return [problem._replace(severity=NOTICE if problem.code in NOTICES else "warning") for problem in out]

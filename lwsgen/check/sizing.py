@@ -284,12 +284,14 @@ def fits_profile(profile) -> str | None:
         return None
     dtype = profile.model.dtype or (m.dtype if m else "bf16")
     tensor, pipeline, data = profile.parallelism.tensor, profile.parallelism.pipeline, profile.parallelism.data
-    memory = memory_per_gpu(params, dtype, g, tensor, pipeline, m, 2048, data if profile.parallelism.expert else 1)
+    # with or without expert parallelism, both engines spread the experts over data x tensor GPUs
+    # (tensor-parallel experts without it) and replicate the rest on each data-parallel rank
+    memory = memory_per_gpu(params, dtype, g, tensor, pipeline, m, 2048, data)
     if memory.fits:
         return None
     return (
         f"{params:g}B parameters in {dtype} need {memory.weights + memory.kv_cache + memory.overhead:.1f} GB per GPU "
-        f"(weights {memory.weights:.1f}, KV cache {memory.kv_cache:.1f}, overhead {memory.overhead:.1f}) with tensor "
-        f"{tensor} x "
-        f"pipeline {pipeline}, more than the {memory.usable:.1f} GB usable of a {g.product}; try `lwsgen plan`"
+        f"(weights {memory.weights:.1f}, KV cache {memory.kv_cache:.1f}, overhead {memory.overhead:.1f}) with "
+        f"{f'data {data} x ' if data > 1 else ''}tensor {tensor} x pipeline {pipeline}, more than the "
+        f"{memory.usable:.1f} GB usable of a {g.product}; try `lwsgen plan`"
     )

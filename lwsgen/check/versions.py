@@ -60,6 +60,19 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
                 "unknown-version",
             )
         ]
+    oldest = engine.oldest
+    if version.version < versions.parse_version(oldest):
+        field = ("runtimeVersion",) if version.origin == "runtimeVersion" else ("image",)
+        return [
+            src.problem(
+                field,
+                (
+                    f"{engine.title} {engine.spell(version.text)} is older than any version lwsgen checked "
+                    f"(from {engine.spell(oldest)}); its flags, probes and metric names were not checked"
+                ),
+                "unknown-version",
+            )
+        ]
     if version.newer_than_checked:
         field = ("runtimeVersion",) if version.origin == "runtimeVersion" else ("image",)
         return [

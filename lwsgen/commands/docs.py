@@ -127,8 +127,9 @@ def version_table(name: str) -> list[str]:
 
     engine = runtimes.get(name).ENGINE
     lines = [
-        f"Engine versions: read from the image tag (pattern `{engine.tag}`) or `runtimeVersion`; checked up to "
-        f"{engine.spell(engine.checked)}, which is assumed when neither tells.",
+        f"Engine versions: read from the image tag (pattern `{engine.tag}`) or `runtimeVersion`; checked from "
+        f"{engine.spell(engine.oldest)} to {engine.spell(engine.checked)} (older and newer versions are said), and "
+        f"{engine.spell(engine.checked)} is assumed when neither tells.",
         "",
         "| from | what | source |",
         "|---|---|---|",

@@ -61,6 +61,14 @@ def _engine(profile) -> str:
     return f"{said}, launch {plugin.mode(profile)}" if hasattr(plugin, "mode") else said
 
 
+def _parallelism(profile) -> str:
+    par = profile.parallelism
+    data = f"data {par.data} x " if par.data > 1 else ""
+    expert = ", experts over every GPU of the group" if par.expert else ""
+    all_to_all = f" ({par.all_to_all})" if par.all_to_all != "default" else ""
+    return f"{data}tensor {par.tensor} x pipeline {par.pipeline}{expert}{all_to_all}"
+
+
 def text(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
@@ -70,6 +78,7 @@ def text(result: Rendered) -> str:
         "per group; "
         f"{'autoscaled' if d.fixed_replicas is None else f'{d.replicas} group' + ('s' if d.replicas != 1 else '')}",
         f"├─ engine: {_engine(d)}",
+        f"├─ parallelism: {_parallelism(d)}",
         "├─ group 0",
     ]
     group = pods(result)

@@ -88,6 +88,21 @@ def _text(args: Namespace, result: sizing.Plan, params: float, dtype: str) -> st
     return "".join(lines)
 
 
+def _check_emitted(args: Namespace) -> None:
+    """The emitted profile must render: a name the schema takes and a runtime lwsgen has."""
+    import re
+
+    from lwsgen import runtimes
+
+    if not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", args.emit_profile) or len(args.emit_profile) > 50:
+        raise PlanError(
+            f"--emit-profile {args.emit_profile!r} is not a profile name: a DNS-1035 label (lower-case letters, "
+            "digits and '-', starting with a letter), at most 50 characters"
+        )
+    if runtimes.get(args.runtime) is None:
+        raise PlanError(f"--runtime {args.runtime!r} is not a runtime lwsgen has; known: {', '.join(runtimes.known())}")
+
+
 def run(args: Namespace) -> tuple[str, bool]:
     params, dtype, g, m = _inputs(args)
     moe = _moe_layouts(args.runtime)
@@ -95,6 +110,7 @@ def run(args: Namespace) -> tuple[str, bool]:
     if args.emit_profile:
         if not (args.runtime and args.image):
             raise PlanError("--emit-profile needs --runtime and --image") from ValueError()
+        _check_emitted(args)
         if not result.chosen:
             raise PlanError("; ".join(result.warnings))
         return profile_skeleton(args, result, g, m, dtype), True

@@ -34,6 +34,7 @@ ENGINE = versions.Engine(
     # lines 48-52); a v<version> tag is read if an image has one.
     tag=r"^v?(\d+\.\d+\.\d+(?:\.post\d+)?)(?:-|$)",
     checked="0.20.0",
+    oldest="0.6.5",
     table=(
         Since(
             "kv-cache-usage-perc",

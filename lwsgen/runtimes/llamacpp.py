@@ -41,6 +41,7 @@ ENGINE = versions.Engine(
     # ghcr.io/ggml-org/llama.cpp:server-cuda-b6123 and custom RPC builds tagged b<N> (.github/workflows/docker.yml)
     tag=r"(?:^|-)b(\d+)(?:-|$)",
     checked="10470",
+    oldest="4980",
     prefix="b",
     table=(
         Since(

@@ -61,6 +61,7 @@ ENGINE = versions.Engine(
     # lmsysorg/sglang tags: v0.4.6.post1-cu124, v0.5.5-cu129-amd64, v0.5.23
     tag=r"^v?(\d+\.\d+\.\d+(?:\.post\d+)?)(?:-|$)",
     checked="0.5.23",
+    oldest="0.4.6",
     table=(
         Since(
             "pp-size",

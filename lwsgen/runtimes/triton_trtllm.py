@@ -56,6 +56,7 @@ ENGINE = versions.Engine(
     title="Triton (NGC tritonserver)",
     tag=r"^(\d{2}\.\d{2})-trtllm",  # nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3
     checked="26.07",
+    oldest="24.07",
     table=(
         Since(
             "per-model-metrics",

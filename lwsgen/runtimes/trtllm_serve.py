@@ -56,6 +56,7 @@ ENGINE = versions.Engine(
     # nvcr.io/nvidia/tensorrt-llm/release:1.2.1, 1.0.0rc4, 1.2.0rc6.post3 (no leading v)
     tag=r"^v?(\d+\.\d+\.\d+(?:rc\d+)?(?:\.post\d+)?)(?:-|$)",
     checked="1.4.0rc1",
+    oldest="0.18.2",
     table=(
         Since(
             "prometheus-metrics",

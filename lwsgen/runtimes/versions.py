@@ -8,7 +8,8 @@ when neither tells (a digest, a custom tag), the newest checked version is assum
 stage says so (a warning; an error under --strict).
 
 Versions compare as PEP 440 versions (packaging.version), which covers every engine's spelling:
-0.8.5, 0.4.6.post1, 1.0.0rc4, llama.cpp's build b6123 (as 6123) and NGC's 24.07.
+0.8.5, 0.4.6.post1, 1.0.0rc4, llama.cpp's build b6123 (as 6123) and NGC's 24.07. A release
+candidate of a cutover version (0.11.1rc1) is before it: whether it has the feature is not known.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Engine(Record):
     title: str  # the engine's own name, for messages
     tag: str  # regex over the image tag whose group 1 is the version
     checked: str  # the newest version this table was checked against, assumed when the tag does not tell
+    oldest: str  # the oldest version it was checked against: older ones are said
     table: tuple[Since, ...]
     prefix: str = ""  # how the engine writes a version in messages (llama.cpp builds: "b")
 
@@ -90,6 +92,10 @@ class EngineVersion(Record):
 @functools.lru_cache(maxsize=256)
 def _parse(text: str) -> Version:
     return Version(text)
+
+
+def parse_version(text: str) -> Version:
+    return _parse(text)
 
 
 def parses(text: str) -> bool:

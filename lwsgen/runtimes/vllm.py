@@ -60,6 +60,7 @@ ENGINE = versions.Engine(
     # vllm/vllm-openai:v0.8.5, v0.10.1.1, v0.33.0 (and -x86_64, -aarch64 variants)
     tag=r"^v?(\d+\.\d+\.\d+(?:\.\d+)?(?:rc\d+)?(?:\.post\d+)?)(?:-|$)",
     checked="0.33.0",
+    oldest="0.8.5",
     table=(
         Since(
             "serve-cli",
@@ -120,7 +121,9 @@ def capabilities(version: versions.EngineVersion, profile: Profile | None = None
 
 
 def mode(profile: Profile) -> str:
-    """launch.mode, else native where the version has it."""
+    """launch.mode, else native where the version has it; data parallelism is its own launch."""
+    if profile.parallelism.data > 1:
+        return "data-parallel (head and --headless engines)"
     if profile.launch.mode:
         return profile.launch.mode
     return "native" if versions.of(profile, ENGINE).has("native-multi-node") else "ray"

@@ -70,11 +70,17 @@ def test_runtime_version_overrides_a_tag_that_does_not_tell(render):
     assert env_of(_containers(rendered)[1])["LWSGEN_RPC_SERVERS"] == "4"
 
 
-def test_tensor_still_renders_as_the_layer_split_with_a_note(said):
+def test_tensor_still_renders_as_the_layer_split_with_a_note(said, write_profile, tmp_path, capsys):
+    from lwsgen.cli import main
+
     errors, warnings = said(merged(LLAMA, parallelism={"tensor": 8}))
     assert errors == []
     assert any(w.startswith("parallelism.tensor: llama.cpp splits layers, not heads") for w in warnings)
     assert any("say it as parallelism.pipeline 8" in w for w in warnings)
+    # a notice, not a warning: existing profiles still render under --strict
+    path = write_profile(merged(LLAMA, parallelism={"tensor": 8}, service={"type": "ClusterIP"}), "old.yaml")
+    assert main(["render", str(path), "-o", str(tmp_path / "out"), "--strict"]) == 0
+    assert "parallelism.tensor: notice: llama.cpp splits layers" in capsys.readouterr().err
 
 
 def test_tensor_and_pipeline_together_is_an_error_naming_the_layout(said):

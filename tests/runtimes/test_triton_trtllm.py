@@ -252,3 +252,24 @@ def test_relative_model_path_is_refused():
         )
     )
     assert triton_trtllm.check(profile)[0][2] == "bad-model-path"
+
+
+# Triton's table was checked from 24.07 (the launcher lwsgen follows, tensorrtllm_backend v0.11.0) to
+# 26.07: older and newer releases are said.
+@pytest.mark.parametrize(
+    "tag, said_text",
+    [
+        ("20.03", "Triton (NGC tritonserver) 20.03 is older than any version lwsgen checked (from 24.07)"),
+        ("24.07", None),
+        ("26.07", None),
+        ("27.01", "Triton (NGC tritonserver) 27.01 is newer than lwsgen's version table (checked up to 26.07)"),
+    ],
+)
+def test_triton_versions_outside_the_table_are_said(said, tag, said_text):
+    _, warnings = said(merged(TRITON, image=f"nvcr.io/nvidia/tritonserver:{tag}-trtllm-python-py3"))
+    versions = [w for w in warnings if w.startswith("image: ")]
+    if said_text is None:
+        assert versions == []
+    else:
+        [warning] = versions
+        assert warning.startswith(f"image: {said_text}")
