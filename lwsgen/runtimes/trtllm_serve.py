@@ -13,7 +13,8 @@ scripts from a ConfigMap). Health is `/health`.
 Metrics, by version: from TensorRT-LLM 1.1.0rc5 trtllm-serve serves Prometheus metrics at
 `/prometheus/metrics` (not `/metrics`, which is a JSON list of iteration stats that drains as it is
 read), registered only when the LLM API option `return_perf_metrics` is true: lwsgen writes it into
-an options file (`--extra_llm_api_options`, from the scripts ConfigMap) when monitoring is on. The
+an options file (`--extra_llm_api_options`, from the scripts ConfigMap) when monitoring is on,
+together with `model.llmApiOptions` (lwsgen's keys win, and render says so). The
 request histograms give the queue/compute ratio (`queue-compute-ratio`); their names gained a
 `trtllm_` prefix in a later release, so every record reads either spelling. From 1.3.0rc0 the
 iteration gauges (`trtllm_num_requests_waiting`, `trtllm_num_requests_running`,
@@ -134,16 +135,35 @@ def capabilities(version: versions.EngineVersion, profile: Profile | None = None
     return BASE._replace(metrics=metrics, rules=rules)
 
 
-def options(profile: Profile) -> dict | None:
-    """The options file: model.llmApiOptions, and the options monitoring needs where the engine
-    has Prometheus metrics (lwsgen's win); None when there is nothing to write."""
+def _metrics_options(profile: Profile) -> dict[str, bool]:
+    """What monitoring needs of the engine, where it has Prometheus metrics."""
     version = versions.of(profile, ENGINE)
-    chosen = dict(profile.model.llm_api_options)
-    if profile.monitoring.enabled and version.has("prometheus-metrics"):
-        chosen["return_perf_metrics"] = True
-        if version.has("iteration-gauges"):
-            chosen["enable_iter_perf_stats"] = True
-    return chosen or None
+    if not (profile.monitoring.enabled and version.has("prometheus-metrics")):
+        return {}
+    if version.has("iteration-gauges"):
+        return {"return_perf_metrics": True, "enable_iter_perf_stats": True}
+    return {"return_perf_metrics": True}
+
+
+def options(profile: Profile) -> dict | None:
+    """The options file: model.llmApiOptions, and the options monitoring needs (lwsgen's win);
+    None when there is nothing to write."""
+    return {**profile.model.llm_api_options, **_metrics_options(profile)} or None
+
+
+def warnings(profile: Profile) -> list[tuple[tuple, str, str]]:
+    """model.llmApiOptions keys that monitoring overrides, said rather than dropped in silence."""
+    given = profile.model.llm_api_options
+    return [
+        (
+            ("model", "llmApiOptions", key),
+            f"is set to {value!r} because monitoring reads the engine's Prometheus metrics; set "
+            "monitoring.enabled false to keep yours",
+            "overridden",
+        )
+        for key, value in _metrics_options(profile).items()
+        if key in given and given[key] != value
+    ]
 
 
 def serve_command(profile: Profile) -> tuple[str, ...]:

@@ -202,3 +202,11 @@ def test_llm_api_options_of_the_profile_join_the_metrics_options(render):
         "kv_cache_config": {"free_gpu_memory_fraction": 0.9},
         "return_perf_metrics": False,
     }
+
+
+def test_an_llm_api_option_monitoring_overrides_is_said(said):
+    profile = {**TRTLLM, "image": "nvcr.io/nvidia/tensorrt-llm/release:1.2.1", "monitoring": {"enabled": True}}
+    profile["model"] = {**TRTLLM["model"], "llmApiOptions": {"return_perf_metrics": False}}
+    [warning] = [w for w in said(profile)[1] if w.startswith("model.llmApiOptions")]
+    assert warning.startswith("model.llmApiOptions.return_perf_metrics: is set to True because monitoring")
+    assert not any(w.startswith("model.llmApiOptions") for w in said({**profile, "monitoring": {"enabled": False}})[1])
