@@ -93,5 +93,15 @@ def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int) -> li
     first = _render_one(work[0])
     workers = min(jobs, len(work) - 1)
     chunk = max(1, (len(work) - 1) // (workers * 4))
-    with context.Pool(workers) as pool:
-        return [first, *pool.imap(_render_one, work[1:], chunksize=chunk)]
+    try:
+        pool = context.Pool(workers)
+        outcomes = [first, *pool.imap(_render_one, work[1:], chunksize=chunk)]
+    except BaseException:
+        # Interrupted (SIGINT): kill the workers and leave at once. Pool.terminate() first takes the
+        # task queue's read lock, which an idle worker holds while it waits for a task, and can wait
+        # for it forever; main_entry ends the process without running the pool's finalizers.
+        for child in context.active_children():
+            child.kill()
+        raise
+    pool.terminate()
+    return outcomes

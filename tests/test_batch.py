@@ -1,6 +1,7 @@
 """Large batches render on several processes, with the same bytes, messages and all-or-nothing rule."""
 
 import os
+import pathlib
 import sys
 
 import pytest
@@ -85,3 +86,49 @@ def test_busy_cpus_counts_runnable_tasks_besides_this_one():
         for hog in hogs:
             hog.kill()
             hog.wait()
+
+
+def test_an_interrupted_parallel_batch_kills_its_workers_and_ends_at_once(tmp_path):
+    """SIGINT while the workers render (here: sleep): the workers are killed and the process ends
+    with 130 within seconds, leaving no worker behind (Pool.terminate could wait on a queue lock)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from lwsgen import batch, cli\n"
+        "def slow(job):\n"
+        "    if str(job[0]) == '0':\n"
+        "        return None  # the first profile renders in the parent\n"
+        "    open(f'{job[1]}/worker-{os.getpid()}', 'w').close()\n"
+        "    time.sleep(60 if str(job[0]) in ('18', '19') else 0.2)  # the others go idle, waiting for tasks\n"
+        "batch._render_one = slow\n"
+        "out = sys.argv[1]\n"
+        "def render(args):\n"
+        "    batch.render_all([(Path(str(i)), str(i)) for i in range(20)], out, 4)\n"
+        "cli.COMMANDS['render'] = render\n"
+        "sys.argv = ['lwsgen', 'render', 'x']\n"
+        "cli.main_entry()\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("worker-*"))) < 2 and time.monotonic() < deadline:  # the pool's workers at work
+        time.sleep(0.1)
+    time.sleep(1)  # the workers of the quick profiles are idle by now, waiting for tasks
+    workers = [int(p.name.split("-")[1]) for p in tmp_path.glob("worker-*")]
+    assert len(workers) >= 2
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=10) == 130
+    time.sleep(0.5)
+    assert [pid for pid in workers if _running(pid)] == []
+
+
+def _running(pid: int) -> bool:
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
