@@ -101,22 +101,15 @@ def check_extra_args(profile: Profile, src: Source) -> list[Problem]:
     out = []
     for index, arg in enumerate(profile.model.extra_args):
         flag = arg.split("=", 1)[0]
-        if arg.startswith("-") and flag in caps.derived_flags and flag in INSTEAD:
-            message = f"{flag} is a flag lwsgen derives for {profile.runtime}: {INSTEAD[flag]}"
-            out.append(src.problem(("model", "extraArgs", index), message, "derived-flag"))
-        elif arg.startswith("-") and flag in caps.derived_flags:
-            out.append(
-                src.problem(
-                    ("model", "extraArgs", index),
-                    (
-                        f"{flag} is a flag lwsgen derives for {profile.runtime} (from parallelism, the runtime's "
-                        "serving "
-                        "port or model); repeating it would override what the probes, Service and group size are built "
-                        "from: set the profile field instead"
-                    ),
-                    "derived-flag",
-                )
-            )
+        if not (arg.startswith("-") and flag in caps.derived_flags):
+            continue
+        instead = INSTEAD.get(flag) or (
+            "(from parallelism, the runtime's serving port or model); repeating it would override what the probes, "
+            "Service and group size are built from: set the profile field instead"
+        )
+        separator = ": " if flag in INSTEAD else " "
+        message = f"{flag} is a flag lwsgen derives for {profile.runtime}{separator}{instead}"
+        out.append(src.problem(("model", "extraArgs", index), message, "derived-flag"))
     return out
 
 

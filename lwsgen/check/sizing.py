@@ -273,16 +273,37 @@ def plan(
     return Plan(None, None, (f"does not fit on {MAX_NODES} nodes of {gpus_per_node} GPUs",))
 
 
+class Weights(Record):
+    """A profile's model as sizing sees it: its parameters and dtype, and its catalog entry if any."""
+
+    params_b: float
+    dtype: str
+    catalog: Model | None
+
+    @property
+    def gb(self) -> float:
+        return self.params_b * DTYPE_BYTES[self.dtype]
+
+
+def profile_weights(profile) -> Weights | None:
+    """model.params or the catalog family's, with model.dtype or the catalog's (else bf16); None
+    when neither says how large the model is."""
+    model = profile.model
+    m = MODELS.get(model.family) if model.family else None
+    params = model.params if model.params is not None else (m.params_b if m else None)
+    if params is None:
+        return None
+    return Weights(params, model.dtype or (m.dtype if m else "bf16"), m)
+
+
 def fits_profile(profile) -> str | None:
     """Why a profile's group cannot hold its model (weights and a minimal 2048-token KV cache), or None.
     Needs model.family or model.params, and a node.gpuProduct lwsgen knows."""
-    family = profile.model.family
-    m = MODELS.get(family) if family else None
-    params = profile.model.params if profile.model.params is not None else (m.params_b if m else None)
+    weights = profile_weights(profile)
     g = gpu_by_product(profile.node.gpu_product or "")
-    if params is None or g is None:
+    if weights is None or g is None:
         return None
-    dtype = profile.model.dtype or (m.dtype if m else "bf16")
+    params, dtype, m = weights
     tensor, pipeline, data = profile.parallelism.tensor, profile.parallelism.pipeline, profile.parallelism.data
     # with or without expert parallelism, both engines spread the experts over data x tensor GPUs
     # (tensor-parallel experts without it) and replicate the rest on each data-parallel rank

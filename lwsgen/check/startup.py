@@ -28,24 +28,14 @@ def check(profile: Profile, src: Source) -> list[Problem]:
     ]
 
 
-def _download_gb(profile: Profile) -> float | None:
-    """The weights' size in GB, from model.params or the catalog family, when known."""
-    model = profile.model
-    catalog = sizing.MODELS.get(model.family) if model.family else None
-    params = model.params if model.params is not None else (catalog.params_b if catalog else None)
-    if params is None:
-        return None
-    dtype = model.dtype or (catalog.dtype if catalog else "bf16")
-    return params * sizing.DTYPE_BYTES[dtype]
-
-
 def download_warnings(profile: Profile, src: Source) -> list[Problem]:
     path = profile.model.path
     hub_id = not path.startswith(("/", ".")) and path.count("/") == 1
     if profile.storage is not None or not hub_id or not getattr(runtimes.get(profile.runtime), "READS_HUB_IDS", False):
         return []
     pods = profile.group_size * max(profile.groups_at_most, 1)
-    size = _download_gb(profile)
+    weights = sizing.profile_weights(profile)
+    size = weights.gb if weights else None
     amount = (
         f"about {size:,.0f} GB each, {size * pods:,.0f} GB for the {pods} pods there can be"
         if size

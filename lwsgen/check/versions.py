@@ -60,30 +60,18 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
                 "unknown-version",
             )
         ]
-    oldest = engine.oldest
-    if version.version < versions.parse_version(oldest):
-        field = ("runtimeVersion",) if version.origin == "runtimeVersion" else ("image",)
-        return [
-            src.problem(
-                field,
-                (
-                    f"{engine.title} {engine.spell(version.text)} is older than any version lwsgen checked "
-                    f"(from {engine.spell(oldest)}); its flags, probes and metric names were not checked"
-                ),
-                "unknown-version",
-            )
-        ]
-    if version.newer_than_checked:
-        field = ("runtimeVersion",) if version.origin == "runtimeVersion" else ("image",)
-        return [
-            src.problem(
-                field,
-                (
-                    f"{engine.title} {engine.spell(version.text)} is newer than lwsgen's version table (checked up "
-                    f"to {engine.spell(engine.checked)}); its flags, probes and metric names are assumed unchanged "
-                    "since then"
-                ),
-                "unknown-version",
-            )
-        ]
-    return []
+    named = f"{engine.title} {engine.spell(version.text)}"
+    if version.older_than_checked:
+        said = (
+            f"{named} is older than any version lwsgen checked (from {engine.spell(engine.oldest)}); its flags, "
+            "probes and metric names were not checked"
+        )
+    elif version.newer_than_checked:
+        said = (
+            f"{named} is newer than lwsgen's version table (checked up to {engine.spell(engine.checked)}); its "
+            "flags, probes and metric names are assumed unchanged since then"
+        )
+    else:
+        return []
+    field = ("runtimeVersion",) if version.origin == "runtimeVersion" else ("image",)
+    return [src.problem(field, said, "unknown-version")]

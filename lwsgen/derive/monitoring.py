@@ -61,10 +61,9 @@ def gpu_rule(namespace: str, name: str) -> RecordingRule:
 
 
 def _expr(rule: RecordingRule, namespace: str, name: str, model: str) -> str:
-    ours = _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name})
     return (
-        rule.expr.replace("{sel_model}", ours[:-1] + f", model={json.dumps(model)}}}")
-        .replace("{sel}", ours)
+        rule.expr.replace("{sel_model}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name}, model=model))
+        .replace("{sel}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name}))
         .replace("{by}", ", ".join(RECORD_LABELS))
         .replace("{lws}", name)
     )

@@ -66,7 +66,7 @@ def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any
             ("metadata", "name"),
             "must differ from the LeaderWorkerSet name (LWS owns a headless Service of that name)",
         )
-    named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
+    named = _leader_ports(lws)
     for index, port in enumerate(service["spec"].get("ports", [])):
         if "targetPort" not in port:  # Kubernetes then targets the number in `port`, which may not listen
             yield (
@@ -123,7 +123,7 @@ def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, 
             f"does not name the PodMonitor's own namespace {own!r} (a kustomize `namespace:` overlay cannot "
             "change it: set monitoring's namespace in the profile instead)",
         )
-    named = {p.get("name") for c in _containers(_leader_template(lws)) for p in c.get("ports", [])}
+    named = _leader_ports(lws)
     for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"]):
         if endpoint["port"] not in named:
             yield (

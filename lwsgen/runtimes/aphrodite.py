@@ -81,17 +81,11 @@ def family(version: versions.EngineVersion) -> launchers.VllmFamily:
 
 
 def mode(profile: Profile) -> str:
-    if profile.launch.mode:
-        return profile.launch.mode
-    return "native" if versions.of(profile, ENGINE).has("native-multi-node") else "ray"
+    return launchers.launch_mode(profile, versions.of(profile, ENGINE))
 
 
 def check(profile: Profile) -> list[tuple[tuple, str, str]]:
-    if profile.launch.mode == "native":
-        problem = versions.of(profile, ENGINE).needs("native-multi-node", "launch.mode native")
-        if problem:
-            return [(("launch", "mode"), problem, "needs-newer-engine")]
-    return []
+    return launchers.native_launch_problems(profile, versions.of(profile, ENGINE))
 
 
 def parts(profile: Profile) -> RuntimeParts:

@@ -141,6 +141,20 @@ class VllmFamily(Record):
     host_ip_env: str
 
 
+def launch_mode(profile: Profile, version) -> str:
+    """launch.mode, else the engine's native multi-node launch where its version has it, else Ray
+    (vllm and aphrodite; version is the profile's versions.EngineVersion)."""
+    if profile.launch.mode:
+        return profile.launch.mode
+    return "native" if version.has("native-multi-node") else "ray"
+
+
+def native_launch_problems(profile: Profile, version) -> list[tuple[tuple, str, str]]:
+    """launch.mode native on an engine version without the native multi-node launch."""
+    problem = version.needs("native-multi-node", "launch.mode native") if profile.launch.mode == "native" else None
+    return [(("launch", "mode"), problem, "needs-newer-engine")] if problem else []
+
+
 def vllm_family_capabilities(
     prefix: str, port: int, kv_metric: str, api_key_env: str, derived_flags: tuple[str, ...]
 ) -> Capabilities:

@@ -88,14 +88,14 @@ class EngineVersion(Record):
     def newer_than_checked(self) -> bool:
         return self.version > _parse(self.engine.checked)
 
+    @property
+    def older_than_checked(self) -> bool:
+        return self.version < _parse(self.engine.oldest)
+
 
 @functools.lru_cache(maxsize=256)
 def _parse(text: str) -> Version:
     return Version(text)
-
-
-def parse_version(text: str) -> Version:
-    return _parse(text)
 
 
 def parses(text: str) -> bool:
@@ -129,8 +129,9 @@ def from_tag(engine: Engine, image: str) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def resolve(engine: Engine, image: str, runtime_version: str | None) -> EngineVersion:
-    if runtime_version and parses(given(engine, runtime_version)):
-        return EngineVersion(engine, given(engine, runtime_version), "runtimeVersion")
+    stated = given(engine, runtime_version) if runtime_version else None
+    if stated and parses(stated):
+        return EngineVersion(engine, stated, "runtimeVersion")
     text = from_tag(engine, image)
     if text is not None:
         return EngineVersion(engine, text, "image")

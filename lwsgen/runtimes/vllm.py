@@ -124,20 +124,15 @@ def mode(profile: Profile) -> str:
     """launch.mode, else native where the version has it; data parallelism is its own launch."""
     if profile.parallelism.data > 1:
         return "data-parallel (head and --headless engines)"
-    if profile.launch.mode:
-        return profile.launch.mode
-    return "native" if versions.of(profile, ENGINE).has("native-multi-node") else "ray"
+    return launchers.launch_mode(profile, versions.of(profile, ENGINE))
 
 
 def check(profile: Profile) -> list[tuple[tuple, str, str]]:
     version, par = versions.of(profile, ENGINE), profile.parallelism
-    out = []
-    if profile.launch.mode == "native" and par.data == 1:
-        problem = version.needs("native-multi-node", "launch.mode native")
-        if problem:
-            out.append((("launch", "mode"), problem, "needs-newer-engine"))
     if par.data > 1:
-        out += _data_parallel_problems(profile, version)
+        out = _data_parallel_problems(profile, version)
+    else:
+        out = launchers.native_launch_problems(profile, version)
     if par.all_to_all == "deepep-auto":
         out.append(
             (
