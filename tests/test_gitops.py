@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import PROFILES, REPO, lws_of, merged, objects_of
+from conftest import PROFILES, REPO, SHARED, lws_of, merged, objects_of
 from lws_status import SAMPLES
 from lwsgen.cli import main
 
@@ -257,12 +257,12 @@ def test_sync_waves_order_rbac_workload_monitoring_autoscaler(render, minimal):
     )
 
 
-def _health(obj: dict) -> tuple[str, str]:
+def _health(obj: dict, check: str = "leaderworkerset-health.lua") -> tuple[str, str]:
     from lupa import LuaRuntime
 
     lua = LuaRuntime(unpack_returned_tuples=True)
     lua.globals().obj = lua.table_from(json.loads(json.dumps(obj)), recursive=True)
-    script = (REPO / "docs" / "argocd" / "leaderworkerset-health.lua").read_text()
+    script = (REPO / "docs" / "argocd" / check).read_text()
     result = lua.execute(script)
     return result["status"], result["message"]
 
@@ -273,6 +273,72 @@ def test_argocd_health_check_for_leaderworkerset(sample):
     obj, argocd, _ = SAMPLES[sample]
     status, message = _health(obj)
     assert status == argocd, message
+
+
+def _pool(generation: int, *parents: dict) -> dict:
+    pool = yaml.safe_load((REPO / "out" / "vllm-llama31-405b" / "inferencepool.yaml").read_text())
+    pool["metadata"]["generation"] = generation
+    if parents:
+        pool["status"] = {"parents": list(parents)}
+    return pool
+
+
+def _parent(name: str, accepted: str, resolved: str | None, reason: str = "Accepted", observed: int = 2) -> dict:
+    def condition(kind, status, why):
+        return {
+            "type": kind,
+            "status": status,
+            "reason": why,
+            "message": f"{kind} {status}",
+            "observedGeneration": observed,
+            "lastTransitionTime": "2026-12-01T00:00:00Z",
+        }
+
+    conditions = [condition("Accepted", accepted, reason)]
+    if resolved is not None:
+        conditions.append(
+            condition("ResolvedRefs", resolved, "ResolvedRefs" if resolved == "True" else "InvalidExtensionRef")
+        )
+    return {
+        "parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": name},
+        "conditions": conditions,
+    }
+
+
+POOL_SAMPLES = {
+    "no gateway yet": (_pool(2), "Progressing", "No Gateway has taken this pool"),
+    "pending": (_pool(2, _parent("gw", "Unknown", None, "Pending")), "Progressing", "Waiting for Gateway gw"),
+    "accepted, refs not yet": (_pool(2, _parent("gw", "True", None)), "Progressing", "Waiting for Gateway gw"),
+    "healthy": (_pool(2, _parent("gw", "True", "True")), "Healthy", "Accepted by every Gateway"),
+    "an older generation": (_pool(3, _parent("gw", "True", "True")), "Progressing", "Waiting for Gateway gw"),
+    "second gateway pending": (
+        _pool(2, _parent("a", "True", "True"), _parent("b", "Unknown", None, "Pending")),
+        "Progressing",
+        "Waiting for Gateway b",
+    ),
+    "not supported": (
+        _pool(2, _parent("gw", "False", None, "NotSupportedByParent")),
+        "Degraded",
+        "gw: Accepted False (NotSupportedByParent)",
+    ),
+    "picker unresolved": (
+        _pool(2, _parent("gw", "True", "False")),
+        "Degraded",
+        "gw: ResolvedRefs False (InvalidExtensionRef)",
+    ),
+}
+
+
+@pytest.mark.parametrize("sample", sorted(POOL_SAMPLES))
+def test_argocd_health_check_for_inferencepool(sample):
+    """The Lua check, run by lupa, on the status a Gateway controller writes (ParentStatus, GAIE v1.6.0);
+    every sample is valid against the upstream CRD, status included."""
+    from crd import errors as crd_errors
+
+    obj, argocd, said = POOL_SAMPLES[sample]
+    assert crd_errors(obj, SHARED / "crds") == []
+    status, message = _health(obj, "inferencepool-health.lua")
+    assert (status, message.startswith(said)) == (argocd, True), message
 
 
 def _flux(obj: dict) -> str:

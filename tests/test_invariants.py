@@ -67,7 +67,7 @@ def _policy(d):  # the NetworkPolicy protects another LWS
 
 
 def _kustomization(d):  # a resource that is not there: kubectl kustomize fails on it
-    _edit(d, "kustomization.yaml", "- service.yaml\n", "- service.yaml\n- httproute.yaml\n")
+    _edit(d, "kustomization.yaml", "- service.yaml\n", "- service.yaml\n- grpcroute.yaml\n")
 
 
 def _replicas_under_autoscaler(d):  # an HPA or ScaledObject owns replicas; a sync would reset them
@@ -89,7 +89,7 @@ def _big_annotation(d):  # a pasted blob: the API server refuses more than 256 K
 
 
 MUTATIONS = {
-    "kustomization resource": (_kustomization, "'httproute.yaml' does not exist beside this kustomization"),
+    "kustomization resource": (_kustomization, "'grpcroute.yaml' does not exist beside this kustomization"),
     "port name": (
         lambda d: _sub(d, "leaderworkerset.yaml", r"^(          - name: )http$", r"\1HTTP_port"),
         "ports[0].name: port name 'HTTP_port' may hold only lower-case letters",
@@ -207,6 +207,18 @@ MUTATIONS = {
     "mount": (_mount, "volumeMounts[0].name: 'shm' is not a volume of this pod"),
     "configmap": (_configmap, "is not in this set"),
     "service selector": (_service_selector, "spec.selector: must select"),
+    "pool selects workers too": (
+        lambda d: _sub(d, "inferencepool.yaml", r"^      leaderworkerset.sigs.k8s.io/worker-index: '0'\n", ""),
+        "spec.selector.matchLabels: must select leaderworkerset.sigs.k8s.io/name=<a LeaderWorkerSet in this set> and",
+    ),
+    "route to another pool": (
+        lambda d: _sub(d, "httproute.yaml", r"^(      name: )(.*)$", r"\1\2-old"),
+        "InferencePool",
+    ),
+    "picker config key": (
+        lambda d: _sub(d, "endpoint-picker.yaml", r"^(\s+- pluginRef: )max-score-picker$", r"\1random-picker"),
+        "pluginRef 'random-picker' names no plugin of this config",
+    ),
     "network policy": (_policy, "which is not in this set"),
     "label value": (
         lambda d: _sub(d, "service.yaml", r"^(    app.kubernetes.io/component: ).*$", r"\1leader service"),

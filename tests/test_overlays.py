@@ -51,7 +51,30 @@ def test_name_prefix_suffix_labels_and_images_keep_every_reference(tmp_path):
     policy = objects[("NetworkPolicy", name)]
     assert policy["spec"]["podSelector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] == name
     peers = [p for rule in policy["spec"]["ingress"] for p in rule.get("from", []) if "podSelector" in p]
-    assert all(p["podSelector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] == name for p in peers)
+    lws_peers = [p for p in peers if "leaderworkerset.sigs.k8s.io/name" in p["podSelector"]["matchLabels"]]
+    assert lws_peers and all(
+        p["podSelector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] == name for p in lws_peers
+    )
+    # the gateway's objects: the route names the renamed pool, the pool the renamed LWS and EPP Service,
+    # and the EPP's Deployment, Service and NetworkPolicy select its pods under the added label
+    pool = objects[("InferencePool", name)]
+    assert pool["spec"]["selector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] == name
+    pool_labels = pool["spec"]["selector"]["matchLabels"]
+    assert pool_labels["team"] == "ml"
+    assert all(leader_labels.get(k) == v for k, v in pool_labels.items() if "leaderworkerset" not in k)
+    assert ("Service", pool["spec"]["endpointPickerRef"]["name"]) in objects
+    route = objects[("HTTPRoute", name)]
+    assert route["spec"]["rules"][0]["backendRefs"][0]["name"] == name
+    picker = objects[("Deployment", "prod-vllm-llama31-405b-epp-a")]
+    pod = picker["spec"]["template"]
+    assert ("ServiceAccount", pod["spec"]["serviceAccountName"]) in objects
+    assert ("ConfigMap", pod["spec"]["volumes"][0]["configMap"]["name"]) in objects
+    for selector in (
+        picker["spec"]["selector"]["matchLabels"],
+        objects[("Service", "prod-vllm-llama31-405b-epp-a")]["spec"]["selector"],
+        objects[("NetworkPolicy", "prod-vllm-llama31-405b-epp-a")]["spec"]["podSelector"]["matchLabels"],
+    ):
+        assert selector["team"] == "ml" and all(pod["metadata"]["labels"].get(k) == v for k, v in selector.items())
 
 
 def test_scale_targets_and_service_accounts_follow(tmp_path):
@@ -61,6 +84,15 @@ def test_scale_targets_and_service_accounts_follow(tmp_path):
     lws = objects[("LeaderWorkerSet", name)]
     account = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["serviceAccountName"]
     assert ("ServiceAccount", account) in objects
+
+
+def test_validate_says_the_pickers_pool_flag_cannot_follow_a_rename(tmp_path, capsys):
+    _, text = _build(tmp_path, "vllm-llama31-405b", {"resources": ["../base"], "namePrefix": "prod-"})
+    built = tmp_path / "built.yaml"
+    built.write_text(text)
+    assert main(["validate", str(built)]) == 1
+    out = capsys.readouterr().out
+    assert "names InferencePool 'vllm-llama31-405b', which is not in this set (a flag does not follow" in out
 
 
 def test_validate_names_what_an_overlay_cannot_follow(tmp_path, capsys):

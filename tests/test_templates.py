@@ -14,7 +14,9 @@ from lwsgen.output import validate
 STATEMENT = re.compile(r"\{%-?\s*(.*?)\s*-?%\}", re.S)
 ALLOWED_STATEMENT = re.compile(
     r"(from \"_k8s\.yaml\.j2\" import [\w, ]+|macro \w+\(\w+\)|endmacro"
-    r"|for \w+ in [\w.]+|endfor|if [\w.]+ is not none|endif)"
+    r"|for \w+ in [\w.]+|endfor|if [\w.]+ is not none|endif"
+    # a file of several objects places each through that object's own template
+    r"|with v = v\.\w+|endwith|include \"[\w-]+\.yaml\.j2\")"
 )
 
 

@@ -43,6 +43,10 @@ def check_images(profile: Profile, src: Source) -> list[Problem]:
         (("image",), profile.image),
         (("launch", "kubectlImage"), profile.launch.kubectl_image),
         (("ncclTest", "image"), profile.nccl_test.image),
+        (
+            ("gateway", "endpointPicker", "image"),
+            profile.gateway.endpoint_picker.image if profile.gateway.enabled else "",
+        ),
     ):
         if not value:
             continue

@@ -113,6 +113,42 @@ class Service(Record):
     api_key_secret: TokenSecret | None
 
 
+class ParentRef(Record):
+    name: str
+    namespace: str | None
+    section_name: str | None
+
+
+class PathMatch(Record):
+    type: str
+    value: str
+
+
+class Scorers(Record):
+    queue: float
+    kv_cache: float
+    prefix_cache: float
+
+
+class EndpointPicker(Record):
+    image: str
+    replicas: int
+    cpu: str | int
+    memory: str | int
+    scorers: Scorers
+
+
+class Gateway(Record):
+    enabled: bool
+    parent_refs: tuple
+    hostnames: tuple
+    path: PathMatch
+    request_timeout: str
+    proxy_namespaces: tuple
+    failure_mode: str
+    endpoint_picker: EndpointPicker
+
+
 class Monitoring(Record):
     enabled: bool
     prometheus_labels: Map
@@ -215,6 +251,7 @@ class Profile(Record):
     replicas: int
     autoscaling: Autoscaling
     service: Service
+    gateway: Gateway
     monitoring: Monitoring
     scheduling: Scheduling
     lws: Lws

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import engine, metadata, nccl, scheduling, startup, versions
+from lwsgen.check import engine, gateway, metadata, nccl, scheduling, startup, versions
 from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
@@ -294,13 +294,15 @@ def check_runtime(profile: Profile, src: Source) -> list[Problem]:
             )
         )
     scaling = profile.autoscaling
-    if scaling.enabled and scaling.metric not in caps.autoscaling_metrics:
+    supported = (*caps.autoscaling_metrics, *gateway.autoscaling_metrics(profile))
+    if scaling.enabled and scaling.metric not in supported:
+        router = " (and, with gateway.enabled, " + ", ".join(gateway.ROUTER_METRICS) + ")"
         problems.append(
             src.problem(
                 ("autoscaling", "metric"),
                 (
                     f"{profile.runtime} cannot produce {scaling.metric}; it supports: "
-                    f"{', '.join(caps.autoscaling_metrics)}"
+                    f"{', '.join(supported)}{'' if profile.gateway.enabled else router}"
                 ),
                 "not-supported",
             )
@@ -331,6 +333,7 @@ RULES: tuple[Rule, ...] = (
     engine.check_extra_args,
     startup.check,
     versions.check,
+    gateway.check,
 )
 
 

@@ -273,4 +273,6 @@ def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
     """A copy of a schema-valid profile with every schema default filled in."""
     filled = copy.deepcopy(data)
     _fill(profile_schema(), filled)
+    # the one default that depends on another field: a Gateway in front makes the Service internal
+    filled["service"].setdefault("type", "ClusterIP" if filled["gateway"]["enabled"] else "LoadBalancer")
     return filled

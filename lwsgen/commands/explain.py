@@ -51,6 +51,36 @@ def _autoscaling_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
     return []
 
 
+def _traffic_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """client -> Gateway -> HTTPRoute -> InferencePool -> endpoint picker -> leader (gateway.enabled)."""
+    if "httproute.yaml" not in objects:
+        service = objects["service.yaml"][0]
+        return [f"client -> Service {service['metadata']['name']} ({service['spec']['type']}) -> a leader"]
+    route = objects["httproute.yaml"][0]
+    pool = objects["inferencepool.yaml"][0]
+    picker = next(o for o in objects["endpoint-picker.yaml"] if o["kind"] == "Deployment")
+    own = route["metadata"]["namespace"]
+    gateways = ", ".join(
+        f"{ref.get('namespace', own)}/{ref['name']}" + (f" ({ref['sectionName']})" if "sectionName" in ref else "")
+        for ref in route["spec"]["parentRefs"]
+    )
+    match = route["spec"]["rules"][0]["matches"][0]["path"]
+    hosts = ", ".join(route["spec"].get("hostnames", [])) or "any host"
+    ref = pool["spec"]["endpointPickerRef"]
+    selector = ", ".join(f"{k}={v}" for k, v in pool["spec"]["selector"]["matchLabels"].items())
+    ports = ", ".join(str(p["number"]) for p in pool["spec"]["targetPorts"])
+    return [
+        "client",
+        f"Gateway {gateways}",
+        f"HTTPRoute {route['metadata']['name']}: {hosts}, {match['type']} {match['value']}, "
+        f"timeout {route['spec']['rules'][0]['timeouts']['request']}",
+        f"InferencePool {pool['metadata']['name']}: pods {selector}, port {ports}",
+        f"endpoint picker Service {ref['name']}:{ref['port']['number']} ({picker['spec']['replicas']} replica"
+        f"{'s' if picker['spec']['replicas'] > 1 else ''}, {ref['failureMode']}) picks one pod per request",
+        "a leader (it serves its group)",
+    ]
+
+
 def _engine(profile) -> str:
     """The engine version the profile runs and how lwsgen knows it, and the launch mode if there is a choice."""
     from lwsgen import runtimes
@@ -102,12 +132,18 @@ def text(result: Rendered) -> str:
     selectors = [("Service", objects["service.yaml"][0]["spec"]["selector"])]
     if "podmonitor.yaml" in objects:
         selectors.append(("PodMonitor", objects["podmonitor.yaml"][0]["spec"]["selector"]["matchLabels"]))
+    if "inferencepool.yaml" in objects:
+        selectors.append(("InferencePool", objects["inferencepool.yaml"][0]["spec"]["selector"]["matchLabels"]))
     if "networkpolicy.yaml" in objects:
         selectors.append(("NetworkPolicy", objects["networkpolicy.yaml"][0]["spec"]["podSelector"]["matchLabels"]))
     lines.append("├─ selectors")
     for i, (kind, selector) in enumerate(selectors):
         branch = "└─" if i == len(selectors) - 1 else "├─"
         lines.append(f"│  {branch} {kind}: " + ", ".join(f"{k}={v}" for k, v in selector.items()))
+    traffic = _traffic_path(objects)
+    lines.append("├─ traffic")
+    for i, step in enumerate(traffic):
+        lines.append(f"│  {'└─' if i == len(traffic) - 1 else '├─'} {step}")
     path = _autoscaling_path(objects)
     lines.append("└─ autoscaling" + ("" if path else ": off"))
     for i, step in enumerate(path):
@@ -119,11 +155,18 @@ def mermaid(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
     lines = ["flowchart LR", f'  svc["Service {d.name}-leader"]']
+    if "inferencepool.yaml" in objects:
+        lines += [
+            '  client["client"] --> gw["Gateway"] --> route["HTTPRoute"] --> pool["InferencePool"]',
+            f'  pool -->|asks| epp["endpoint picker {d.name}-epp"]',
+        ]
     lines.append(f'  subgraph g0["group 0 of LeaderWorkerSet {d.name}"]')
     for index, (name, role, ranks, _stages) in enumerate(pods(result)):
         lines.append(f'    p{index}["{name} ({role})<br/>ranks {ranks.start}-{ranks.stop - 1}"]')
     lines.append("  end")
     lines.append("  svc -->|leaders only| p0")
+    if "inferencepool.yaml" in objects:
+        lines.append("  pool -->|the picked leader| p0")
     for index in range(1, d.group_size):
         lines.append(f"  p0 <-->|group traffic| p{index}")
     if "podmonitor.yaml" in objects:

@@ -10,7 +10,7 @@ profile does not emit the kind. The output tables of README.md and docs/ are gen
 from collections.abc import Callable
 from typing import Any
 
-from lwsgen.derive import cluster, monitoring, nccl, network, workload
+from lwsgen.derive import cluster, gateway, monitoring, nccl, network, workload
 from lwsgen.records import Record
 
 
@@ -95,7 +95,8 @@ QUEUE_HEADER = (
     "#   kubectl apply -f volcano-queue.yaml\n"
 )
 
-# Waves: what pods need (-1), then the workload (0), then what watches (1) or scales it (2).
+# Waves: what pods need (-1), then the workload (0), then what watches, routes to (1) or scales it
+# and routes traffic in (2).
 KINDS: tuple[Kind, ...] = (
     Kind(
         "leaderworkerset",
@@ -178,6 +179,43 @@ KINDS: tuple[Kind, ...] = (
         monitoring.prometheusrule,
         "metrics",
         wave=1,
+    ),
+    Kind(
+        "inferencepool",
+        _own("inference.networking.k8s.io/v1", "InferencePool", "inferencepool.schema.json"),
+        "`InferencePool` `<name>` of the leaders of this LWS, on the serving port, picked by `<name>-epp`",
+        "`gateway.enabled`",
+        gateway.inferencepool,
+        "inference-pool",
+        wave=1,
+    ),
+    Kind(
+        "endpoint-picker",
+        (
+            Document("v1", "ServiceAccount"),
+            Document("rbac.authorization.k8s.io/v1", "Role"),
+            Document("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            Document("v1", "ConfigMap"),
+            Document("apps/v1", "Deployment"),
+            Document("v1", "Service"),
+            Document("networking.k8s.io/v1", "NetworkPolicy"),
+            Document("monitoring.coreos.com/v1", "PodMonitor", "podmonitor.schema.json"),
+        ),
+        "the endpoint picker `<name>-epp` (llm-d-router): `ServiceAccount`, `Role` (read pods, InferencePools, "
+        "objectives), `RoleBinding`, config `ConfigMap`, `Deployment`, `Service`, its `NetworkPolicy` and `PodMonitor`",
+        "`gateway.enabled`",
+        gateway.endpoint_picker,
+        "endpoint-picker",
+        wave=1,
+    ),
+    Kind(
+        "httproute",
+        _own("gateway.networking.k8s.io/v1", "HTTPRoute", "httproute.schema.json"),
+        "`HTTPRoute` `<name>` from `gateway.parentRefs` to the InferencePool",
+        "`gateway.enabled`",
+        gateway.httproute,
+        "route",
+        wave=2,
     ),
     Kind(
         "horizontalpodautoscaler",

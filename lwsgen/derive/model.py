@@ -50,11 +50,15 @@ class Mount(Record):
 
 
 class Probe(Record):
-    path: str
-    port: str
+    """An HTTP GET probe, or a gRPC health probe when grpc_service is set (path None, port a number)."""
+
+    path: str | None
+    port: str | int
     period: int
     timeout: int
     failure_threshold: int
+    grpc_service: str | None = None
+    initial_delay: int | None = None
 
 
 class Resources(Record):
@@ -91,6 +95,7 @@ class Container(Record):
     startup_probe: Probe | None
     readiness_probe: Probe | None
     security: ContainerSecurity
+    liveness_probe: Probe | None = None
 
 
 class Pod(Record):
@@ -115,6 +120,7 @@ class Pod(Record):
     host_network: bool | None = None  # security.allowHostNetwork (with dns_policy ClusterFirstWithHostNet)
     host_ipc: bool | None = None
     dns_policy: str | None = None
+    termination_grace: int | None = None  # seconds; None: Kubernetes' 30
 
 
 class Deployment(Record):

@@ -60,6 +60,33 @@ def gpu_rule(namespace: str, name: str) -> RecordingRule:
     )
 
 
+# The endpoint picker's pool gauges (llm-d-router pkg/epp/metrics/llm_d_router_metrics.go@v0.10.0,
+# labelled name = the InferencePool), by the autoscaling.metric each serves.
+ROUTER_GAUGES = {
+    "router-queue-size": "llm_d_epp_average_queue_size",
+    "router-kv-cache-usage": "llm_d_epp_average_kv_cache_utilization",
+}
+
+
+def router_rule(namespace: str, name: str, metric: str) -> RecordingRule:
+    """The pool's average over its pods (one per group: the leaders it selects), recorded onto every
+    leader pod of this LWS, so an HPA over the leaders (or KEDA's sum over groups divided by their
+    count) reads the pool's average. Leaders come from kube_pod_labels, as in gpu_rule."""
+    gauge = ROUTER_GAUGES[metric]
+    leaders = f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name, KSM_WORKER: '0'})}"
+    renamed = (
+        f'label_replace(label_replace(\n{leaders},\n"{NAME_SERIES_LABEL}", "$1", "{KSM_NAME}", "(.*)"),\n'
+        f'"{GROUP_SERIES_LABEL}", "$1", "{KSM_GROUP}", "(.*)")'
+    )
+    pool = f"max by (namespace) ({gauge}{_matchers(namespace=namespace, name=name)})"
+    expr = f"max by ({', '.join(RECORD_LABELS)}) (\n{renamed}\n* on (namespace) group_left ()\n{pool}\n)"
+    return RecordingRule(f"namespace_pod:{gauge}:pool", expr, autoscaling=metric)
+
+
+def router_rules(namespace: str, name: str) -> tuple[RecordingRule, ...]:
+    return tuple(router_rule(namespace, name, metric) for metric in ROUTER_GAUGES)
+
+
 def _expr(rule: RecordingRule, namespace: str, name: str, model: str) -> str:
     return (
         rule.expr.replace("{sel_model}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name}, model=model))
@@ -74,9 +101,12 @@ class RuleGroup(Record):
     rules: tuple[RecordingRule, ...]  # with their expressions for this LeaderWorkerSet
 
 
-def rule_groups(caps: Capabilities, namespace: str, name: str, model: str) -> tuple[RuleGroup, ...]:
-    """PrometheusRule groups: the runtime's records (if it has metrics) and the group GPU record;
-    `model` is the served model, for records of engines that report every model of a repository."""
+def rule_groups(
+    caps: Capabilities, namespace: str, name: str, model: str, router: bool = False
+) -> tuple[RuleGroup, ...]:
+    """PrometheusRule groups: the runtime's records (if it has metrics), the group GPU record, and
+    the endpoint picker's pool records where a gateway fronts the groups (`router`); `model` is the
+    served model, for records of engines that report every model of a repository."""
     groups = []
     if caps.rules:
         groups.append(
@@ -86,12 +116,15 @@ def rule_groups(caps: Capabilities, namespace: str, name: str, model: str) -> tu
             )
         )
     groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.gpu", (gpu_rule(namespace, name),)))
+    if router:
+        groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.router", router_rules(namespace, name)))
     return tuple(groups)
 
 
 def autoscaling_record(caps: Capabilities, metric: str, namespace: str, name: str) -> str:
     """The record an autoscaling.metric scales on (checks have refused metrics a runtime lacks)."""
-    return next(r.record for r in (*caps.rules, gpu_rule(namespace, name)) if r.autoscaling == metric)
+    every = (*caps.rules, gpu_rule(namespace, name), *router_rules(namespace, name))
+    return next(r.record for r in every if r.autoscaling == metric)
 
 
 def adapter_metric_name(record: str) -> str:
@@ -171,7 +204,7 @@ def prometheusrule(ctx: Context, kind) -> PrometheusRule | None:
         return None
     return PrometheusRule(
         ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
-        rule_groups(ctx.caps, profile.namespace, profile.name, runtimes.served_name(profile)),
+        rule_groups(ctx.caps, profile.namespace, profile.name, runtimes.served_name(profile), profile.gateway.enabled),
     )
 
 

@@ -12,7 +12,7 @@ GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
 
 # Suffixes of derived object names: <name><suffix>.
-SUFFIXES = {"service": "-leader", "launch": "-launch", "launcher": "-launcher"}
+SUFFIXES = {"service": "-leader", "launch": "-launch", "launcher": "-launcher", "epp": "-epp"}
 # The NCCL preflight's objects; its pods' host names are checked on their own (check/nccl.py).
 NCCL_SUFFIX = "-nccl-test"
 
@@ -27,6 +27,7 @@ class Names(Record):
     service: str  # the leader Service (LWS owns a headless Service named <lws>)
     launch: str  # the launch scripts ConfigMap
     launcher: str  # the leader's ServiceAccount, Role and RoleBinding
+    epp: str  # the endpoint picker's Deployment, Service, ServiceAccount, Role, RoleBinding, ConfigMap
     nccl_test: str
 
 
@@ -55,6 +56,11 @@ def labels(name: str, runtime: str, component: str, extra: dict[str, str]) -> di
 def leader_selector(name: str) -> dict[str, str]:
     """Leaders of this LeaderWorkerSet only: what its Service and monitors select."""
     return {LWS_NAME_LABEL: name, WORKER_INDEX_LABEL: "0"}
+
+
+def endpoint_picker_pods(name: str) -> dict[str, str]:
+    """The endpoint picker's pods (gateway.enabled): its Deployment, Service and NetworkPolicy select them."""
+    return {"app.kubernetes.io/instance": name, "app.kubernetes.io/component": "endpoint-picker"}
 
 
 def own_pods(name: str) -> dict[str, str]:

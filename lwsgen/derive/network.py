@@ -1,12 +1,17 @@
 """The NetworkPolicy of a LeaderWorkerSet: serving ports from the allowed sources, everything between
 the pods of this LWS (Ray, NCCL, MPI, SGLang dist-init and llama.cpp RPC use many, often dynamic,
 ports; none of them authenticates, so Ray's ports open to the cluster are a remote-code-execution
-hole), the metrics port from the monitoring namespace, and no other ingress."""
+hole), the metrics port from the monitoring namespace, and no other ingress.
+
+Behind a gateway (gateway.enabled) the serving port is open to the Gateway's proxies and the
+endpoint picker (which also reads the metrics port), and to service.allowedSources/Namespaces only
+where those are set: no longer from anywhere."""
 
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
-from lwsgen.derive.naming import own_pods
+from lwsgen.derive.naming import endpoint_picker_pods, own_pods
 from lwsgen.records import Record
+from lwsgen.runtimes.base import Port
 
 
 class Ingress(Record):
@@ -30,10 +35,39 @@ def networkpolicy(ctx: Context, kind) -> NetworkPolicy | None:
         return None
     caps, service = ctx.caps, profile.service
     pods = own_pods(profile.name)
-    rules = [
-        Ingress(service.allowed_sources, service.allowed_namespaces, ports=ctx.parts.service_ports),
-        Ingress(pods=(pods,)),
-    ]
+    rules = [Ingress(pods=(pods,))]
+    if not profile.gateway.enabled or service.allowed_sources or service.allowed_namespaces:
+        rules.insert(0, Ingress(service.allowed_sources, service.allowed_namespaces, ports=ctx.parts.service_ports))
+    if profile.gateway.enabled:
+        rules += _gateway_rules(ctx)
     if profile.monitoring.enabled and caps.metrics:
         rules.append(Ingress(namespaces=(profile.monitoring.namespace,), ports=(caps.metrics_port,)))
     return NetworkPolicy(ctx.meta(kind, profile.name), pods, tuple(rules))
+
+
+def serving_port(ctx: Context) -> Port:
+    """The port the pool targets: the leader's first serving port (the HTTP API)."""
+    by_name = {p.name: p for p in ctx.parts.leader.ports}
+    return by_name[ctx.parts.service_ports[0]]
+
+
+def metrics_port(ctx: Context) -> int:
+    by_name = {p.name: p.number for p in ctx.parts.leader.ports}
+    return by_name[ctx.caps.metrics_port]
+
+
+def proxy_namespaces(ctx: Context) -> tuple[str, ...]:
+    """Where the Gateway's proxies run: gateway.proxyNamespaces, else the namespaces of parentRefs."""
+    gateway = ctx.profile.gateway
+    if gateway.proxy_namespaces:
+        return gateway.proxy_namespaces
+    return tuple(dict.fromkeys(ref.get("namespace") or ctx.profile.namespace for ref in gateway.parent_refs))
+
+
+def _gateway_rules(ctx: Context) -> list[Ingress]:
+    serving = serving_port(ctx).name
+    picker_ports = tuple(dict.fromkeys((serving, ctx.caps.metrics_port)))
+    return [
+        Ingress(namespaces=proxy_namespaces(ctx), ports=(serving,)),
+        Ingress(pods=(endpoint_picker_pods(ctx.profile.name),), ports=picker_ports),
+    ]

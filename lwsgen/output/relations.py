@@ -11,6 +11,7 @@ from typing import Any
 from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
 from lwsgen.output.invariants import invariant_errors
 from lwsgen.output.locate import OutputError
+from lwsgen.output.routing import monitor_namespace, routing_errors
 
 
 def _leader_template(lws: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +96,8 @@ def _worker_ports(lws: dict[str, Any]) -> set[str]:
 
 def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     selector = monitor["spec"]["selector"].get("matchLabels", {})
+    if LWS_NAME_LABEL not in selector and selector:
+        return  # not a monitor of LeaderWorkerSet pods: routing.py checks it selects a Deployment's
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
     endpoints = [e["port"] for e in monitor["spec"]["podMetricsEndpoints"]]
     # every pod of the group, where the workers serve a metrics port too (SGLang's data-parallel attention);
@@ -115,14 +118,7 @@ def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, 
             "(or only the first, where the worker pods serve the metrics port too)",
         )
         return
-    own = monitor["metadata"].get("namespace")
-    names = monitor["spec"].get("namespaceSelector", {}).get("matchNames")
-    if own and names is not None and own not in names:
-        yield (
-            ("spec", "namespaceSelector", "matchNames"),
-            f"does not name the PodMonitor's own namespace {own!r} (a kustomize `namespace:` overlay cannot "
-            "change it: set monitoring's namespace in the profile instead)",
-        )
+    yield from monitor_namespace(monitor)
     named = _leader_ports(lws)
     for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"]):
         if endpoint["port"] not in named:
@@ -224,3 +220,4 @@ def cross_object_errors(
             for path, message in rules(obj, lws_by_name) if rules else ():
                 yield file, index, OutputError(path, message, code="cross-object")
     yield from invariant_errors(objects_by_file)
+    yield from routing_errors(objects_by_file)

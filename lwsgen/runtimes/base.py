@@ -13,6 +13,7 @@ TOOLS_MOUNT = "/lwsgen/bin"
 class Port(Record):
     name: str
     number: int
+    app_protocol: str | None = None  # a Service port's appProtocol (kubernetes.io/h2c for gRPC)
 
 
 class EnvVar(Record):
@@ -33,6 +34,15 @@ class RecordingRule(Record):
     record: str
     expr: str
     autoscaling: str | None = None
+
+
+class RouterMetrics(Record):
+    """The series an endpoint picker reads from each pod it routes to (llm-d-router's
+    core-metrics-extractor engineConfigs: queued, running, KV-cache use as a fraction; "" none)."""
+
+    queued: str
+    running: str
+    kv_usage: str = ""
 
 
 class Capabilities(Record):
@@ -68,6 +78,9 @@ class Capabilities(Record):
     derived_flags: tuple[str, ...] = ()
     # parallelism.tensor splits attention heads (tensor parallelism proper); llama.cpp splits layers.
     tensor_splits_heads: bool = True
+    # What gateway.enabled's endpoint picker reads of each serving pod; None: the engine exports too
+    # little to route on.
+    router_metrics: RouterMetrics | None = None
 
     @property
     def takes_api_key(self) -> bool:

@@ -14,6 +14,7 @@ from lwsgen.runtimes.base import (
     Probes,
     Role,
     RoleRule,
+    RouterMetrics,
     RuntimeParts,
     extra_args,
     field_env,
@@ -168,6 +169,7 @@ def vllm_family_capabilities(
         leader_ready_needs_workers=True,
         needs_api_access=False,
         api_key_env=api_key_env,
+        router_metrics=RouterMetrics(waiting, running, kv_metric),
         rules=(
             per_pod_rule("sum", waiting, autoscaling="queue-length"),
             per_pod_rule("sum", running),

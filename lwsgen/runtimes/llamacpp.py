@@ -29,7 +29,16 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers, versions
-from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, extra_args, model_path, per_pod_rule, served_name
+from lwsgen.runtimes.base import (
+    Capabilities,
+    Probes,
+    RouterMetrics,
+    RuntimeParts,
+    extra_args,
+    model_path,
+    per_pod_rule,
+    served_name,
+)
 from lwsgen.runtimes.versions import Since
 
 NAME = "llamacpp"
@@ -79,6 +88,8 @@ CAPABILITIES = Capabilities(
     api_key_env="LLAMA_API_KEY",
     metrics_need_api_key=True,
     image_has_pytorch=False,
+    # llama-server reports no KV-cache fraction (server-task.cpp@b10470 /metrics): the picker scores queues only.
+    router_metrics=RouterMetrics("llamacpp:requests_deferred", "llamacpp:requests_processing"),
     rules=(
         per_pod_rule("sum", "llamacpp:requests_deferred", autoscaling="queue-length"),
         per_pod_rule("sum", "llamacpp:requests_processing"),

@@ -37,6 +37,7 @@ from lwsgen.runtimes.base import (
     Capabilities,
     Port,
     Probes,
+    RouterMetrics,
     RuntimeParts,
     extra_args,
     model_path,
@@ -140,6 +141,7 @@ CAPABILITIES = Capabilities(
     # python/sglang/srt/server_args.py --api-key; no environment variable (v0.4.6.post1, v0.5.23).
     # srt/utils.py (0.4.6.post1, lines 790-802) leaves /health* and /metrics open.
     api_key_flag="--api-key",
+    router_metrics=RouterMetrics("sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:token_usage"),
     rules=(
         per_pod_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length"),
         per_pod_rule("sum", "sglang:num_running_reqs"),

@@ -32,6 +32,7 @@ from lwsgen.runtimes.base import (
     Port,
     Probes,
     RecordingRule,
+    RouterMetrics,
     RuntimeParts,
     extra_args,
     model_path,
@@ -87,6 +88,13 @@ CAPABILITIES = Capabilities(
     leader_ready_needs_workers=True,
     needs_api_access=True,
     metrics_port="metrics",
+    # The TensorRT-LLM backend's batcher gauges, on Triton's metrics port, as llm-d-router reads them
+    # (pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go@v0.10.0, "triton-tensorrt-llm").
+    router_metrics=RouterMetrics(
+        "nv_trt_llm_request_metrics{request_type=waiting}",
+        "nv_trt_llm_request_metrics{request_type=scheduled}",
+        "nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=fraction}",
+    ),
     # The awsome-inference rules, correct for counters: rates over 1m, per request or per compute time.
     rules=(
         RecordingRule(

@@ -35,6 +35,7 @@ from lwsgen.runtimes.base import (
     Port,
     Probes,
     RecordingRule,
+    RouterMetrics,
     RuntimeParts,
     extra_args,
     model_path,
@@ -111,6 +112,9 @@ GAUGE_RULES = (
     per_pod_rule("sum", "trtllm_num_requests_running"),
     per_pod_rule("max", "trtllm_kv_cache_utilization", autoscaling="kv-cache-usage"),
 )
+ROUTER_METRICS = RouterMetrics(
+    "trtllm_num_requests_waiting", "trtllm_num_requests_running", "trtllm_kv_cache_utilization"
+)
 BASE = Capabilities(
     derived_flags=DERIVED_FLAGS,
     serving_port=SERVING_PORT,
@@ -132,6 +136,7 @@ def capabilities(version: versions.EngineVersion, profile: Profile | None = None
     if version.has("iteration-gauges"):
         metrics += ("trtllm_num_requests_waiting", "trtllm_num_requests_running", "trtllm_kv_cache_utilization")
         rules += GAUGE_RULES
+        return BASE._replace(metrics=metrics, rules=rules, router_metrics=ROUTER_METRICS)
     return BASE._replace(metrics=metrics, rules=rules)
 
 

@@ -110,6 +110,7 @@ def test_unsupported_autoscaling_metric_names_the_supported_ones(write_profile, 
         assert (
             err.value.problems[0].message
             == f"{name} cannot produce {metric}; it supports: {', '.join(caps.autoscaling_metrics)}"
+            " (and, with gateway.enabled, router-queue-size, router-kv-cache-usage)"
         )
 
 

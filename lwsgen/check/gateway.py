@@ -1,0 +1,61 @@
+"""gateway.enabled: what the endpoint picker needs of the serving pods (their metrics, unguarded),
+and the autoscaling metrics that exist only where it runs."""
+
+from lwsgen import runtimes
+from lwsgen.check.profile import Profile
+from lwsgen.load.source import Source
+from lwsgen.problems import Problem
+
+# autoscaling.metric values read from the endpoint picker's pool gauges (derive/gateway.py records them).
+ROUTER_METRICS = ("router-queue-size", "router-kv-cache-usage")
+
+
+def autoscaling_metrics(profile: Profile) -> tuple[str, ...]:
+    return ROUTER_METRICS if profile.gateway.enabled else ()
+
+
+def check(profile: Profile, src: Source) -> list[Problem]:
+    gateway = profile.gateway
+    if not gateway.enabled or runtimes.get(profile.runtime) is None:
+        return []
+    caps = runtimes.capabilities(profile)
+    problems = []
+    if not gateway.parent_refs:
+        problems.append(
+            src.problem(
+                ("gateway", "enabled"),
+                "a gateway needs gateway.parentRefs: the Gateway (name, and namespace if not this one) the route "
+                "attaches to",
+                "missing-field",
+            )
+        )
+    if not profile.monitoring.enabled:
+        problems.append(
+            src.problem(
+                ("gateway", "enabled"),
+                "the endpoint picker routes on the engine's metrics and the router records read its own: "
+                "set monitoring.enabled to true",
+                "needs-monitoring",
+            )
+        )
+    if caps.router_metrics is None:
+        version = runtimes.engine_version(profile)
+        engine = f"{version.engine.title} {version.engine.spell(version.text)} ({version.said()})"
+        problems.append(
+            src.problem(
+                ("gateway", "enabled"),
+                f"{engine} exports no per-pod queue gauges for the endpoint picker to route on; use a newer "
+                "engine version or leave the gateway off",
+                "not-supported",
+            )
+        )
+    if caps.metrics_need_api_key and profile.service.api_key_secret is not None:
+        problems.append(
+            src.problem(
+                ("service", "apiKeySecret"),
+                f"{profile.runtime} guards /metrics with the API key, and the endpoint picker cannot send one when it "
+                "reads them; leave the key out behind a gateway (authenticate at the Gateway instead)",
+                "not-supported",
+            )
+        )
+    return problems

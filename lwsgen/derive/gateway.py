@@ -1,0 +1,312 @@
+"""gateway.enabled: the Gateway API Inference Extension front door. An InferencePool of the pods
+that serve (the leaders: every runtime lwsgen launches serves a group through its leader, data
+parallel ranks included), llm-d-router's endpoint picker (EPP) that picks one of them per request,
+and an HTTPRoute from the user's Gateway to the pool.
+
+The EPP's flags, ports, probes, RBAC and config follow llm-d-router v0.10.0: pkg/epp/server/
+options.go (flags and their defaults), config/charts/routerlib/templates/ (_deployment.yaml,
+_config.yaml, _rbac.yaml, _service.yaml, _leader-election-rbac.yaml) and apix/config/v1alpha1/
+endpointpickerconfig_types.go (the config, decoded strictly). Where lwsgen differs from the chart,
+the docstring of the function says why.
+"""
+
+import hashlib
+import json
+
+from lwsgen.derive import naming, pods
+from lwsgen.derive.context import Context
+from lwsgen.derive.model import EmptyDir as EmptyDirSource
+from lwsgen.derive.model import EnvVar, Meta, Mount, Pod, Probe, Resources, Volume
+from lwsgen.derive.monitoring import PodMonitor
+from lwsgen.derive.network import Ingress, NetworkPolicy, metrics_port, proxy_namespaces, serving_port
+from lwsgen.derive.workload import Binding, Named, Rules, Service
+from lwsgen.records import Record
+from lwsgen.runtimes.base import Port, RoleRule
+
+POOL_GROUP = "inference.networking.k8s.io"  # InferencePool v1 (../shared/crds, v1.6.0)
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+# options.go@v0.10.0 defaults: ext-proc gRPC 9002, gRPC health 9003, metrics 9090.
+GRPC_PORT, HEALTH_PORT, METRICS_PORT = 9002, 9003, 9090
+CONFIG_DIR, CONFIG_FILE = "/config", "endpoint-picker.yaml"
+CONFIG_API = "llm-d.ai/v1alpha1"  # inference.networking.x-k8s.io/v1alpha1 is deprecated (configloader.go@v0.10.0)
+ENGINE_LABEL = "llm-d.ai/engine-type"
+SCORERS = (  # profile field, EPP plugin type (scorer/*/ @v0.10.0)
+    ("queue", "queue-scorer"),
+    ("kv_cache", "kv-cache-utilization-scorer"),
+    ("prefix_cache", "prefix-cache-scorer"),
+)
+# Changes with the config's values, so the picker restarts with a new one (it reads it once, at start).
+CONFIG_HASH_ANNOTATION = "lwsgen/endpoint-picker-config-sha256"
+EPP_USER = 65532
+# The chart's grace period (_deployment.yaml@v0.10.0: "mirror the longest grace period of the pods
+# within the pool"): the Gateway's ext-proc streams through the picker last as long as a request.
+GRACE_SECONDS = 130  # Dockerfile.epp@v0.10.0: USER 65532:65532
+
+
+class ParentRef(Record):
+    name: str
+    namespace: str | None
+    section: str | None
+
+
+class InferencePool(Record):
+    meta: Meta
+    selector: dict[str, str]
+    target_ports: tuple[int, ...]
+    picker: str  # the EPP Service
+    picker_port: int
+    failure_mode: str
+
+
+class HTTPRoute(Record):
+    meta: Meta
+    parents: tuple[ParentRef, ...]
+    hostnames: tuple[str, ...] | None
+    path_type: str
+    path: str
+    pool: str
+    timeout: str
+
+
+class Workload(Record):
+    """A Deployment: its metadata, replicas, the labels it selects and its pod."""
+
+    meta: Meta
+    replicas: int
+    selector: dict[str, str]
+    pod: Pod
+
+
+class Scorer(Record):
+    plugin: str
+    weight: float
+
+
+class PickerConfig(Record):
+    """The values of the EPP's EndpointPickerConfig (templates/endpoint-picker.yaml.j2 writes it)."""
+
+    api_version: str
+    scorers: tuple[Scorer, ...]
+    metrics_path: str
+    metrics_port: int | None  # None: the pool's target port
+    engine_label: str
+    engine: str
+    queued: str
+    running: str
+    kv_usage: str
+
+
+class EndpointPicker(Record):
+    """Every object of the endpoint picker, one file: identity and RBAC, config, Deployment, Service,
+    and (when the profile has them on) its NetworkPolicy and PodMonitor."""
+
+    account: Named
+    role: Rules
+    binding: Binding
+    config_meta: Meta
+    config_file: str
+    config: PickerConfig
+    deployment: Workload
+    service: Service
+    policy: NetworkPolicy | None
+    monitor: PodMonitor | None
+
+
+def enabled(ctx: Context) -> bool:
+    return ctx.profile.gateway.enabled
+
+
+def inferencepool(ctx: Context, kind) -> InferencePool | None:
+    if not enabled(ctx):
+        return None
+    profile = ctx.profile
+    return InferencePool(
+        ctx.meta(kind, profile.name),
+        naming.leader_selector(profile.name),
+        (serving_port(ctx).number,),
+        ctx.names.epp,
+        GRPC_PORT,
+        profile.gateway.failure_mode,
+    )
+
+
+def httproute(ctx: Context, kind) -> HTTPRoute | None:
+    if not enabled(ctx):
+        return None
+    profile, gateway = ctx.profile, ctx.profile.gateway
+    parents = tuple(ParentRef(r["name"], r.get("namespace"), r.get("sectionName")) for r in gateway.parent_refs)
+    return HTTPRoute(
+        ctx.meta(kind, profile.name),
+        parents,
+        gateway.hostnames or None,
+        gateway.path.type,
+        gateway.path.value,
+        profile.name,
+        gateway.request_timeout,
+    )
+
+
+def picker_config(ctx: Context) -> PickerConfig:
+    """EndpointPickerConfig: the chart's default-plugins.yaml, written out whole (picker, profile
+    handler and data layer too, rather than left to the EPP's system defaults) with the profile's
+    scorer weights, and an engine entry of the core-metrics-extractor named after the runtime with the
+    plugin's own metric names for this engine version (not the EPP's built-in table, vLLM's unless
+    told), its metrics path, and its metrics port where it is not the serving port (Triton)."""
+    weights = ctx.profile.gateway.endpoint_picker.scorers
+    scorers = tuple(Scorer(plugin, getattr(weights, field)) for field, plugin in SCORERS if getattr(weights, field) > 0)
+    port = metrics_port(ctx)
+    metrics = ctx.caps.router_metrics
+    return PickerConfig(
+        CONFIG_API,
+        scorers,
+        ctx.caps.metrics_path,
+        None if port == serving_port(ctx).number else port,
+        ENGINE_LABEL,
+        ctx.profile.runtime,
+        metrics.queued,
+        metrics.running,
+        metrics.kv_usage,
+    )
+
+
+def config_digest(config: PickerConfig) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def _rules(replicas: int) -> tuple[RoleRule, ...]:
+    """What the EPP reads: pods and its InferencePool, and the objective and rewrite CRDs where the
+    cluster has them (found by discovery, controller_config.go@v0.10.0); leases and events to elect
+    a leader when there is more than one replica."""
+    read = ("get", "list", "watch")
+    rules = [
+        RoleRule(("",), ("pods",), read),
+        RoleRule((POOL_GROUP,), ("inferencepools",), read),
+        RoleRule(
+            ("llm-d.ai", "inference.networking.x-k8s.io"), ("inferenceobjectives", "inferencemodelrewrites"), read
+        ),
+    ]
+    if replicas > 1:
+        rules.append(
+            RoleRule(("coordination.k8s.io",), ("leases",), ("get", "list", "watch", "create", "update", "patch"))
+        )
+        rules.append(RoleRule(("",), ("events",), ("create", "patch")))
+    return tuple(rules)
+
+
+def _args(ctx: Context, replicas: int) -> tuple[str, ...]:
+    """--pool-namespace is left to the NAMESPACE variable (runner.go@v0.10.0 resolvePoolNamespace),
+    so a kustomize namespace overlay moves it too. Metrics without authentication (no cluster-wide
+    TokenReview RBAC; the NetworkPolicy admits only the monitoring namespace), pprof and tracing off."""
+    args = [
+        "--pool-name",
+        ctx.profile.name,
+        "--pool-group",
+        POOL_GROUP,
+        "--config-file",
+        f"{CONFIG_DIR}/{CONFIG_FILE}",
+        f"--grpc-port={GRPC_PORT}",
+        f"--grpc-health-port={HEALTH_PORT}",
+        f"--metrics-port={METRICS_PORT}",
+        "--metrics-endpoint-auth=false",
+        "--enable-pprof=false",
+        "--tracing=false",
+        "--zap-encoder=json",
+    ]
+    if replicas > 1:
+        args.append("--ha-enable-leader-election")
+    return tuple(args)
+
+
+def _probes(replicas: int) -> tuple[Probe, Probe]:
+    """gRPC health on 9003: service inference-extension, or liveness/readiness under leader election
+    (the chart's probes, _deployment.yaml@v0.10.0)."""
+    live, ready = ("liveness", "readiness") if replicas > 1 else ("inference-extension",) * 2
+    return (
+        Probe(None, HEALTH_PORT, 10, 1, 3, grpc_service=live, initial_delay=5),
+        Probe(None, HEALTH_PORT, 2, 1, 3, grpc_service=ready),
+    )
+
+
+def _pod(ctx: Context, labels: dict[str, str], config: PickerConfig) -> Pod:
+    picker = ctx.profile.gateway.endpoint_picker
+    liveness, readiness = _probes(picker.replicas)
+    config_volume, config_mount = pods.config_map_volume("config", ctx.names.epp, CONFIG_DIR)
+    config_volume = config_volume._replace(config_map=config_volume.config_map._replace(default_mode=0o444))
+    tmp = Volume("tmp", empty_dir=EmptyDirSource(None, "64Mi"))
+    container = pods.container(
+        "epp",
+        picker.image,
+        (),
+        args=_args(ctx, picker.replicas),
+        env=(EnvVar("NAMESPACE", field_path="metadata.namespace"), EnvVar("POD_NAME", field_path="metadata.name")),
+        ports=(Port("grpc", GRPC_PORT), Port("grpc-health", HEALTH_PORT), Port("metrics", METRICS_PORT)),
+        resources=Resources({"cpu": str(picker.cpu), "memory": str(picker.memory)}, {"memory": str(picker.memory)}),
+        mounts=(config_mount, Mount("tmp", "/tmp")),
+        probes=None,
+        security=pods.helper_security()._replace(run_as_user=EPP_USER),
+    )._replace(command=None, liveness_probe=liveness, readiness_probe=readiness)
+    pod = pods.pod(
+        ctx.profile,
+        ctx.placement,
+        labels=labels,
+        containers=(container,),
+        volumes=(config_volume, tmp),
+        annotations={CONFIG_HASH_ANNOTATION: config_digest(config)},
+        on_gpu_node=False,
+        service_account=ctx.names.epp,
+    )
+    security = pod.security._replace(run_as_non_root=True, run_as_user=EPP_USER, run_as_group=EPP_USER)
+    return pod._replace(security=security, termination_grace=GRACE_SECONDS)
+
+
+def _policy(ctx: Context, kind, selector: dict[str, str]) -> NetworkPolicy | None:
+    """ext-proc from the Gateway's proxies, metrics from monitoring; nothing else reaches the EPP
+    (the kubelet's gRPC probes come from the node)."""
+    profile = ctx.profile
+    if not profile.security.network_policy:
+        return None
+    rules = [Ingress(namespaces=proxy_namespaces(ctx), ports=(GRPC_PORT,))]
+    if profile.monitoring.enabled:
+        rules.append(Ingress(namespaces=(profile.monitoring.namespace,), ports=(METRICS_PORT,)))
+    return NetworkPolicy(ctx.meta(kind, ctx.names.epp), selector, tuple(rules))
+
+
+def _monitor(ctx: Context, kind, selector: dict[str, str]) -> PodMonitor | None:
+    profile = ctx.profile
+    if not profile.monitoring.enabled:
+        return None
+    return PodMonitor(
+        ctx.meta(kind, ctx.names.epp, labels=profile.monitoring.prometheus_labels),
+        selector,
+        "metrics",
+        "/metrics",
+        profile.monitoring.interval,
+        None,
+    )
+
+
+def endpoint_picker(ctx: Context, kind) -> EndpointPicker | None:
+    if not enabled(ctx):
+        return None
+    names, picker = ctx.names, ctx.profile.gateway.endpoint_picker
+    selector = naming.endpoint_picker_pods(ctx.profile.name)
+    meta = ctx.meta(kind, names.epp)
+    config = picker_config(ctx)
+    return EndpointPicker(
+        Named(meta),
+        Rules(meta, _rules(picker.replicas)),
+        Binding(meta, names.epp, names.epp),
+        meta,
+        CONFIG_FILE,
+        config,
+        Workload(meta, picker.replicas, selector, _pod(ctx, {**meta.labels, **selector}, config)),
+        Service(
+            meta,
+            "ClusterIP",
+            selector,
+            (Port("grpc", GRPC_PORT, "kubernetes.io/h2c"), Port("metrics", METRICS_PORT)),
+            None,
+        ),
+        _policy(ctx, kind, selector),
+        _monitor(ctx, kind, selector),
+    )

@@ -1,0 +1,232 @@
+"""Rules that span the gateway's objects (gateway.enabled): the InferencePool selects leaders of a
+LeaderWorkerSet in the set on a port their container has, and names an endpoint picker Service in
+the set by a port it has; the HTTPRoute routes to a pool in the set; the endpoint picker's
+--pool-name names that pool (a kustomize namePrefix renames the pool, not the flag); Services and
+PodMonitors of a Deployment select its pods on ports they have; the picker's config is an
+EndpointPickerConfig the picker's strict decoder accepts, whose references resolve."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.output.locate import OutputError
+from lwsgen.resources import package_dir
+
+PICKER_CONFIG_KIND = "EndpointPickerConfig"
+
+
+def _named(everything: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {_get(o, "metadata", "name"): o for o in everything if o.get("kind") == kind}
+
+
+def _get(obj: Any, *path: str) -> Any:
+    """obj[path...], or None where a step is missing or not a mapping (validate reads hand-edited files)."""
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _pod_labels(workload: dict[str, Any]) -> dict[str, str]:
+    return _get(workload, "spec", "template", "metadata", "labels") or {}
+
+
+def _container_ports(template: dict[str, Any]) -> dict[str, int]:
+    return {
+        p.get("name"): p.get("containerPort")
+        for c in _get(template, "spec", "containers") or []
+        for p in c.get("ports") or []
+    }
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def _leader(lws: dict[str, Any]) -> dict[str, Any]:
+    lwt = _get(lws, "spec", "leaderWorkerTemplate") or {}
+    return lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {}
+
+
+def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+    spec = pool.get("spec") or {}
+    selector = _get(spec, "selector", "matchLabels") or {}
+    lws = objects["LeaderWorkerSet"].get(selector.get(LWS_NAME_LABEL))
+    leader_labels = _leader(lws).get("metadata", {}).get("labels", {}) if lws else {}
+    extra = {k: v for k, v in selector.items() if k not in (LWS_NAME_LABEL, WORKER_INDEX_LABEL)}
+    if (
+        lws is None
+        or selector.get(WORKER_INDEX_LABEL) != "0"
+        or any(leader_labels.get(k) != v for k, v in extra.items())
+    ):
+        yield OutputError(
+            ("spec", "selector", "matchLabels"),
+            f'must select {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0" (the leaders, '
+            "which serve; workers do not) and only labels its leader pods carry",
+        )
+    else:
+        numbers = set(_container_ports(_leader(lws)).values())
+        for index, port in enumerate(spec.get("targetPorts", [])):
+            if port.get("number") not in numbers:
+                yield OutputError(
+                    ("spec", "targetPorts", index, "number"),
+                    f"{port.get('number')} is not a port of the leader container: "
+                    + ", ".join(str(n) for n in sorted(numbers)),
+                )
+    ref = spec.get("endpointPickerRef") or {}
+    service = objects["Service"].get(ref.get("name"))
+    if service is None:
+        yield OutputError(("spec", "endpointPickerRef", "name"), f"Service {ref.get('name')!r} is not in this set")
+    elif _get(ref, "port", "number") not in {p.get("port") for p in _get(service, "spec", "ports") or []}:
+        yield OutputError(
+            ("spec", "endpointPickerRef", "port", "number"),
+            f"is not a port of Service {ref.get('name')!r}",
+        )
+
+
+def _route(route: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+    for r, rule in enumerate(_get(route, "spec", "rules") or []):
+        for b, backend in enumerate(rule.get("backendRefs") or []):
+            if backend.get("kind") == "InferencePool" and backend.get("name") not in objects["InferencePool"]:
+                yield OutputError(
+                    ("spec", "rules", r, "backendRefs", b, "name"),
+                    f"InferencePool {backend.get('name')!r} is not in this set",
+                )
+
+
+def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+    for c, container in enumerate(_get(deployment, "spec", "template", "spec", "containers") or []):
+        args = list(container.get("args") or [])
+        if "--pool-name" in args[:-1]:
+            index = args.index("--pool-name") + 1
+            if args[index] not in objects["InferencePool"]:
+                yield OutputError(
+                    ("spec", "template", "spec", "containers", c, "args", index),
+                    f"names InferencePool {args[index]!r}, which is not in this set (a flag does not follow a "
+                    "kustomize namePrefix/nameSuffix; render the profile with the new name)",
+                )
+
+
+def _deployment_selector(
+    obj: dict[str, Any], selector: dict[str, str], ports: list[tuple[tuple, Any]], objects: dict[str, dict]
+) -> Iterator[OutputError]:
+    """A Service or PodMonitor that selects no LeaderWorkerSet must select a Deployment of the set
+    (or Job) and name ports its pods have."""
+    owners = [d for d in objects["workloads"] if _selects(selector, _pod_labels(d))]
+    if not owners:
+        yield OutputError(("spec", "selector"), "selects the pods of no LeaderWorkerSet, Deployment or Job in this set")
+        return
+    named = _container_ports(_get(owners[0], "spec", "template") or {})
+    for path, port in ports:
+        if isinstance(port, str) and port not in named:
+            yield OutputError(path, f"{port!r} is not a named port of the pods it selects")
+
+
+def _service(service: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+    selector = _get(service, "spec", "selector") or {}
+    if LWS_NAME_LABEL in selector or not selector or not objects["workloads"]:
+        return
+    ports = [
+        (("spec", "ports", i, "targetPort"), p.get("targetPort"))
+        for i, p in enumerate(_get(service, "spec", "ports") or [])
+    ]
+    yield from _deployment_selector(service, selector, ports, objects)
+
+
+def monitor_namespace(monitor: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
+    own = _get(monitor, "metadata", "namespace")
+    names = _get(monitor, "spec", "namespaceSelector", "matchNames")
+    if own and names is not None and own not in names:
+        yield (
+            ("spec", "namespaceSelector", "matchNames"),
+            f"does not name the PodMonitor's own namespace {own!r} (a kustomize `namespace:` overlay cannot "
+            "change it: set monitoring's namespace in the profile instead)",
+        )
+
+
+def _monitor(monitor: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+    selector = _get(monitor, "spec", "selector", "matchLabels") or {}
+    if LWS_NAME_LABEL in selector or not selector:
+        return  # relations.py checks monitors of LeaderWorkerSet pods (and ones that select nothing)
+    endpoints = _get(monitor, "spec", "podMetricsEndpoints") or []
+    ports = [(("spec", "podMetricsEndpoints", i, "port"), e.get("port")) for i, e in enumerate(endpoints)]
+    yield from _deployment_selector(monitor, selector, ports, objects)
+    for path, message in monitor_namespace(monitor):
+        yield OutputError(path, message)
+
+
+@lru_cache(maxsize=1)
+def _config_validator():
+    import jsonschema
+
+    schema = json.loads((package_dir("schemas") / "endpointpickerconfig.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _references(config: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
+    """pluginRefs name configured plugins (by name, or by type where the name is left out)."""
+    names = {p.get("name") or p.get("type") for p in config.get("plugins", [])}
+    refs: list[tuple[tuple, str]] = []
+    for s, profile in enumerate(config.get("schedulingProfiles") or []):
+        refs += [
+            (("schedulingProfiles", s, "plugins", i), p.get("pluginRef"))
+            for i, p in enumerate(profile.get("plugins") or [])
+        ]
+    for s, source in enumerate(_get(config, "dataLayer", "sources") or []):
+        refs.append((("dataLayer", "sources", s), source.get("pluginRef")))
+        refs += [
+            (("dataLayer", "sources", s, "extractors", e), x.get("pluginRef"))
+            for e, x in enumerate(source.get("extractors") or [])
+        ]
+    for path, ref in refs:
+        if ref not in names:
+            yield path, f"pluginRef {ref!r} names no plugin of this config"
+
+
+def _picker_config(config_map: dict[str, Any]) -> Iterator[OutputError]:
+    for key, text in (config_map.get("data") or {}).items():
+        if not isinstance(text, str) or PICKER_CONFIG_KIND not in text:
+            continue
+        try:
+            config = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            yield OutputError(("data", key), f"is not YAML: {err}")
+            continue
+        if not isinstance(config, dict) or config.get("kind") != PICKER_CONFIG_KIND:
+            continue
+        for err in sorted(_config_validator().iter_errors(config), key=lambda e: list(e.absolute_path)):
+            where = ".".join(str(p) for p in err.absolute_path) or "(top)"
+            yield OutputError(("data", key), f"{where}: {err.message} (llm-d-router decodes its config strictly)")
+        for path, message in _references(config) if isinstance(config.get("plugins"), list) else ():
+            yield OutputError(("data", key), f"{'.'.join(map(str, path))}: {message}")
+
+
+RULES = {
+    "InferencePool": _pool,
+    "HTTPRoute": _route,
+    "Deployment": _pool_flag,
+    "Service": _service,
+    "PodMonitor": _monitor,
+    "ConfigMap": lambda obj, objects: _picker_config(obj),
+}
+
+
+def routing_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, OutputError]]:
+    everything = [o for docs in objects_by_file.values() for o in docs if isinstance(o, dict)]
+    objects: dict[str, Any] = {
+        kind: _named(everything, kind) for kind in ("LeaderWorkerSet", "Service", "InferencePool")
+    }
+    # what else runs pods from a template: a Service or PodMonitor that selects no LWS selects these
+    objects["workloads"] = [o for o in everything if o.get("kind") in ("Deployment", "Job")]
+    for file, docs in objects_by_file.items():
+        for index, obj in enumerate(docs):
+            rule = RULES.get(obj.get("kind"))
+            for error in rule(obj, objects) if rule else ():
+                yield file, index, error._replace(code="cross-object")
