@@ -70,7 +70,7 @@ def test_the_pool_selects_this_lws_leaders_on_their_serving_port(render, runtime
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     service = yaml.safe_load(rendered.files["service.yaml"])
     serving = {p["name"]: p["containerPort"] for p in leader["ports"]}[service["spec"]["ports"][0]["targetPort"]]
-    assert pool["spec"]["targetPorts"] == [{"number": serving}]
+    assert pool["spec"]["targetPorts"] == [{"number": serving}] and pool["spec"]["appProtocol"] == "http"
     assert pool["spec"]["endpointPickerRef"] == {
         "group": "",
         "kind": "Service",
@@ -247,8 +247,35 @@ def test_the_picker_config_is_the_engines_metrics_and_the_profiles_weights(rende
             "queuedRequestsSpec": "vllm:num_requests_waiting",
             "runningRequestsSpec": "vllm:num_requests_running",
             "kvUsageSpec": "vllm:kv_cache_usage_perc",
+            "loraSpec": "vllm:lora_requests_info",
+            "cacheInfoSpec": "vllm:cache_config_info",
+            "cacheBlockSizeSpec": "",
+            "cacheNumBlocksSpec": "",
         }
     ]
+    assert "requestHandler" not in config  # vLLM's API is the picker's default parsers'
+
+
+def test_triton_is_routed_without_reading_the_body_and_llamacpp_without_kv_cache(render):
+    triton = _picker_config(render(_profile("triton-trtllm")))
+    types = [p["type"] for p in triton["plugins"]]
+    assert "passthrough-parser" in types and "prefix-cache-scorer" not in types
+    assert triton["requestHandler"] == {"parsers": [{"pluginRef": "passthrough-parser"}]}
+    engine = next(p for p in triton["plugins"] if p["type"] == "core-metrics-extractor")["parameters"]["engineConfigs"][
+        0
+    ]
+    assert engine["cacheNumBlocksSpec"] == "nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=max}"
+    llamacpp = _picker_config(render(_profile("llamacpp")))
+    assert [p["pluginRef"] for p in llamacpp["schedulingProfiles"][0]["plugins"]] == [
+        "queue-scorer",
+        "prefix-cache-scorer",
+        "max-score-picker",
+    ]
+
+
+def test_router_kv_cache_scaling_is_refused_where_the_engine_reports_none(said):
+    errors, _ = said(_profile("llamacpp", autoscaling={"enabled": True, "metric": "router-kv-cache-usage"}))
+    assert any(e.startswith("autoscaling.metric: llamacpp exports no KV-cache fraction") for e in errors), errors
 
 
 @pytest.mark.parametrize(
@@ -326,6 +353,24 @@ def test_proxy_namespaces_and_allowed_sources_are_kept(render):
     assert epp["spec"]["ingress"][0]["from"] == [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "default"}}}  # the profile's namespace
     ]
+
+
+def test_a_service_the_profile_exposes_itself_keeps_its_sources(render):
+    [policy] = _docs(
+        render(_profile(service={"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.0/8"]})),
+        "networkpolicy.yaml",
+    )
+    assert any("from" not in rule for rule in policy["spec"]["ingress"])  # the serving port, as without a gateway
+
+
+def test_proxies_outside_the_cluster_are_admitted_by_address(render):
+    rendered = render(_profile(gateway={**GATEWAY, "proxyCIDRs": ["35.191.0.0/16"]}))
+    for policy in (_docs(rendered, "networkpolicy.yaml")[0], _picker(rendered, "NetworkPolicy")):
+        peers = [rule["from"] for rule in policy["spec"]["ingress"]]
+        assert [
+            {"ipBlock": {"cidr": "35.191.0.0/16"}},
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateways"}}},
+        ] in peers
 
 
 def test_triton_lets_the_picker_reach_its_metrics_port(render):

@@ -49,6 +49,21 @@ def check(profile: Profile, src: Source) -> list[Problem]:
                 "not-supported",
             )
         )
+    scaling = profile.autoscaling
+    if (
+        scaling.enabled
+        and scaling.metric == "router-kv-cache-usage"
+        and caps.router_metrics
+        and not caps.router_metrics.kv_usage
+    ):
+        problems.append(
+            src.problem(
+                ("autoscaling", "metric"),
+                f"{profile.runtime} exports no KV-cache fraction, so the endpoint picker's pool average of it is "
+                "always 0; scale on router-queue-size",
+                "not-supported",
+            )
+        )
     if caps.metrics_need_api_key and profile.service.api_key_secret is not None:
         problems.append(
             src.problem(

@@ -145,6 +145,7 @@ class Gateway(Record):
     path: PathMatch
     request_timeout: str
     proxy_namespaces: tuple
+    proxy_cidrs: tuple
     failure_mode: str
     endpoint_picker: EndpointPicker
 
@@ -301,6 +302,7 @@ KEYS = {
     "min_bus_bandwidth_gbps": "minBusBandwidthGBps",
     "hugepages_2mi": "hugepages2Mi",
     "allow_host_ipc": "allowHostIPC",
+    "proxy_cidrs": "proxyCIDRs",
 }
 
 

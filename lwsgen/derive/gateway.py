@@ -21,7 +21,7 @@ from lwsgen.derive.monitoring import PodMonitor
 from lwsgen.derive.network import Ingress, NetworkPolicy, metrics_port, proxy_namespaces, serving_port
 from lwsgen.derive.workload import Binding, Named, Rules, Service
 from lwsgen.records import Record
-from lwsgen.runtimes.base import Port, RoleRule
+from lwsgen.runtimes.base import Port, RoleRule, RouterMetrics
 
 POOL_GROUP = "inference.networking.k8s.io"  # InferencePool v1 (../shared/crds, v1.6.0)
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -91,9 +91,8 @@ class PickerConfig(Record):
     metrics_port: int | None  # None: the pool's target port
     engine_label: str
     engine: str
-    queued: str
-    running: str
-    kv_usage: str
+    metrics: RouterMetrics  # the engine entry's series
+    parser: str | None  # a request parser in place of the picker's defaults
 
 
 class EndpointPicker(Record):
@@ -152,25 +151,35 @@ def picker_config(ctx: Context) -> PickerConfig:
     scorer weights, and an engine entry of the core-metrics-extractor named after the runtime with the
     plugin's own metric names for this engine version (not the EPP's built-in table, vLLM's unless
     told), its metrics path, and its metrics port where it is not the serving port (Triton)."""
-    weights = ctx.profile.gateway.endpoint_picker.scorers
-    scorers = tuple(Scorer(plugin, getattr(weights, field)) for field, plugin in SCORERS if getattr(weights, field) > 0)
     port = metrics_port(ctx)
     metrics = ctx.caps.router_metrics
     return PickerConfig(
         CONFIG_API,
-        scorers,
+        scorers(ctx),
         ctx.caps.metrics_path,
         None if port == serving_port(ctx).number else port,
         ENGINE_LABEL,
         ctx.profile.runtime,
-        metrics.queued,
-        metrics.running,
-        metrics.kv_usage,
+        metrics,
+        metrics.parser,
+    )
+
+
+def scorers(ctx: Context) -> tuple[Scorer, ...]:
+    """The profile's weights, without a scorer the engine gives nothing to: the KV-cache scorer where
+    it exports no KV-cache fraction (llama.cpp), the prefix scorer where the picker cannot read the
+    prompt (a passthrough parser: Triton)."""
+    weights, metrics = ctx.profile.gateway.endpoint_picker.scorers, ctx.caps.router_metrics
+    blind = {"kv_cache": not metrics.kv_usage, "prefix_cache": metrics.parser is not None}
+    return tuple(
+        Scorer(plugin, getattr(weights, field))
+        for field, plugin in SCORERS
+        if getattr(weights, field) > 0 and not blind.get(field)
     )
 
 
 def config_digest(config: PickerConfig) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(config).encode()).hexdigest()
 
 
 def _rules(replicas: int) -> tuple[RoleRule, ...]:
@@ -265,7 +274,7 @@ def _policy(ctx: Context, kind, selector: dict[str, str]) -> NetworkPolicy | Non
     profile = ctx.profile
     if not profile.security.network_policy:
         return None
-    rules = [Ingress(namespaces=proxy_namespaces(ctx), ports=(GRPC_PORT,))]
+    rules = [Ingress(profile.gateway.proxy_cidrs, proxy_namespaces(ctx), ports=(GRPC_PORT,))]
     if profile.monitoring.enabled:
         rules.append(Ingress(namespaces=(profile.monitoring.namespace,), ports=(METRICS_PORT,)))
     return NetworkPolicy(ctx.meta(kind, ctx.names.epp), selector, tuple(rules))

@@ -36,7 +36,10 @@ def networkpolicy(ctx: Context, kind) -> NetworkPolicy | None:
     caps, service = ctx.caps, profile.service
     pods = own_pods(profile.name)
     rules = [Ingress(pods=(pods,))]
-    if not profile.gateway.enabled or service.allowed_sources or service.allowed_namespaces:
+    # Behind a gateway an internal Service is reached through the Gateway only; a Service the profile
+    # exposes itself (LoadBalancer, NodePort) keeps its sources.
+    fronted = profile.gateway.enabled and service.type == "ClusterIP"
+    if not fronted or service.allowed_sources or service.allowed_namespaces:
         rules.insert(0, Ingress(service.allowed_sources, service.allowed_namespaces, ports=ctx.parts.service_ports))
     if profile.gateway.enabled:
         rules += _gateway_rules(ctx)
@@ -68,6 +71,6 @@ def _gateway_rules(ctx: Context) -> list[Ingress]:
     serving = serving_port(ctx).name
     picker_ports = tuple(dict.fromkeys((serving, ctx.caps.metrics_port)))
     return [
-        Ingress(namespaces=proxy_namespaces(ctx), ports=(serving,)),
+        Ingress(ctx.profile.gateway.proxy_cidrs, proxy_namespaces(ctx), ports=(serving,)),
         Ingress(pods=(endpoint_picker_pods(ctx.profile.name),), ports=picker_ports),
     ]

@@ -37,12 +37,18 @@ class RecordingRule(Record):
 
 
 class RouterMetrics(Record):
-    """The series an endpoint picker reads from each pod it routes to (llm-d-router's
-    core-metrics-extractor engineConfigs: queued, running, KV-cache use as a fraction; "" none)."""
+    """What an endpoint picker reads from each pod it routes to: llm-d-router's core-metrics-extractor
+    engineConfigs (queued, running, KV-cache use as a fraction, LoRA and cache-size series; "" none)
+    and, where the engine's API is not one its parsers read, the request parser to use."""
 
     queued: str
     running: str
     kv_usage: str = ""
+    lora: str = ""
+    cache_info: str = ""  # an info gauge labelled block_size and num_gpu_blocks
+    cache_block_size: str = ""  # or the two as gauges
+    cache_num_blocks: str = ""
+    parser: str | None = None  # None: the picker's default parsers (OpenAI, Anthropic, vLLM HTTP)
 
 
 class Capabilities(Record):

@@ -157,9 +157,15 @@ def native_launch_problems(profile: Profile, version) -> list[tuple[tuple, str, 
 
 
 def vllm_family_capabilities(
-    prefix: str, port: int, kv_metric: str, api_key_env: str, derived_flags: tuple[str, ...]
+    prefix: str,
+    port: int,
+    kv_metric: str,
+    api_key_env: str,
+    derived_flags: tuple[str, ...],
+    router: RouterMetrics | None = None,
 ) -> Capabilities:
-    """vLLM's and Aphrodite's facts: the same server with its own metric prefix (`<prefix>:`)."""
+    """vLLM's and Aphrodite's facts: the same server with its own metric prefix (`<prefix>:`);
+    `router` where the engine's picker series are known beyond the queue and KV gauges."""
     waiting, running = f"{prefix}:num_requests_waiting", f"{prefix}:num_requests_running"
     return Capabilities(
         derived_flags=derived_flags,
@@ -169,7 +175,7 @@ def vllm_family_capabilities(
         leader_ready_needs_workers=True,
         needs_api_access=False,
         api_key_env=api_key_env,
-        router_metrics=RouterMetrics(waiting, running, kv_metric),
+        router_metrics=router or RouterMetrics(waiting, running, kv_metric),
         rules=(
             per_pod_rule("sum", waiting, autoscaling="queue-length"),
             per_pod_rule("sum", running),

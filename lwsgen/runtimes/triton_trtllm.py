@@ -90,10 +90,15 @@ CAPABILITIES = Capabilities(
     metrics_port="metrics",
     # The TensorRT-LLM backend's batcher gauges, on Triton's metrics port, as llm-d-router reads them
     # (pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go@v0.10.0, "triton-tensorrt-llm").
+    # Triton's /v2 generate API is none the picker's default parsers read: its passthrough parser
+    # routes without the body (the chart's choice for triton, config/charts/routerlib/templates/_config.yaml).
     router_metrics=RouterMetrics(
         "nv_trt_llm_request_metrics{request_type=waiting}",
         "nv_trt_llm_request_metrics{request_type=scheduled}",
         "nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=fraction}",
+        cache_block_size="nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=tokens_per}",
+        cache_num_blocks="nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=max}",
+        parser="passthrough-parser",
     ),
     # The awsome-inference rules, correct for counters: rates over 1m, per request or per compute time.
     rules=(

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers, versions
-from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts, plain_env
+from lwsgen.runtimes.base import Capabilities, Probes, RouterMetrics, RuntimeParts, plain_env
 from lwsgen.runtimes.versions import Since
 
 NAME = "vllm"
@@ -110,7 +110,16 @@ def _rules(kv_metric: str) -> Capabilities:
     # vllm/envs.py VLLM_API_KEY (since v0.3.0, still read in v0.33.0); --api-key wins. Only /v1
     # (and /v2, /inference) need the key: /health and /metrics stay open.
     flags = (*launchers.VLLM_FAMILY_FLAGS, *launchers.VLLM_DATA_FLAGS)
-    return launchers.vllm_family_capabilities("vllm", SERVING_PORT, kv_metric, "VLLM_API_KEY", flags)
+    # vllm/v1/metrics/loggers.py@v0.33.0 lines 1104 and 1120: vllm:lora_requests_info, vllm:cache_config_info
+    # (block_size, num_gpu_blocks labels), which the picker's prefix index sizes itself from.
+    router = RouterMetrics(
+        "vllm:num_requests_waiting",
+        "vllm:num_requests_running",
+        kv_metric,
+        lora="vllm:lora_requests_info",
+        cache_info="vllm:cache_config_info",
+    )
+    return launchers.vllm_family_capabilities("vllm", SERVING_PORT, kv_metric, "VLLM_API_KEY", flags, router)
 
 
 CURRENT, BEFORE_0_9_2 = _rules("vllm:kv_cache_usage_perc"), _rules("vllm:gpu_cache_usage_perc")
