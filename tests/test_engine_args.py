@@ -108,7 +108,10 @@ def test_sglang_nodes_parse_as_the_profile_says_with_and_without_pipeline(write_
     assert (attention_and_pipeline["tp_size"], attention_and_pipeline["pp_size"]) == (8, 2)
     assert attention_and_pipeline["attn_dp_size"] == 2
     for node, rank in ((leader, 0), (worker, 1)):
-        assert node["model_path"] == "/models/deepseek-ai/DeepSeek-R1" and node["served_model_name"] == "deepseek-r1"
+        assert (
+            node["model_path"] == "/lwsgen/model-cache/deepseek-ai/DeepSeek-R1/8a58a132790c9935686eb97f042afa8013451c9f"
+            and node["served_model_name"] == "deepseek-r1"
+        )
         assert (node["tp_size"], node["pp_size"]) == (16, 1)
         assert (node["nnodes"], node["node_rank"], node["dist_init_addr"]) == (2, rank, "s-0.s.inference:20000")
         # data-parallel attention: 2 groups of 8 inside tp 16, experts over all 16

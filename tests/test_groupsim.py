@@ -37,6 +37,8 @@ VARIANTS = {
     "aphrodite-0.6": ("aphrodite-llama31-70b", {"runtimeVersion": "0.6.5"}),  # the old server module, on Ray
     "llamacpp-b6123": ("llamacpp-llama31-70b", {"image": "registry.example.com/ml/llama.cpp-rpc-cuda:b6123"}),
 }
+# model.source: the pods wait for the download Job's marker on the shared claim
+DELIVERY = [("sglang-deepseek-r1", "model_arrives_late")]
 VARIANT_CELLS = [
     ("vllm-ray", "together"),
     ("vllm-ray", "worker_dies"),
@@ -46,7 +48,8 @@ VARIANT_CELLS = [
 ]
 # Scenario by scenario across the runtimes, so the Ray clusters (the heaviest pods) are spread over
 # the run instead of starting all at once; the Indexed Job (16 torch processes) last, near alone.
-ORDER = [*(s.__name__ for s in scenarios.LWS_SCENARIOS), "single_pod", "mpijob_passes", "mpijob_fails"]
+ORDER = [*(s.__name__ for s in scenarios.LWS_SCENARIOS), "model_arrives_late", "single_pod", "mpijob_passes"]
+ORDER += ["mpijob_fails"]
 ORDER += ["indexed_job_pod_missing", "indexed_job_passes", "indexed_job_fails"]
 
 
@@ -99,13 +102,13 @@ def _run(cell: tuple[str, str], root: Path) -> scenarios.Outcome:
 def table(tmp_path_factory) -> dict[tuple[str, str], scenarios.Outcome]:
     sim.cleanup_stale()
     root = tmp_path_factory.mktemp("groupsim")
-    cells = sorted(LWS + SINGLE + NCCL + VARIANT_CELLS, key=lambda c: (ORDER.index(c[1]), c[0]))
+    cells = sorted(LWS + SINGLE + NCCL + VARIANT_CELLS + DELIVERY, key=lambda c: (ORDER.index(c[1]), c[0]))
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         futures = {cell: pool.submit(_run, cell, root) for cell in cells}
         return {cell: future.result() for cell, future in futures.items()}
 
 
-@pytest.mark.parametrize("example, scenario", LWS + SINGLE + NCCL + VARIANT_CELLS)
+@pytest.mark.parametrize("example, scenario", LWS + SINGLE + NCCL + VARIANT_CELLS + DELIVERY)
 def test_scenario(table, example, scenario):
     outcome = table[(example, scenario)]
     assert outcome.passed, str(outcome)

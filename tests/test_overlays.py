@@ -113,3 +113,15 @@ def test_validate_names_what_an_overlay_cannot_follow(tmp_path, capsys):
         ).stdout
     )
     assert main(["validate", str(plain)]) == 0, capsys.readouterr().out
+
+
+def test_the_model_claim_and_download_job_follow_a_rename(tmp_path):
+    objects, _ = _build(tmp_path, "sglang-deepseek-r1", {"resources": ["../base"], "namePrefix": "prod-"})
+    claim = "prod-deepseek-r1-weights"
+    assert ("PersistentVolumeClaim", claim) in objects
+    [job] = [o for (kind, _), o in objects.items() if kind == "Job"]
+    lws = objects[("LeaderWorkerSet", "prod-sglang-deepseek-r1")]["spec"]["leaderWorkerTemplate"]
+    for spec in (job["spec"]["template"]["spec"], lws["leaderTemplate"]["spec"], lws["workerTemplate"]["spec"]):
+        claims = [v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"] if "persistentVolumeClaim" in v]
+        scripts = [v["configMap"]["name"] for v in spec["volumes"] if "configMap" in v]
+        assert claims == [claim] and ("ConfigMap", scripts[0]) in objects

@@ -22,7 +22,10 @@ def test_a_rendezvous_bound_not_below_the_load_budget_is_refused(write_profile, 
     assert main(["render", str(profile), "-o", str(tmp_path / "out")]) == 1
     captured = capsys.readouterr()
     out = captured.out + captured.err
-    assert "launch.rendezvousTimeoutSeconds: 3000 s is not below model.loadTimeoutSeconds (1800 s)" in out
+    assert (
+        "launch.rendezvousTimeoutSeconds: 3000 s is not below the load budget (1800 s, the default (the model's size "
+        "is unknown))" in out
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -32,7 +35,7 @@ def test_a_hub_model_without_storage_warns_with_size_times_pods(said):
     [warning] = [w for w in warnings if w.startswith("model.path: ")]
     # the catalog's 405.9B parameters in bf16 = 812 GB per pod; 2 pods per group x 3 groups
     assert "every pod downloads the whole model at start (about 812 GB each, 4,871 GB for the 6 pods" in warning
-    assert "set storage" in warning
+    assert "set model.source (and storage, storage.create)" in warning
 
 
 def test_no_download_warning_with_storage_a_local_path_or_a_runtime_that_reads_no_hub(said):

@@ -1,7 +1,7 @@
 """Stage 2, check: loaded data -> problems (JSON Schema, then business rules) -> the typed, frozen
 Profile (profile.py) with its derived numbers, and the warnings worth saying out loud."""
 
-from lwsgen.check import rules, schema
+from lwsgen.check import delivery, rules, schema
 from lwsgen.check.profile import Profile, from_data
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem, ProblemsError
@@ -11,7 +11,7 @@ def check(src: Source) -> tuple[Profile, list[Problem]]:
     """The profile and its warnings; raises ProblemsError with every error found."""
     from lwsgen.output.validate import available_versions
 
-    problems = schema.check_schema(src)
+    problems = schema.check_schema(src) or delivery.model_problems(src)
     if problems:
         raise ProblemsError(problems)
     profile = from_data(schema.with_defaults(src.data))

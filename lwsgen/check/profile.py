@@ -41,8 +41,17 @@ class TokenSecret(Record):
     key: str
 
 
+class ModelSource(Record):
+    repo: str
+    revision: str
+    allow_patterns: tuple
+    file: str | None
+    image: str | None
+    download_gbps: float
+
+
 class Model(Record):
-    path: str
+    path: str  # where the engine reads the weights; derived from model.source when it is set
     served_name: str | None
     token_secret: TokenSecret | None
     extra_args: tuple
@@ -51,7 +60,10 @@ class Model(Record):
     family: str | None
     params: float | None
     dtype: str | None
-    load_timeout_seconds: int
+    load_timeout_seconds: int | None  # None: derived (check/budget.py)
+    size_gb: float | None
+    start_seconds: int
+    source: ModelSource | None
     attention_heads: int | None
     kv_heads: int | None
     layers: int | None
@@ -86,10 +98,26 @@ class Node(Record):
         return bool(self.efa or self.rdma_resource)
 
 
+class ClaimSpec(Record):
+    size: str | int
+    storage_class_name: str | None
+    access_modes: tuple
+
+
+class LocalCache(Record):
+    volume: str
+    storage_class_name: str | None
+    size: str | int
+    read_gbps: float
+
+
 class Storage(Record):
     claim_name: str
     mount_path: str
     read_only: bool
+    read_gbps: float
+    create: ClaimSpec | None
+    local_cache: LocalCache | None
 
 
 class Autoscaling(Record):
@@ -303,6 +331,9 @@ KEYS = {
     "hugepages_2mi": "hugepages2Mi",
     "allow_host_ipc": "allowHostIPC",
     "proxy_cidrs": "proxyCIDRs",
+    "size_gb": "sizeGB",
+    "read_gbps": "readGBps",
+    "download_gbps": "downloadGBps",
 }
 
 

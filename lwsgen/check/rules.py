@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import engine, gateway, metadata, nccl, scheduling, startup, versions
+from lwsgen.check import delivery, engine, gateway, metadata, nccl, scheduling, startup, versions
 from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
@@ -334,6 +334,7 @@ RULES: tuple[Rule, ...] = (
     startup.check,
     versions.check,
     gateway.check,
+    delivery.check,
 )
 
 

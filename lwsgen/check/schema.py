@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from lwsgen import resources
+from lwsgen.check import delivery
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
 
@@ -106,6 +107,9 @@ def _describe(err, src: Source) -> Problem:
         return src.problem(path + (field,), f"unknown field; allowed here: {allowed}", "unknown-field", key=True)
     if name == "required":
         return src.problem(path, f"missing required field '{kind.property}'", "missing-field", key=True)
+    if name == "anyOf" and all(set(o) == {"required"} for o in _subschema(schema_path)):
+        fields = " or ".join(f"'{o['required'][0]}'" for o in _subschema(schema_path))
+        return src.problem(path, f"missing required field {fields}", "missing-field", key=True)
     if name == "enum":
         options = ", ".join(str(o) for o in kind.options)
         return src.problem(path, f"{instance!r} is not allowed; use one of: {options}", "not-allowed")
@@ -273,6 +277,9 @@ def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
     """A copy of a schema-valid profile with every schema default filled in."""
     filled = copy.deepcopy(data)
     _fill(profile_schema(), filled)
-    # the one default that depends on another field: a Gateway in front makes the Service internal
+    # defaults that depend on other fields: a Gateway in front makes the Service internal; a
+    # downloaded model is where the download puts it
     filled["service"].setdefault("type", "ClusterIP" if filled["gateway"]["enabled"] else "LoadBalancer")
+    if "source" in filled["model"] and filled.get("storage"):
+        filled["model"]["path"] = delivery.derived_path(filled)
     return filled

@@ -5,23 +5,23 @@ start, inside that budget, and again after every group restart: said out loud.""
 
 from __future__ import annotations
 
-from lwsgen import runtimes
-from lwsgen.check import sizing
+from lwsgen.check import budget
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
 
 
 def check(profile: Profile, src: Source) -> list[Problem]:
-    rendezvous, load = profile.launch.rendezvous_timeout_seconds, profile.model.load_timeout_seconds
+    plan = budget.budget(profile)
+    rendezvous, load = plan.rendezvous, plan.load
     if rendezvous < load:
         return []
     return [
         src.problem(
             ("launch", "rendezvousTimeoutSeconds"),
             (
-                f"{rendezvous} s is not below model.loadTimeoutSeconds ({load} s): waiting for the group may not "
-                "take longer than loading the model; lower it, or raise model.loadTimeoutSeconds"
+                f"{rendezvous} s is not below the load budget ({load} s, {plan.load_from}): waiting for the group "
+                "may not take longer than loading the model; lower it, or raise model.loadTimeoutSeconds"
             ),
             "rendezvous-over-load",
         )
@@ -30,12 +30,10 @@ def check(profile: Profile, src: Source) -> list[Problem]:
 
 def download_warnings(profile: Profile, src: Source) -> list[Problem]:
     path = profile.model.path
-    hub_id = not path.startswith(("/", ".")) and path.count("/") == 1
-    if profile.storage is not None or not hub_id or not getattr(runtimes.get(profile.runtime), "READS_HUB_IDS", False):
+    if not budget.downloads_per_pod(profile):
         return []
     pods = profile.group_size * max(profile.groups_at_most, 1)
-    weights = sizing.profile_weights(profile)
-    size = weights.gb if weights else None
+    size = budget.size(profile)[0]
     amount = (
         f"about {size:,.0f} GB each, {size * pods:,.0f} GB for the {pods} pods there can be"
         if size
@@ -44,6 +42,6 @@ def download_warnings(profile: Profile, src: Source) -> list[Problem]:
     message = (
         f"{path!r} is a hub id and the profile has no storage: every pod downloads the whole model at start "
         f"({amount}) within the startup budget, and a group restart downloads it again; download it once "
-        "into a ReadWriteMany claim and set storage"
+        "into a ReadWriteMany claim: set model.source (and storage, storage.create)"
     )
     return [src.problem(("model", "path"), message, "download-per-pod")]

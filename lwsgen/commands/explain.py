@@ -144,6 +144,14 @@ def text(result: Rendered) -> str:
     lines.append("├─ traffic")
     for i, step in enumerate(traffic):
         lines.append(f"│  {'└─' if i == len(traffic) - 1 else '├─'} {step}")
+    from lwsgen.check import budget
+
+    plan = budget.budget(d)
+    size = "size unknown" if plan.size_gb is None else f"{plan.size_gb:,.0f} GB"
+    lines.append(f"├─ start budget (model {size}, {plan.size_from})")
+    start = budget.steps(plan, d)
+    for i, (step, how) in enumerate(start):
+        lines.append(f"│  {'└─' if i == len(start) - 1 else '├─'} {step}: {how}")
     path = _autoscaling_path(objects)
     lines.append("└─ autoscaling" + ("" if path else ": off"))
     for i, step in enumerate(path):

@@ -3,7 +3,7 @@ table of output kinds (kinds.py) and the runtime plugin's parts."""
 
 from lwsgen import runtimes
 from lwsgen.check.profile import Profile
-from lwsgen.derive import kinds, naming
+from lwsgen.derive import delivery, kinds, naming
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Deployment
 from lwsgen.derive.scheduling import placement
@@ -11,11 +11,13 @@ from lwsgen.derive.scheduling import placement
 
 def context(profile: Profile) -> Context:
     plugin = runtimes.get(profile.runtime)
+    parts = plugin.parts(profile)
+    parts = parts._replace(scripts={**parts.scripts, **delivery.scripts(profile)})
     return Context(
         profile,
         plugin,
         runtimes.capabilities(profile),
-        plugin.parts(profile),
+        parts,
         naming.object_names(profile.name),
         placement(profile),
     )

@@ -10,7 +10,7 @@ profile does not emit the kind. The output tables of README.md and docs/ are gen
 from collections.abc import Callable
 from typing import Any
 
-from lwsgen.derive import cluster, gateway, monitoring, nccl, network, workload
+from lwsgen.derive import cluster, delivery, gateway, monitoring, nccl, network, workload
 from lwsgen.records import Record
 
 
@@ -123,6 +123,24 @@ KINDS: tuple[Kind, ...] = (
         "the runtime launches through scripts (all current ones)",
         workload.launch_scripts,
         "launch-scripts",
+        wave=-1,
+    ),
+    Kind(
+        "persistentvolumeclaim",
+        _core("v1", "PersistentVolumeClaim"),
+        "`PersistentVolumeClaim` `storage.claimName` for the model, kept by Argo CD when the application goes",
+        "`storage.create`",
+        delivery.persistentvolumeclaim,
+        "model-storage",
+        wave=-1,
+    ),
+    Kind(
+        "model-download",
+        _core("batch/v1", "Job"),
+        "`Job` `<name>-model-<revision>`: downloads `model.source` into the claim once, resumable, marker last",
+        "`model.source`",
+        delivery.model_download,
+        "model-download",
         wave=-1,
     ),
     Kind(

@@ -35,12 +35,14 @@ class ConfigMapSource(Record):
 
 
 class Volume(Record):
-    """A pod volume; exactly one of its sources is set."""
+    """A pod volume; exactly one of its sources is set (ephemeral: a generic ephemeral volume,
+    derive/delivery.EphemeralClaim)."""
 
     name: str
     empty_dir: EmptyDir | None = None
     claim: ClaimSource | None = None
     config_map: ConfigMapSource | None = None
+    ephemeral: Any = None
 
 
 class Mount(Record):

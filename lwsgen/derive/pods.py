@@ -5,6 +5,7 @@ CPU/memory requests (= limits), /dev/shm size, the profile's env, pull secrets a
 
 import math
 
+from lwsgen.check.budget import budget as start_budget
 from lwsgen.check.profile import Profile
 from lwsgen.derive.model import (
     ClaimSource,
@@ -111,12 +112,12 @@ def probes(profile: Profile, spec: Probes) -> tuple[Probe, Probe]:
     """Startup covers the rendezvous (the launch script waits for the group before the engine
     listens) plus the model load budget; readiness three misses. Each call may take the runtime's
     timeout (an engine whose health check generates a token needs longer) and never outlasts its period."""
-    seconds = profile.launch.rendezvous_timeout_seconds + profile.model.load_timeout_seconds
+    seconds = start_budget(profile).startup_probe
     timeout = spec.readiness_timeout
     period = max(PROBE_PERIOD, timeout)
-    budget = math.ceil(seconds / period)
+    checks = math.ceil(seconds / period)
     return (
-        Probe(spec.startup_path, spec.port, period, timeout, budget),
+        Probe(spec.startup_path, spec.port, period, timeout, checks),
         Probe(spec.readiness_path, spec.port, period, timeout, 3),
     )
 

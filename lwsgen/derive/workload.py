@@ -2,7 +2,7 @@
 the leader's ServiceAccount, Role and RoleBinding. Leader and worker pods differ only where the
 runtime says (command, ports, tools) and in the leader's probes."""
 
-from lwsgen.derive import naming, pods
+from lwsgen.derive import delivery, naming, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Volume
 from lwsgen.records import Record
@@ -84,8 +84,12 @@ def _api_key_env(ctx: Context) -> list[EnvVar]:
 
 def _volumes(ctx: Context, role: Role) -> tuple[tuple[Volume, ...], tuple[Mount, ...]]:
     shm_volume, shm_mount = pods.shm(ctx.profile)
-    model_volumes, model_mounts = pods.model_storage(ctx.profile)
+    model_volumes, model_mounts = pods.model_storage(ctx.profile) if role.reads_model else ((), ())
     volumes, mounts = [shm_volume, *model_volumes], [shm_mount, *model_mounts]
+    local = delivery.local_cache_volume(ctx) if role.reads_model else None
+    if local is not None:
+        volumes.append(local[0])
+        mounts.append(local[1]._replace(read_only=True))
     if ctx.parts.scripts:
         volume, mount = pods.config_map_volume(LAUNCH_VOLUME, ctx.names.launch, SCRIPTS_MOUNT)
         volumes.append(volume)
@@ -122,6 +126,8 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
         pods.helper_container(name, image, command, (Mount(TOOLS_VOLUME, TOOLS_MOUNT),))
         for name, image, command in role.tool_installers
     )
+    if role.reads_model and profile.storage is not None:
+        tools += delivery.before_engine(ctx, profile.image, pods.model_storage(profile)[1][0])
     annotations = {
         **ctx.placement.pod_annotations,
         **({naming.SCRIPTS_HASH_ANNOTATION: ctx.scripts_hash} if parts.scripts else {}),

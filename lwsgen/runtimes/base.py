@@ -36,6 +36,11 @@ class RecordingRule(Record):
     autoscaling: str | None = None
 
 
+# A model in the Hugging Face format: weights, configs, tokenizer files, chat templates and the
+# Python code of trust-remote-code models; not the README, images or other weight formats.
+HF_FORMAT_FILES = ("*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.jinja", "*.py")
+
+
 class RouterMetrics(Record):
     """What an endpoint picker reads from each pod it routes to: llm-d-router's core-metrics-extractor
     engineConfigs (queued, running, KV-cache use as a fraction, LoRA and cache-size series; "" none)
@@ -87,6 +92,11 @@ class Capabilities(Record):
     # What gateway.enabled's endpoint picker reads of each serving pod; None: the engine exports too
     # little to route on.
     router_metrics: RouterMetrics | None = None
+    # model.source: the files the engine reads (huggingface_hub allow_patterns; None: every file),
+    # whether it loads one file (model.source.file) and whether its image can run the download.
+    hub_patterns: tuple[str, ...] | None = HF_FORMAT_FILES
+    loads_one_file: bool = False
+    image_has_hub_client: bool = True
 
     @property
     def takes_api_key(self) -> bool:
@@ -110,6 +120,8 @@ class Role(Record):
     api_access: bool = False
     # A scratch directory of the pod (an emptyDir) the engine caches in, mounted at this path.
     cache_dir: str | None = None
+    # The pod reads the model (llama.cpp's rpc-server workers get their tensors over RPC: they do not).
+    reads_model: bool = True
 
 
 class Probes(Record):

@@ -387,7 +387,11 @@ def llamacpp_rpc(
             ports=(Port("http", serving_port),),
         ),
         worker=Role(
-            command=script_command("llamacpp-worker.sh"), env=(*env, *cache), ports=rpc_ports, cache_dir=cache_dir
+            command=script_command("llamacpp-worker.sh"),
+            env=(*env, *cache),
+            ports=rpc_ports,
+            cache_dir=cache_dir,
+            reads_model=False,  # rpc-server receives its tensors from the leader
         ),
         probes=probes,
         service_ports=("http",),

@@ -88,6 +88,10 @@ CAPABILITIES = Capabilities(
     api_key_env="LLAMA_API_KEY",
     metrics_need_api_key=True,
     image_has_pytorch=False,
+    # one GGUF file (model.source.file); the images are C++ only, with no python3 to download with
+    hub_patterns=None,
+    loads_one_file=True,
+    image_has_hub_client=False,
     # llama-server reports no KV-cache fraction (server-task.cpp@b10470 /metrics): the picker scores queues only.
     router_metrics=RouterMetrics("llamacpp:requests_deferred", "llamacpp:requests_processing"),
     rules=(

@@ -88,6 +88,7 @@ CAPABILITIES = Capabilities(
     leader_ready_needs_workers=True,
     needs_api_access=True,
     metrics_port="metrics",
+    hub_patterns=None,  # a model repository (engines, tokenizer, config.pbtxt): every file
     # The TensorRT-LLM backend's batcher gauges, on Triton's metrics port, as llm-d-router reads them
     # (pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go@v0.10.0, "triton-tensorrt-llm").
     # Triton's /v2 generate API is none the picker's default parsers read: its passthrough parser

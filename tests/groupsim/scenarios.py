@@ -52,10 +52,10 @@ def _logs(group: list[sim.Pod]) -> dict[str, str]:
 RAY_DETECTOR = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
 
 
-def _simulation(directory: Path, extra: dict[str, str] | None = None) -> sim.Simulation:
+def _simulation(directory: Path, extra: dict[str, str] | None = None, downloaded: bool = True) -> sim.Simulation:
     overrides = {"LWSGEN_POLL_SECONDS": str(POLL), "LWSGEN_RENDEZVOUS_TIMEOUT": str(BOUND), **RAY_DETECTOR}
     overrides |= extra or {}
-    return sim.Simulation(sim.load(directory), overrides)
+    return sim.Simulation(sim.load(directory), overrides, downloaded)
 
 
 def _runtime(simulation: sim.Simulation) -> str:
@@ -185,6 +185,32 @@ def worker_dies(directory: Path) -> Outcome:
         return Outcome(
             False, f"the rest of the group still runs {GROUP_FAILS} s after a worker was lost", 0, _logs(group)
         )
+
+
+@timed
+def model_arrives_late(directory: Path) -> Outcome:
+    """model.source: every pod that reads the model waits in its await-model init container, saying
+    for which Job, until the download's marker is on the claim; then the group forms and serves."""
+    with _simulation(directory, downloaded=False) as simulation:
+        group = sim.lws_group(simulation)
+        for pod in group:
+            simulation.start_pod(pod)
+        waiters = [c for p in group for c in p.init_containers if c.name == "await-model"]
+        if not waiters:
+            return Outcome(False, "no pod waits for the model", 0, _logs(group))
+        deadline = time.monotonic() + FORM
+        while not all("waiting for job/" in c.log for c in waiters):
+            if time.monotonic() > deadline:
+                return Outcome(False, "the pods did not say they wait for the download", 0, _logs(group))
+            time.sleep(0.2)
+        time.sleep(LATE)  # the download takes a while: nothing may start meanwhile
+        started = [c for p in group for c in p.containers if c.process is not None]
+        if started or simulation.records():
+            return Outcome(False, "a container started before the model was there", 0, _logs(group))
+        simulation.finish_downloads()
+        outcome = _serving(simulation, group, FORM)
+        outcome.detail = f"{len(waiters)} pods waited for the marker, then: {outcome.detail}"
+        return outcome
 
 
 @timed

@@ -115,7 +115,7 @@ class Pod:
 
 
 class Simulation:
-    def __init__(self, objects: list[dict[str, Any]], overrides: dict[str, str] | None = None):
+    def __init__(self, objects: list[dict[str, Any]], overrides: dict[str, str] | None = None, downloaded: bool = True):
         # Under /tmp, not /dev/shm (every container mounts its own there), readable by the
         # non-root users some containers run as; removed afterwards unless GROUPSIM_KEEP is set.
         self.root = Path(tempfile.mkdtemp(prefix="groupsim-", dir="/tmp"))
@@ -131,6 +131,10 @@ class Simulation:
         self.api = api.ApiServer(str(self.shared / "api.sock"), self, api.Rbac(objects))
         self.pods: dict[str, Pod] = {}
         self.lock = threading.Lock()
+        # PersistentVolumeClaims: one directory per claim, shared by every pod (ReadWriteMany)
+        self.claims = self.root / "claims"
+        if downloaded:
+            self.finish_downloads()
 
     # -- lifecycle
 
@@ -154,6 +158,33 @@ class Simulation:
         return next(
             o for o in self.objects if o.get("kind") == kind and (name is None or o["metadata"]["name"] == name)
         )
+
+    def claim(self, name: str) -> Path:
+        where = self.claims / name
+        where.mkdir(parents=True, exist_ok=True)
+        where.chmod(0o777)
+        return where
+
+    def finish_downloads(self) -> None:
+        """What a model-download Job leaves on its claim when it succeeds: the files and, last, the
+        marker (templates/scripts/download-model.py), for every such Job in the set."""
+        for job in (o for o in self.objects if o.get("kind") == "Job"):
+            pod = job["spec"]["template"]["spec"]
+            container = pod["containers"][0]
+            env = {e["name"]: e.get("value") for e in container.get("env", [])}
+            if "LWSGEN_TARGET" not in env:
+                continue
+            claims = {
+                v["name"]: v["persistentVolumeClaim"]["claimName"]
+                for v in pod["volumes"]
+                if "persistentVolumeClaim" in v
+            }
+            [mount] = [m for m in container["volumeMounts"] if m["name"] in claims]
+            target = self.claim(claims[mount["name"]]) / os.path.relpath(env["LWSGEN_TARGET"], mount["mountPath"])
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "config.json").write_text("{}")
+            (target / "model.safetensors").write_bytes(b"\0" * 4096)
+            (target / ".lwsgen-complete").write_text(json.dumps({"revision": env["LWSGEN_REVISION"], "files": 2}))
 
     def config_map_data(self) -> dict[str, dict[str, str]]:
         return {o["metadata"]["name"]: o.get("data", {}) for o in self.objects if o.get("kind") == "ConfigMap"}
@@ -220,6 +251,9 @@ class Simulation:
         made: dict[str, Path] = {}
         data = self.config_map_data()
         for volume in pod.spec.get("volumes", []):
+            if "persistentVolumeClaim" in volume:
+                made[volume["name"]] = self.claim(volume["persistentVolumeClaim"]["claimName"])
+                continue
             where = pod.root / "volumes" / volume["name"]
             where.mkdir(parents=True)
             if "configMap" in volume:

@@ -1,0 +1,119 @@
+"""Model delivery (model.source, storage.create, storage.localCache): where the weights are, the
+path the engine reads them from, and what a profile cannot ask of it.
+
+A hub repository at a pinned commit is downloaded once, into <storage.mountPath>/<repo>/<revision>
+of the claim: a new revision is a new directory, never written over the one in use. With a local
+cache the engine reads the copy under CACHE_MOUNT instead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lwsgen import runtimes
+from lwsgen.check.profile import Profile
+from lwsgen.load.source import Source
+from lwsgen.problems import Problem
+
+CACHE_MOUNT = "/lwsgen/model-cache"
+MARKER = ".lwsgen-complete"  # written last by the download script (templates/scripts/download-model.py)
+JOB_INFIX = "-model-"  # the download Job: <name>-model-<first 8 digits of the revision>
+REVISION_DIGITS = 8
+
+
+def snapshot(source: dict[str, Any] | Any) -> str:
+    """<repo>/<revision>: the snapshot's directory under the claim (or the local cache)."""
+    repo, revision = (
+        (source["repo"], source["revision"]) if isinstance(source, dict) else (source.repo, source.revision)
+    )
+    return f"{repo}/{revision}"
+
+
+def derived_path(data: dict[str, Any]) -> str:
+    """model.path for a schema-valid profile with model.source (defaults filled): the file or
+    directory the engine loads, on the claim or in the local cache."""
+    model, storage = data["model"], data.get("storage") or {}
+    base = CACHE_MOUNT if storage.get("localCache") else storage.get("mountPath", "/var/run/models")
+    path = f"{base}/{snapshot(model['source'])}"
+    return f"{path}/{model['source']['file']}" if model["source"].get("file") else path
+
+
+def claim_dir(profile: Profile) -> str:
+    """Where the download Job writes the snapshot."""
+    return f"{profile.storage.mount_path}/{snapshot(profile.model.source)}"
+
+
+def cache_dir(profile: Profile) -> str:
+    return f"{CACHE_MOUNT}/{snapshot(profile.model.source)}"
+
+
+def job_name(profile: Profile) -> str:
+    return f"{profile.name}{JOB_INFIX}{profile.model.source.revision[:REVISION_DIGITS]}"
+
+
+def model_problems(src: Source) -> list[Problem]:
+    """Before the profile is built (the schema asks for one of them): model.path or model.source,
+    not both; a source needs storage."""
+    model = src.data.get("model") or {}
+    if "source" in model and "path" in model:
+        return [
+            src.problem(
+                ("model", "path"),
+                "is derived from model.source (<storage.mountPath>/<repo>/<revision>[/<file>]): leave it out",
+                "derived-field",
+            )
+        ]
+    if "source" in model and not src.data.get("storage"):
+        return [
+            src.problem(
+                ("model", "source"),
+                "is downloaded into storage, once per cluster: set storage (claimName, and storage.create to have "
+                "lwsgen emit the claim)",
+                "missing-field",
+            )
+        ]
+    return []
+
+
+def check(profile: Profile, src: Source) -> list[Problem]:
+    source, plugin = profile.model.source, runtimes.get(profile.runtime)
+    storage = profile.storage
+    if source is None and storage is not None and storage.local_cache is not None:
+        return [
+            src.problem(
+                ("storage", "localCache"),
+                "copies the snapshot model.source downloads (its marker says it is whole): set model.source",
+                "missing-field",
+            )
+        ]
+    if source is None or plugin is None:
+        return []
+    caps = runtimes.capabilities(profile)
+    problems = []
+    if caps.loads_one_file and not source.file:
+        problems.append(
+            src.problem(
+                ("model", "source"),
+                f"{profile.runtime} loads one file: set model.source.file (its GGUF, the first part of a split one)",
+                "missing-field",
+            )
+        )
+    if not caps.image_has_hub_client and not source.image:
+        problems.append(
+            src.problem(
+                ("model", "source"),
+                f"the {profile.runtime} image has no python3 with huggingface_hub to download with: set "
+                "model.source.image (for example python:3.12-slim with huggingface_hub installed)",
+                "missing-field",
+            )
+        )
+    name = job_name(profile)
+    if len(name) > 63:
+        problems.append(
+            src.problem(
+                ("name",),
+                f"the download Job {name!r} is {len(name)} characters, above 63: shorten the name to "
+                f"{63 - len(JOB_INFIX) - REVISION_DIGITS}",
+                "name-too-long",
+            )
+        )
+    return problems

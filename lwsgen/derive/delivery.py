@@ -1,0 +1,187 @@
+"""Model delivery: the claim (storage.create), the download Job (model.source) and what the pods
+that read the model run before the engine: wait, bounded, for the download's marker, and copy the
+snapshot to a node-local cache (storage.localCache). The bounds come from check/budget.py.
+
+The Job downloads into <claim>/<repo>/<revision> with templates/scripts/download-model.py
+(huggingface_hub's snapshot_download, resumable), writes the marker last, and is named after the
+revision, so a new revision is a new Job and a new directory beside the one in use."""
+
+from __future__ import annotations
+
+import json
+
+from lwsgen.check import budget, delivery
+from lwsgen.derive import naming, pods
+from lwsgen.derive.context import Context
+from lwsgen.derive.model import ClaimSource, Container, EmptyDir, EnvVar, Meta, Mount, Pod, Volume
+from lwsgen.records import Record
+from lwsgen.resources import script
+from lwsgen.runtimes.base import SCRIPTS_MOUNT, plain_env
+
+CACHE_VOLUME = "model-cache"
+LOCAL_VOLUME = "model-local"
+SCRIPTS = {"download": "download-model.py", "await": "await-model.sh", "cache": "cache-model.sh"}
+BACKOFF = 6  # retries of a failed download (each continues the partial files)
+PERMANENT_EXIT = 2  # the download script's exit status for what a retry cannot fix
+# Argo CD keeps the claim (and the weights in it) when the application is deleted or the claim
+# leaves the output: a re-download of hundreds of GB is not a sync side effect.
+KEEP_ANNOTATION = {"argocd.argoproj.io/sync-options": "Delete=false,Prune=false"}
+
+
+class Claim(Record):
+    meta: Meta
+    access_modes: tuple[str, ...]
+    storage_class: str | None
+    size: str
+
+
+class EphemeralClaim(Record):
+    storage_class: str | None
+    size: str
+
+
+class DownloadJob(Record):
+    meta: Meta
+    backoff: int
+    deadline: int
+    permanent_exit: int
+    container: str
+    pod: Pod
+
+
+def scripts(profile) -> dict[str, str]:
+    """The delivery scripts the launch ConfigMap carries for this profile."""
+    wanted = []
+    if profile.model.source is not None:
+        wanted += [SCRIPTS["download"], SCRIPTS["await"]]
+    if profile.storage is not None and profile.storage.local_cache is not None:
+        wanted.append(SCRIPTS["cache"])
+    return {name: script(name) for name in wanted}
+
+
+def persistentvolumeclaim(ctx: Context, kind) -> Claim | None:
+    storage = ctx.profile.storage
+    if storage is None or storage.create is None:
+        return None
+    create = storage.create
+    meta = ctx.meta(kind, storage.claim_name, annotations=KEEP_ANNOTATION)
+    return Claim(meta, create.access_modes, create.storage_class_name, str(create.size))
+
+
+def _script_mount(ctx: Context) -> tuple[Volume, Mount]:
+    return pods.config_map_volume("launch-scripts", ctx.names.launch, SCRIPTS_MOUNT)
+
+
+def _claim(ctx: Context, read_only: bool) -> tuple[Volume, Mount]:
+    storage = ctx.profile.storage
+    volume = Volume(pods.MODEL_VOLUME, claim=ClaimSource(storage.claim_name, read_only))
+    return volume, Mount(pods.MODEL_VOLUME, storage.mount_path, read_only)
+
+
+def _token(ctx: Context) -> tuple[EnvVar, ...]:
+    secret = ctx.profile.model.token_secret
+    return () if secret is None else (EnvVar("HF_TOKEN", secret_name=secret.name, secret_key=secret.key),)
+
+
+def model_download(ctx: Context, kind) -> DownloadJob | None:
+    profile = ctx.profile
+    source = profile.model.source
+    if source is None:
+        return None
+    patterns = source.allow_patterns or _default_patterns(ctx)
+    env = (
+        plain_env("LWSGEN_REPO", source.repo),
+        plain_env("LWSGEN_REVISION", source.revision),
+        plain_env("LWSGEN_TARGET", delivery.claim_dir(profile)),
+        plain_env("LWSGEN_ALLOW_PATTERNS", json.dumps(list(patterns)) if patterns else ""),
+        # huggingface_hub's own state (locks, token) on the claim, not in the read-only root
+        plain_env("HF_HOME", f"{profile.storage.mount_path}/.lwsgen-hf-home"),
+        plain_env("HF_HUB_DISABLE_TELEMETRY", "1"),
+        *_token(ctx),
+    )
+    claim_volume, claim_mount = _claim(ctx, read_only=False)
+    scripts_volume, scripts_mount = _script_mount(ctx)
+    container = pods.container(
+        "download",
+        source.image or profile.image,
+        ("python3", f"{SCRIPTS_MOUNT}/{SCRIPTS['download']}"),
+        env=env,
+        resources=pods.equal({"cpu": "2", "memory": "2Gi"}),
+        mounts=(claim_mount, scripts_mount),
+        security=pods.container_security(profile, add=()),
+    )
+    pod = pods.pod(
+        profile,
+        ctx.placement,
+        labels=naming.labels(profile.name, profile.runtime, kind.component, profile.labels),
+        containers=(container,),
+        volumes=(claim_volume, scripts_volume),
+        on_gpu_node=False,
+        restart_policy="Never",
+    )
+    deadline = budget.budget(profile).download
+    return DownloadJob(ctx.meta(kind, delivery.job_name(profile)), BACKOFF, deadline, PERMANENT_EXIT, "download", pod)
+
+
+def _default_patterns(ctx: Context) -> tuple[str, ...] | None:
+    if ctx.caps.loads_one_file:
+        return (ctx.profile.model.source.file,)
+    return ctx.caps.hub_patterns
+
+
+def local_cache_volume(ctx: Context) -> tuple[Volume, Mount] | None:
+    storage = ctx.profile.storage
+    if storage is None or storage.local_cache is None:
+        return None
+    cache = storage.local_cache
+    if cache.volume == "ephemeral":
+        volume = Volume(LOCAL_VOLUME, ephemeral=EphemeralClaim(cache.storage_class_name, str(cache.size)))
+    else:
+        volume = Volume(LOCAL_VOLUME, empty_dir=EmptyDir(None, str(cache.size)))
+    return volume, Mount(LOCAL_VOLUME, delivery.CACHE_MOUNT)
+
+
+def before_engine(ctx: Context, image: str, claim_mount: Mount) -> tuple[Container, ...]:
+    """Init containers of a pod that reads the model: wait for the download, then copy it locally."""
+    profile = ctx.profile
+    plan = budget.budget(profile)
+    scripts_mount = _script_mount(ctx)[1]
+    steps = []
+    security = pods.container_security(profile, add=())
+    if profile.model.source is not None:
+        env = (
+            plain_env("LWSGEN_MODEL_MARKER", f"{delivery.claim_dir(profile)}/{delivery.MARKER}"),
+            plain_env("LWSGEN_MODEL_JOB", delivery.job_name(profile)),
+            EnvVar("LWSGEN_NAMESPACE", field_path="metadata.namespace"),
+            plain_env("LWSGEN_MODEL_WAIT_SECONDS", plan.download),
+        )
+        steps.append(
+            pods.container(
+                "await-model",
+                image,
+                ("/bin/bash", f"{SCRIPTS_MOUNT}/{SCRIPTS['await']}"),
+                env=env,
+                resources=pods.equal(pods.HELPER_RESOURCES),
+                mounts=(claim_mount, scripts_mount),
+                security=security,
+            )
+        )
+    local = local_cache_volume(ctx)
+    if local is not None:  # checks required model.source with it
+        env = (
+            plain_env("LWSGEN_MODEL_FROM", delivery.claim_dir(profile)),
+            plain_env("LWSGEN_MODEL_TO", delivery.cache_dir(profile)),
+            plain_env("LWSGEN_COPY_SECONDS", plan.copy),
+        )
+        steps.append(
+            pods.container(
+                "cache-model",
+                image,
+                ("/bin/bash", f"{SCRIPTS_MOUNT}/{SCRIPTS['cache']}"),
+                env=env,
+                resources=pods.equal({"cpu": "2", "memory": "1Gi"}),
+                mounts=(claim_mount, local[1], scripts_mount),
+                security=security,
+            )
+        )
+    return tuple(steps)
