@@ -77,10 +77,12 @@ def test_the_claim_is_emitted_and_kept(render):
 def test_one_job_downloads_the_pinned_revision_into_its_own_directory(render):
     rendered = render(_profile(**{"gitops.argocd.syncWaves": True}))
     [job] = _docs(rendered, "model-download.yaml")
-    assert job["metadata"]["name"] == "demo-model-be673f32"
+    assert job["metadata"]["name"].startswith("demo-model-") and len(job["metadata"]["name"]) == len("demo-model-") + 8
+    assert job["metadata"]["labels"]["lwsgen/model-revision"] == REVISION
     spec = job["spec"]
     assert spec["podFailurePolicy"]["rules"] == [
-        {"action": "FailJob", "onExitCodes": {"containerName": "download", "operator": "In", "values": [2]}}
+        {"action": "FailJob", "onExitCodes": {"containerName": "download", "operator": "In", "values": [2]}},
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},  # drains, preemption
     ]
     assert spec["backoffLimit"] == 6 and spec["activeDeadlineSeconds"] == budget.budget(_built(_profile())).download
     pod = spec["template"]["spec"]
@@ -89,6 +91,9 @@ def test_one_job_downloads_the_pinned_revision_into_its_own_directory(render):
     assert env["LWSGEN_TARGET"] == f"/models/{SNAPSHOT}" and env["LWSGEN_REVISION"] == REVISION
     assert json.loads(env["LWSGEN_ALLOW_PATTERNS"])[:2] == ["*.json", "*.safetensors"]
     assert env["HF_TOKEN"] == {"secretKeyRef": {"name": "hf-token", "key": "token"}}
+    assert env["HF_HUB_OFFLINE"] == "0" and container["securityContext"]["readOnlyRootFilesystem"] is True
+    for side in ("leaderTemplate", "workerTemplate"):  # the serving pods read the claim: no token
+        assert "HF_TOKEN" not in _env(_pod(rendered, side)["containers"][0])
     assert {"name": "model", "mountPath": "/models", "readOnly": False} in container["volumeMounts"]
     assert pod["restartPolicy"] == "Never" and "nodeSelector" not in pod and "tolerations" not in pod
     waves = {
@@ -100,13 +105,23 @@ def test_one_job_downloads_the_pinned_revision_into_its_own_directory(render):
     assert "model-download.yaml" in yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
 
 
-def test_a_new_revision_is_a_new_job_and_a_new_directory(render):
+def _job_name(rendered):
+    return _docs(rendered, "model-download.yaml")[0]["metadata"]["name"]
+
+
+def test_a_new_revision_or_pod_is_a_new_job_and_a_revision_a_new_directory(render):
     other = "0123456789abcdef0123456789abcdef01234567"
-    rendered = render(_profile(**{"model.source.revision": other}))
-    [job] = _docs(rendered, "model-download.yaml")
-    assert job["metadata"]["name"] == "demo-model-01234567"
-    args = _pod(rendered)["containers"][0]["args"]
+    first, moved = render(_profile()), render(_profile(**{"model.source.revision": other}))
+    assert _job_name(first) == _job_name(render(_profile()))  # stable: the same Job, applied again
+    assert _job_name(moved) != _job_name(first)
+    assert _job_name(render(_profile(image="vllm/vllm-openai:v0.33.1"))) != _job_name(first)  # a Job cannot change
+    args = _pod(moved)["containers"][0]["args"]
     assert f"/models/meta-llama/Llama-3.1-405B-Instruct/{other}" in args
+
+
+def test_before_kubernetes_1_26_the_job_has_no_pod_failure_policy(render):
+    [job] = _docs(render(_profile(kubernetesVersion="1.25")), "model-download.yaml")
+    assert "podFailurePolicy" not in job["spec"] and job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
 
 
 def test_serving_pods_wait_for_the_marker_then_read_the_snapshot(render):
@@ -116,7 +131,7 @@ def test_serving_pods_wait_for_the_marker_then_read_the_snapshot(render):
         [wait] = [c for c in pod["initContainers"] if c["name"] == "await-model"]
         env = _env(wait)
         assert env["LWSGEN_MODEL_MARKER"] == f"/models/{SNAPSHOT}/.lwsgen-complete"
-        assert env["LWSGEN_MODEL_JOB"] == "demo-model-be673f32"
+        assert env["LWSGEN_MODEL_JOB"] == _job_name(rendered)
         assert int(env["LWSGEN_MODEL_WAIT_SECONDS"]) == budget.budget(_built(_profile())).download
         assert {"name": "model", "mountPath": "/models", "readOnly": True} in wait["volumeMounts"]
     assert f"/models/{SNAPSHOT}" in _pod(rendered)["containers"][0]["args"]
@@ -176,6 +191,43 @@ def test_what_a_download_cannot_work_with_is_refused(said, changes, message):
     assert any(message in e for e in errors), errors
 
 
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"storage.create.accessModes": ["ReadWriteOnce"]}, "storage.create.accessModes: the download Job writes"),
+        ({"storage.create.size": "500Gi"}, "storage.create.size: 500Gi is smaller than the model (812 GB)"),
+        ({"storage.localCache": {"size": "100Gi"}}, "storage.localCache.size: 100Gi is smaller than the model"),
+        (
+            {"storage.localCache": {"size": "900Gi"}, "node.ephemeralStorage": "500Gi"},
+            "an emptyDir of 900Gi counts against the pod's ephemeral storage",
+        ),
+        ({"model.source.file": "../etc/passwd"}, "model.source.file: '../etc/passwd' must name one file"),
+    ],
+)
+def test_a_claim_or_cache_that_cannot_hold_or_serve_the_model_is_refused(said, changes, message):
+    errors, _ = said(_profile(**changes))
+    assert any(message in e for e in errors), errors
+
+
+def test_an_ephemeral_cache_of_the_default_class_is_warned_about(said):
+    _, warnings = said(_profile(**{"storage.localCache": {"size": "900Gi", "volume": "ephemeral"}}))
+    assert any(w.startswith("storage.localCache.storageClassName: is unset") for w in warnings), warnings
+
+
+def test_a_split_gguf_downloads_every_part(render):
+    profile = _profile(
+        runtime="llamacpp",
+        image="registry.example.com/llama.cpp-rpc:b10470",
+        parallelism={"tensor": 1, "pipeline": 2},
+        node={"gpus": 1},
+        **{"model.source.file": "Q4_K_M/model-00001-of-00003.gguf", "model.source.image": "python:3.12"},
+    )
+    del profile["model"]["family"]
+    [job] = _docs(render(profile), "model-download.yaml")
+    env = _env(job["spec"]["template"]["spec"]["containers"][0])
+    assert json.loads(env["LWSGEN_ALLOW_PATTERNS"]) == ["Q4_K_M/model-*-of-00003.gguf"]
+
+
 def test_llamacpp_needs_the_file_and_an_image_to_download_with(said):
     profile = _profile(
         runtime="llamacpp",
@@ -207,7 +259,7 @@ def _built(profile, write=None):
 def test_the_start_budget_follows_size_and_bandwidth(render):
     fast = budget.budget(_built(_profile()))
     assert fast.size_gb == pytest.approx(810, rel=0.01) and fast.load == budget.LOAD_FLOOR
-    assert fast.download == math.ceil(2 * fast.size_gb / 0.5) + 300
+    assert fast.download == math.ceil(2 * fast.size_gb / 0.5) + budget.DOWNLOAD_SETUP
     slow = budget.budget(_built(_profile(**{"storage.readGBps": 0.1})))
     assert slow.load == math.ceil(2 * (slow.size_gb / 2) / 0.1) + 600  # twice one pod's 405 GB at 0.1 GB/s + start
     probe = _pod(render(_profile(**{"storage.readGBps": 0.1})))["containers"][0]["startupProbe"]
@@ -273,9 +325,11 @@ def test_the_download_script_fetches_the_allowed_files_and_writes_the_marker_las
         assert marker == {
             "repo": "org/tiny",
             "revision": REVISION,
+            "allow": ["*.json", "*.safetensors"],
             "files": 2,
             "bytes": len(WEIGHTS) + len(FILES["config.json"]),
         }
+        assert not (target / ".cache").exists()  # the snapshot holds the repository's files only
         fetched = len(hub.requests)
         again = _download(hub, target, token="secret")
         out, _ = again.communicate(timeout=60)
@@ -316,16 +370,78 @@ def test_an_interrupted_download_keeps_its_finished_files_and_fetches_the_rest(t
         assert not list(partial.rglob("*.incomplete"))
 
 
+def test_changed_patterns_fetch_again(tmp_path):
+    target = tmp_path / "snapshot"
+    with Hub(Repo("org/tiny", REVISION, FILES)) as hub:
+        first = _download(hub, target)
+        first.communicate(timeout=60)
+        assert first.returncode == 0 and not (target / "README.md").exists()
+        run = _download(hub, target, allow=("*",))
+        out, _ = run.communicate(timeout=60)
+    assert run.returncode == 0 and (target / "README.md").read_text() == "# hi", out
+    assert json.loads((target / ".lwsgen-complete").read_text())["allow"] == ["*"]
+
+
+FAKE_CLIENT = """
+class HfApi:
+    def list_repo_tree(self, repo, revision=None, recursive=False):
+        class File:
+            def __init__(self, path, size):
+                self.path, self.size, self.blob_id = path, size, "0" * 40
+        return [File("config.json", 2), File("model.safetensors", 10)]
+def snapshot_download(repo_id, revision=None, local_dir=None, allow_patterns=None, local_dir_use_symlinks="auto"):
+    # huggingface_hub 0.26 to 1.21 with the Hub unreachable: a non-empty local_dir is returned as it is
+    open(local_dir + "/config.json", "w").write("{}")
+    return local_dir
+"""
+FAKE_UTILS = """
+import fnmatch
+class HfHubHTTPError(Exception):
+    pass
+class GatedRepoError(HfHubHTTPError):
+    pass
+class RepositoryNotFoundError(HfHubHTTPError):
+    pass
+class RevisionNotFoundError(HfHubHTTPError):
+    pass
+def filter_repo_objects(items, allow_patterns=None):
+    return [i for i in items if not allow_patterns or any(fnmatch.fnmatch(i, p) for p in allow_patterns)]
+"""
+
+
+def test_a_client_that_returns_a_partial_snapshot_gets_no_marker(tmp_path):
+    package = tmp_path / "fake" / "huggingface_hub"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(FAKE_CLIENT)
+    (package / "utils.py").write_text(FAKE_UTILS)
+    target = tmp_path / "snapshot"
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(tmp_path / "fake"),
+        "LWSGEN_REPO": "org/tiny",
+        "LWSGEN_REVISION": REVISION,
+        "LWSGEN_TARGET": str(target),
+        "LWSGEN_ALLOW_PATTERNS": "",
+    }
+    script = [sys.executable, str(SCRIPTS / "download-model.py")]
+    run = subprocess.run(script, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "1 file(s) are not complete after the download (model.safetensors): retrying" in run.stdout
+    assert not (target / ".lwsgen-complete").exists()
+
+
 @pytest.mark.parametrize(
     "revision, token, allow, said",
     [
         ("f" * 40, None, ("*",), "org/tiny has no revision ffffffffff"),
         (REVISION, "wrong", ("*",), "is gated"),
+        (REVISION, "invalid", ("*",), "the Hub refused the token for org/tiny (HTTP 401)"),
         (REVISION, "secret", ("*.gguf",), "no file of org/tiny@"),
     ],
 )
 def test_a_download_that_cannot_succeed_exits_2_and_says_why(tmp_path, revision, token, allow, said):
-    with Hub(Repo("org/tiny", REVISION, FILES), token="secret" if token else None) as hub:
+    refusal = None if token == "invalid" else "GatedRepo"
+    with Hub(Repo("org/tiny", REVISION, FILES), token="secret" if token else None, refusal=refusal) as hub:
         run = _download(hub, tmp_path / "snapshot", revision=revision, token=token, allow=allow)
         out, _ = run.communicate(timeout=60)
     assert run.returncode == 2 and said in out, out

@@ -4,7 +4,7 @@ the load. Every bound lwsgen writes follows from here: the Job's deadline, how l
 the download, the copy's bound and the leader's startup probe (rendezvous + load).
 
 Each transfer gets twice the time its bandwidth says (a margin for slow files and contention), plus
-a fixed allowance: DOWNLOAD_SETUP for listing and verifying files, COPY_SETUP for the copy, and
+a fixed allowance: DOWNLOAD_SETUP for pulling the image, listing and verifying files, COPY_SETUP for the copy, and
 model.startSeconds for what the engine does beyond reading weights. The load budget is never below
 LOAD_FLOOR, the budget lwsgen had before it was derived (and the one it keeps when the size is unknown).
 """
@@ -20,7 +20,7 @@ from lwsgen.records import Record
 
 MARGIN = 2
 LOAD_FLOOR = 1800
-DOWNLOAD_SETUP = 300
+DOWNLOAD_SETUP = 900  # listing and verifying files, and pulling the image onto a CPU node
 COPY_SETUP = 60
 UNKNOWN_DOWNLOAD = 6 * 3600  # the download bound when the size is unknown
 HUB_GBPS = 0.5  # model.source.downloadGBps' default, also for pods that download a hub id themselves

@@ -7,9 +7,11 @@ cache the engine reads the copy under CACHE_MOUNT instead."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lwsgen import runtimes
+from lwsgen.check import budget
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
@@ -106,6 +108,7 @@ def check(profile: Profile, src: Source) -> list[Problem]:
                 "missing-field",
             )
         )
+    problems += _file_problems(profile, src) + _claim_problems(profile, src)
     name = job_name(profile)
     if len(name) > 63:
         problems.append(
@@ -117,3 +120,93 @@ def check(profile: Profile, src: Source) -> list[Problem]:
             )
         )
     return problems
+
+
+_SPLIT_GGUF = re.compile(r"^(.*)-\d{5}-of-(\d{5})\.gguf$")
+_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_UNITS |= {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3, "": 1}
+
+
+def gigabytes(quantity: str | int) -> float:
+    """A Kubernetes quantity (schema-valid) in GB (10^9 bytes)."""
+    number, unit = re.fullmatch(r"([0-9.]+(?:[eE][0-9]+)?)([A-Za-z]*)", str(quantity)).groups()
+    return float(number) * _UNITS[unit] / 1e9
+
+
+def file_patterns(file: str) -> tuple[str, ...]:
+    """What to download for a one-file engine: the file, or every part of a split GGUF."""
+    split = _SPLIT_GGUF.match(file)
+    return (f"{split.group(1)}-*-of-{split.group(2)}.gguf",) if split else (file,)
+
+
+def _file_problems(profile: Profile, src: Source) -> list[Problem]:
+    file = profile.model.source.file
+    if file and (".." in file.split("/") or re.search(r"[*?\[\]]", file)):
+        return [
+            src.problem(
+                ("model", "source", "file"),
+                f"{file!r} must name one file of the repository: no '..', no wildcards",
+                "bad-format",
+            )
+        ]
+    return []
+
+
+def _claim_problems(profile: Profile, src: Source) -> list[Problem]:
+    """The claim must be writable by the Job and readable by every pod, and hold the model."""
+    storage, problems = profile.storage, []
+    size = budget.size(profile)[0]
+    create = storage.create
+    pods = profile.group_size * max(profile.groups_at_most, 1)
+    if create is not None and "ReadWriteMany" not in create.access_modes and pods > 1:
+        problems.append(
+            src.problem(
+                ("storage", "create", "accessModes"),
+                f"the download Job writes the claim and {pods} pods on different nodes read it: it needs ReadWriteMany",
+                "not-supported",
+            )
+        )
+    for path, quantity, what in (
+        (("storage", "create", "size"), create.size if create else None, "the claim"),
+        (
+            ("storage", "localCache", "size"),
+            storage.local_cache.size if storage.local_cache else None,
+            "the local cache",
+        ),
+    ):
+        if size is not None and quantity is not None and gigabytes(quantity) < size:
+            problems.append(
+                src.problem(
+                    path, f"{quantity} is smaller than the model ({size:,.0f} GB): {what} cannot hold it", "too-small"
+                )
+            )
+    cache, node_disk = storage.local_cache, profile.node.ephemeral_storage
+    if (
+        cache is not None
+        and cache.volume == "emptyDir"
+        and node_disk is not None
+        and gigabytes(node_disk) < gigabytes(cache.size)
+    ):
+        problems.append(
+            src.problem(
+                ("storage", "localCache", "size"),
+                f"an emptyDir of {cache.size} counts against the pod's ephemeral storage, node.ephemeralStorage "
+                f"{node_disk}: raise that, or use volume ephemeral",
+                "too-small",
+            )
+        )
+    return problems
+
+
+def warnings(profile: Profile, src: Source) -> list[Problem]:
+    cache = profile.storage.local_cache if profile.storage else None
+    if cache is not None and cache.volume == "ephemeral" and not cache.storage_class_name:
+        return [
+            src.problem(
+                ("storage", "localCache", "storageClassName"),
+                "is unset: the ephemeral volume takes the cluster's default class, often network storage, not the "
+                "node's disk; name the local class",
+                "default-class",
+            )
+        ]
+    return []

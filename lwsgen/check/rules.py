@@ -388,7 +388,7 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     from lwsgen.check import sizing
 
     out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
-    out += versions.warnings(profile, src) + startup.download_warnings(profile, src)
+    out += versions.warnings(profile, src) + startup.download_warnings(profile, src) + delivery.warnings(profile, src)
     out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
     out += _host_access(profile, src) + _deepep_without_rdma(profile, src)
     too_small = sizing.fits_profile(profile)

@@ -8,6 +8,7 @@ revision, so a new revision is a new Job and a new directory beside the one in u
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from lwsgen.check import budget, delivery
@@ -18,7 +19,8 @@ from lwsgen.records import Record
 from lwsgen.resources import script
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, plain_env
 
-CACHE_VOLUME = "model-cache"
+COMPONENT = "model-download"
+REVISION_LABEL = "lwsgen/model-revision"
 LOCAL_VOLUME = "model-local"
 SCRIPTS = {"download": "download-model.py", "await": "await-model.sh", "cache": "cache-model.sh"}
 BACKOFF = 6  # retries of a failed download (each continues the partial files)
@@ -44,7 +46,7 @@ class DownloadJob(Record):
     meta: Meta
     backoff: int
     deadline: int
-    permanent_exit: int
+    permanent_exit: int | None  # the exit status podFailurePolicy fails the Job on; None: no policy
     container: str
     pod: Pod
 
@@ -83,11 +85,10 @@ def _token(ctx: Context) -> tuple[EnvVar, ...]:
     return () if secret is None else (EnvVar("HF_TOKEN", secret_name=secret.name, secret_key=secret.key),)
 
 
-def model_download(ctx: Context, kind) -> DownloadJob | None:
+def download_pod(ctx: Context) -> Pod:
+    """The download Job's pod: off the GPU nodes, the claim read-write, a read-only root."""
     profile = ctx.profile
     source = profile.model.source
-    if source is None:
-        return None
     patterns = source.allow_patterns or _default_patterns(ctx)
     env = (
         plain_env("LWSGEN_REPO", source.repo),
@@ -97,6 +98,9 @@ def model_download(ctx: Context, kind) -> DownloadJob | None:
         # huggingface_hub's own state (locks, token) on the claim, not in the read-only root
         plain_env("HF_HOME", f"{profile.storage.mount_path}/.lwsgen-hf-home"),
         plain_env("HF_HUB_DISABLE_TELEMETRY", "1"),
+        # what a serving image may set for its own use, and would stop or change the download
+        plain_env("HF_HUB_OFFLINE", "0"),
+        plain_env("HF_HUB_ENABLE_HF_TRANSFER", "0"),
         *_token(ctx),
     )
     claim_volume, claim_mount = _claim(ctx, read_only=False)
@@ -107,25 +111,45 @@ def model_download(ctx: Context, kind) -> DownloadJob | None:
         ("python3", f"{SCRIPTS_MOUNT}/{SCRIPTS['download']}"),
         env=env,
         resources=pods.equal({"cpu": "2", "memory": "2Gi"}),
-        mounts=(claim_mount, scripts_mount),
-        security=pods.container_security(profile, add=()),
+        mounts=(claim_mount, scripts_mount, Mount("tmp", "/tmp")),
+        security=pods.container_security(profile, add=())._replace(read_only_root=True),
     )
-    pod = pods.pod(
+    return pods.pod(
         profile,
         ctx.placement,
-        labels=naming.labels(profile.name, profile.runtime, kind.component, profile.labels),
+        labels=naming.labels(profile.name, profile.runtime, COMPONENT, profile.labels),
         containers=(container,),
-        volumes=(claim_volume, scripts_volume),
+        volumes=(claim_volume, scripts_volume, Volume("tmp", empty_dir=EmptyDir(None, "1Gi"))),
         on_gpu_node=False,
         restart_policy="Never",
     )
-    deadline = budget.budget(profile).download
-    return DownloadJob(ctx.meta(kind, delivery.job_name(profile)), BACKOFF, deadline, PERMANENT_EXIT, "download", pod)
+
+
+def job_name(ctx: Context) -> str:
+    """<name>-model-<8 hex digits of the revision and the pod>: a Job's pod template cannot change,
+    so a new revision, image or setting is a new Job (which finds the marker and ends at once when
+    the snapshot is already there)."""
+    digest = hashlib.sha256(json.dumps([ctx.profile.model.source.revision, download_pod(ctx)]).encode()).hexdigest()
+    return f"{ctx.profile.name}{delivery.JOB_INFIX}{digest[: delivery.REVISION_DIGITS]}"
+
+
+def model_download(ctx: Context, kind) -> DownloadJob | None:
+    profile = ctx.profile
+    if profile.model.source is None:
+        return None
+    # podFailurePolicy: Kubernetes 1.26 and later (beta, on by default; GA in 1.31)
+    policy = PERMANENT_EXIT if _version(profile.kubernetes_version) >= (1, 26) else None
+    meta = ctx.meta(kind, job_name(ctx), labels={REVISION_LABEL: profile.model.source.revision})
+    return DownloadJob(meta, BACKOFF, budget.budget(profile).download, policy, "download", download_pod(ctx))
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
 
 
 def _default_patterns(ctx: Context) -> tuple[str, ...] | None:
     if ctx.caps.loads_one_file:
-        return (ctx.profile.model.source.file,)
+        return delivery.file_patterns(ctx.profile.model.source.file)
     return ctx.caps.hub_patterns
 
 
@@ -151,7 +175,7 @@ def before_engine(ctx: Context, image: str, claim_mount: Mount) -> tuple[Contain
     if profile.model.source is not None:
         env = (
             plain_env("LWSGEN_MODEL_MARKER", f"{delivery.claim_dir(profile)}/{delivery.MARKER}"),
-            plain_env("LWSGEN_MODEL_JOB", delivery.job_name(profile)),
+            plain_env("LWSGEN_MODEL_JOB", job_name(ctx)),
             EnvVar("LWSGEN_NAMESPACE", field_path="metadata.namespace"),
             plain_env("LWSGEN_MODEL_WAIT_SECONDS", plan.download),
         )

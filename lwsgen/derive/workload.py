@@ -61,7 +61,7 @@ def _env(ctx: Context, side: str, role: Role) -> tuple[EnvVar, ...]:
         # LeaderWorkerSet < 0.6 does not inject it; commands use $(LWS_WORKER_INDEX), so derive it from the label.
         env.append(EnvVar("LWS_WORKER_INDEX", field_path=f"metadata.labels['{naming.WORKER_INDEX_LABEL}']"))
     secret = profile.model.token_secret
-    if secret is not None:
+    if secret is not None and profile.model.source is None:  # a downloaded model is read from the claim
         env.append(EnvVar("HF_TOKEN", secret_name=secret.name, secret_key=secret.key))
     if side == "leader":
         env += _api_key_env(ctx)

@@ -13,7 +13,9 @@ total=$(du -sk "$LWSGEN_MODEL_FROM" | cut -f1)
 partial="$LWSGEN_MODEL_TO.partial"
 rm -rf "$partial" && mkdir -p "$partial" "$(dirname "$LWSGEN_MODEL_TO")" || exit 1
 started=$SECONDS
-cp -a "$LWSGEN_MODEL_FROM/." "$partial/" &
+# -L: files, not links (older huggingface_hub clients linked large files); no ownership: a claim
+# squashing root (NFS root_squash) would refuse it, and the copy is this pod's alone
+cp -rL --preserve=mode,timestamps "$LWSGEN_MODEL_FROM/." "$partial/" &
 copier=$!
 trap 'kill "$copier" 2>/dev/null; exit 143' TERM INT
 while kill -0 "$copier" 2>/dev/null; do

@@ -108,8 +108,12 @@ def test_same_flags_as_the_upstream_lws_sglang_example():
         for flag in ("--dist-init-addr", "--nnodes", "--node-rank"):
             assert _value(ours, flag) == _value(theirs, flag)
     up_env = {e["name"] for e in up_lwt["leaderTemplate"]["spec"]["containers"][0]["env"]}
-    lwt = lws_of(render_profile(PROFILES / "sglang-deepseek-r1.yaml"))["spec"]["leaderWorkerTemplate"]
-    assert up_env <= {e["name"] for e in lwt["leaderTemplate"]["spec"]["containers"][0]["env"]}
+    rendered = render_profile(PROFILES / "sglang-deepseek-r1.yaml")
+    lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
+    # upstream's pods download the model with HF_TOKEN; ours read the claim the download Job filled
+    assert up_env - {"HF_TOKEN"} <= {e["name"] for e in lwt["leaderTemplate"]["spec"]["containers"][0]["env"]}
+    job = yaml.safe_load(rendered.files["model-download.yaml"])
+    assert "HF_TOKEN" in {e["name"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
 def test_await_leader_retries_until_the_leader_resolves_then_execs(tmp_path):

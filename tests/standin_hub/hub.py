@@ -33,8 +33,9 @@ class Repo:
 class Hub:
     """Serve `repo` on 127.0.0.1; `stall` = (path, bytes): send that many bytes of the file, then hang."""
 
-    def __init__(self, repo: Repo, token: str | None = None):
-        self.repo, self.token = repo, token
+    def __init__(self, repo: Repo, token: str | None = None, refusal: str | None = "GatedRepo"):
+        # refusal: the X-Error-Code of a 401 for a wrong token (None: a bare 401, as for an invalid token)
+        self.repo, self.token, self.refusal = repo, token, refusal
         self.requests: list[tuple[str, str, dict]] = []
         self.stall: tuple[str, int] | None = None
         self.release = threading.Event()
@@ -84,7 +85,11 @@ class Hub:
         path = unquote(url.path)
         self.requests.append((handler.command, path, dict(handler.headers)))
         if self.token is not None and handler.headers.get("Authorization") != f"Bearer {self.token}":
-            return self._error(handler, 401, "GatedRepo", head)
+            if self.refusal is None:
+                return self._send(
+                    handler, 401, b'{"error": "Invalid credentials"}', {"Content-Type": "application/json"}, head
+                )
+            return self._error(handler, 401, self.refusal, head)
         repo = self.repo
         tree = re.fullmatch(rf"/api/models/{re.escape(repo.repo_id)}/tree/([^/]+)(?:/.*)?", path)
         if tree:
