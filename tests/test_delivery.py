@@ -498,3 +498,24 @@ def test_the_local_copy_is_whole_or_not_there(tmp_path):
     assert (target / ".lwsgen-cached").exists() and not Path(f"{target}.partial").exists()
     again = _bash("cache-model.sh", env)
     assert again.returncode == 0 and "already cached" in again.stdout
+
+
+def test_mistakes_in_the_source_are_said_in_words(said):
+    errors, _ = said(_profile(**{"model.source.revision": 123456}))
+    assert any("model.source.revision: must be a string (quote it), not an integer" in e for e in errors), errors
+    errors, _ = said(_profile(**{"model.source.revision": "be673f3"}))
+    assert any("is not a full commit hash: 40 lower-case hexadecimal digits" in e for e in errors), errors
+    llamacpp = _profile(
+        runtime="llamacpp",
+        image="registry.example.com/llama.cpp-rpc:b10470",
+        parallelism={"tensor": 1, "pipeline": 2},
+        node={"gpus": 1},
+        **{"model.source.file": "m-00002-of-00002.gguf", "model.source.image": "python:3.12"},
+    )
+    errors, _ = said(llamacpp)
+    assert any("llama.cpp loads a split GGUF from its first part: 'm-00001-of-00002.gguf'" in e for e in errors), errors
+
+
+def test_an_emptydir_cache_without_reserved_disk_is_warned_about(said):
+    _, warnings = said(_profile(**{"storage.localCache": {"size": "900Gi"}}))
+    assert any("node.ephemeralStorage is unset: the scheduler does not reserve it" in w for w in warnings), warnings

@@ -495,3 +495,26 @@ def test_the_example_is_two_groups_behind_a_gateway():
     hpa = yaml.safe_load(rendered.files["horizontalpodautoscaler.yaml"])
     assert hpa["spec"]["minReplicas"] == 2
     assert {"inferencepool.yaml", "endpoint-picker.yaml", "httproute.yaml"} <= set(rendered.files)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"gateway.proxyCIDRs": ["10.0.0.0/33"]}, "gateway.proxyCIDRs[0]: '10.0.0.0/33' is not a CIDR"),
+        ({"service.allowedSources": ["999.1.1.1/8"]}, "service.allowedSources[0]: '999.1.1.1/8' is not a CIDR"),
+        ({"gateway.hostnames": ["10.0.0.1"]}, "gateway.hostnames[0]: '10.0.0.1' is an IP address"),
+        ({"gateway.hostnames": ["Llama.Example.com"]}, "is not a host name in lower case"),
+        ({"gateway.requestTimeout": "5 minutes"}, "is not a Gateway API duration such as 300s, 10m or 1h30m"),
+    ],
+)
+def test_gateway_values_the_api_server_would_refuse_are_refused_in_words(said, changes, message):
+    errors, _ = said(_profile(**changes))
+    assert any(message in e for e in errors), errors
+
+
+def test_a_picker_of_another_release_or_without_scorers_is_warned_about(said):
+    image = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0"
+    _, warnings = said(_profile(**{"gateway.endpointPicker.image": image}))
+    assert any("gateway.endpointPicker.image: is llm-d-router 0.9; lwsgen writes" in w for w in warnings), warnings
+    _, warnings = said(_profile(**{"gateway.endpointPicker.scorers": {"queue": 0, "kvCache": 0, "prefixCache": 0}}))
+    assert any("every weight is 0" in w for w in warnings), warnings

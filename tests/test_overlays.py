@@ -105,6 +105,7 @@ def test_validate_names_what_an_overlay_cannot_follow(tmp_path, capsys):
     assert "not a pod of a LeaderWorkerSet in this set" in out  # the Role's resourceNames
     assert "names in PromQL do not follow a kustomize namePrefix" in out
     assert "a kustomize `namespace:` overlay does not reach into PromQL" in out
+    assert "render the profile with the new namespace instead" in out
     assert "does not name the PodMonitor's own namespace 'prod'" in out
     plain = tmp_path / "plain.yaml"
     plain.write_text(
@@ -125,3 +126,15 @@ def test_the_model_claim_and_download_job_follow_a_rename(tmp_path):
         claims = [v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"] if "persistentVolumeClaim" in v]
         scripts = [v["configMap"]["name"] for v in spec["volumes"] if "configMap" in v]
         assert claims == [claim] and ("ConfigMap", scripts[0]) in objects
+
+
+def test_validate_says_the_keda_query_cannot_follow_a_rename(tmp_path, capsys):
+    _, text = _build(
+        tmp_path, "sglang-deepseek-r1", {"resources": ["../base"], "namePrefix": "prod-", "namespace": "prod"}
+    )
+    built = tmp_path / "built.yaml"
+    built.write_text(text)
+    assert main(["validate", str(built)]) == 1
+    out = capsys.readouterr().out
+    assert "spec.triggers[0].metadata.query: selects LeaderWorkerSet 'sglang-deepseek-r1'" in out
+    assert "selects namespace 'inference', not the object's own 'prod'" in out

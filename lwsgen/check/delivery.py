@@ -114,8 +114,8 @@ def check(profile: Profile, src: Source) -> list[Problem]:
         problems.append(
             src.problem(
                 ("name",),
-                f"the download Job {name!r} is {len(name)} characters, above 63: shorten the name to "
-                f"{63 - len(JOB_INFIX) - REVISION_DIGITS}",
+                f"the download Job {profile.name}{JOB_INFIX}<8 digits> is {len(name)} characters, above 63: "
+                f"shorten the name to {63 - len(JOB_INFIX) - REVISION_DIGITS}",
                 "name-too-long",
             )
         )
@@ -141,6 +141,16 @@ def file_patterns(file: str) -> tuple[str, ...]:
 
 def _file_problems(profile: Profile, src: Source) -> list[Problem]:
     file = profile.model.source.file
+    split = _SPLIT_GGUF.match(file or "")
+    if split and not file.endswith(f"-00001-of-{split.group(2)}.gguf"):
+        first = f"{split.group(1)}-00001-of-{split.group(2)}.gguf"
+        return [
+            src.problem(
+                ("model", "source", "file"),
+                f"llama.cpp loads a split GGUF from its first part: {first!r}",
+                "bad-format",
+            )
+        ]
     if file and (".." in file.split("/") or re.search(r"[*?\[\]]", file)):
         return [
             src.problem(
@@ -200,6 +210,15 @@ def _claim_problems(profile: Profile, src: Source) -> list[Problem]:
 
 def warnings(profile: Profile, src: Source) -> list[Problem]:
     cache = profile.storage.local_cache if profile.storage else None
+    if cache is not None and cache.volume == "emptyDir" and profile.node.ephemeral_storage is None:
+        return [
+            src.problem(
+                ("storage", "localCache", "size"),
+                f"an emptyDir of {cache.size} uses the node's disk, but node.ephemeralStorage is unset: the scheduler "
+                "does not reserve it; set node.ephemeralStorage to at least that",
+                "unreserved-disk",
+            )
+        ]
     if cache is not None and cache.volume == "ephemeral" and not cache.storage_class_name:
         return [
             src.problem(

@@ -1,6 +1,8 @@
 """gateway.enabled: what the endpoint picker needs of the serving pods (their metrics, unguarded),
 and the autoscaling metrics that exist only where it runs."""
 
+import re
+
 from lwsgen import runtimes
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
@@ -49,6 +51,15 @@ def check(profile: Profile, src: Source) -> list[Problem]:
                 "not-supported",
             )
         )
+    for index, host in enumerate(gateway.hostnames):
+        if re.fullmatch(r"[0-9.]+", host):
+            problems.append(
+                src.problem(
+                    ("gateway", "hostnames", index),
+                    f"{host!r} is an IP address; Gateway API hostnames are names",
+                    "bad-format",
+                )
+            )
     scaling = profile.autoscaling
     if (
         scaling.enabled
@@ -74,3 +85,33 @@ def check(profile: Profile, src: Source) -> list[Problem]:
             )
         )
     return problems
+
+
+PICKER_VERSION = "0.10"  # the llm-d-router release whose flags and config lwsgen writes (derive/gateway.py)
+
+
+def warnings(profile: Profile, src: Source) -> list[Problem]:
+    gateway = profile.gateway
+    if not gateway.enabled:
+        return []
+    out = []
+    tag = re.search(r":v?(\d+\.\d+)(?:\.\d+)?[^:/]*$", gateway.endpoint_picker.image)
+    if tag and tag.group(1) != PICKER_VERSION:
+        out.append(
+            src.problem(
+                ("gateway", "endpointPicker", "image"),
+                f"is llm-d-router {tag.group(1)}; lwsgen writes the flags and config of v{PICKER_VERSION}.0, which "
+                "another release may refuse",
+                "picker-version",
+            )
+        )
+    scorers = gateway.endpoint_picker.scorers
+    if not (scorers.queue or scorers.kv_cache or scorers.prefix_cache):
+        out.append(
+            src.problem(
+                ("gateway", "endpointPicker", "scorers"),
+                "every weight is 0: the picker scores nothing and picks any pod",
+                "no-scorer",
+            )
+        )
+    return out

@@ -101,6 +101,25 @@ def check_replicas(profile: Profile, src: Source) -> list[Problem]:
     return []
 
 
+def check_cidrs(profile: Profile, src: Source) -> list[Problem]:
+    """Every CIDR a NetworkPolicy or load balancer gets must be one: the schema only checks its shape."""
+    import ipaddress
+
+    fields = (
+        (("service", "loadBalancerSourceRanges"), profile.service.load_balancer_source_ranges),
+        (("service", "allowedSources"), profile.service.allowed_sources),
+        (("gateway", "proxyCIDRs"), profile.gateway.proxy_cidrs),
+    )
+    problems = []
+    for path, values in fields:
+        for index, value in enumerate(values):
+            try:
+                ipaddress.ip_network(value, strict=False)
+            except ValueError as err:
+                problems.append(src.problem((*path, index), f"{value!r} is not a CIDR ({err})", "bad-format"))
+    return problems
+
+
 def check_service(profile: Profile, src: Source) -> list[Problem]:
     service = profile.service
     if service.api_key_secret is not None and not runtimes.capabilities(profile).takes_api_key:
@@ -321,6 +340,7 @@ RULES: tuple[Rule, ...] = (
     check_replicas,
     check_images,
     check_service,
+    check_cidrs,
     check_env,
     check_labels,
     check_autoscaling,
@@ -389,6 +409,7 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
 
     out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
     out += versions.warnings(profile, src) + startup.download_warnings(profile, src) + delivery.warnings(profile, src)
+    out += gateway.warnings(profile, src)
     out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
     out += _host_access(profile, src) + _deepep_without_rdma(profile, src)
     too_small = sizing.fits_profile(profile)

@@ -30,6 +30,15 @@ PATTERN_HELP = {
         "an environment variable name: letters, digits, '_', '-', '.', not starting with a digit"
     ),
     "^/": "an absolute path",
+    "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$": (
+        "a host name in lower case, optionally starting with '*.' (llm.example.com, *.example.com)"
+    ),
+    "^([0-9]{1,5}(h|m|s|ms)){1,4}$": "a Gateway API duration such as 300s, 10m or 1h30m",
+    "^/[^\\s;]*$": "a path starting with '/', without spaces or ';'",
+    "^[0-9a-f]{40}$": "a full commit hash: 40 lower-case hexadecimal digits (a branch or tag can move)",
+    "^[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*$": "a Hub repository id, owner/name",
+    "^([0-9]{1,3}(\\.[0-9]{1,3}){3}|[0-9a-fA-F:]+)/[0-9]{1,3}$": "a CIDR such as 10.0.0.0/8 or fd00::/8",
+    "^[^/\\x00-\\x1f][^\\x00-\\x1f]*$": "a path inside the repository, not starting with '/'",
     "^volcano\\.sh/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$": (
         "a volcano.sh/ annotation key (LeaderWorkerSet copies only those onto the PodGroup)"
     ),
@@ -115,7 +124,12 @@ def _describe(err, src: Source) -> Problem:
         return src.problem(path, f"{instance!r} is not allowed; use one of: {options}", "not-allowed")
     if name == "type":
         wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kind.types)
-        return src.problem(path, f"must be {wanted}, not {_TYPE_WORDS[_json_type(instance)]}", "wrong-type")
+        quote = (
+            " (quote it)"
+            if kind.types == ["string"] and _json_type(instance) in ("integer", "number", "boolean")
+            else ""
+        )
+        return src.problem(path, f"must be {wanted}{quote}, not {_TYPE_WORDS[_json_type(instance)]}", "wrong-type")
     if name == "pattern":
         return src.problem(path, f"{instance!r} is not {_pattern_help(kind.pattern, schema_path)}", "bad-format")
     if name == "propertyNames":

@@ -160,6 +160,36 @@ def _rule_rules(rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) ->
                     )
 
 
+def _promql_rules(expr: str, own: str | None, at: tuple, lws_by_name) -> Iterator[tuple[tuple, str]]:
+    for name in set(_SERIES_NAME.findall(expr)):
+        if lws_by_name and name not in lws_by_name:
+            yield (
+                at,
+                (
+                    f"selects LeaderWorkerSet {name!r}, which is not in this set (names in PromQL do not follow a "
+                    "kustomize namePrefix/nameSuffix; render the profile with the new name)"
+                ),
+            )
+    for namespace in set(_SERIES_NAMESPACE.findall(expr)):
+        if own and namespace != own:
+            yield (
+                at,
+                (
+                    f"selects namespace {namespace!r}, not the object's own {own!r} (a kustomize `namespace:` overlay "
+                    "does not reach into PromQL; set the profile's namespace)"
+                ),
+            )
+
+
+def _scaled_rules(scaled: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+    """The KEDA query names the LWS and namespace in PromQL, which an overlay cannot follow either."""
+    yield from _target_rules(scaled, lws_by_name)
+    own = scaled["metadata"].get("namespace")
+    for index, trigger in enumerate(scaled["spec"].get("triggers", [])):
+        query = str((trigger.get("metadata") or {}).get("query", ""))
+        yield from _promql_rules(query, own, ("spec", "triggers", index, "metadata", "query"), lws_by_name)
+
+
 def _role_rules(role: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     """resourceNames are pod names derived from the LWS name: an overlay that renames the LWS breaks them."""
     for index, rule in enumerate(role.get("rules", [])):
@@ -200,7 +230,7 @@ CROSS_RULES = {
     "HorizontalPodAutoscaler": _target_rules,
     "PrometheusRule": _rule_rules,
     "Role": _role_rules,
-    "ScaledObject": _target_rules,
+    "ScaledObject": _scaled_rules,
 }
 
 

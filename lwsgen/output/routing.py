@@ -147,7 +147,7 @@ def monitor_namespace(monitor: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
         yield (
             ("spec", "namespaceSelector", "matchNames"),
             f"does not name the PodMonitor's own namespace {own!r} (a kustomize `namespace:` overlay cannot "
-            "change it: set monitoring's namespace in the profile instead)",
+            "change it: render the profile with the new namespace instead)",
         )
 
 
