@@ -343,11 +343,13 @@ def test_argocd_health_check_for_inferencepool(sample):
 
 def _flux(obj: dict) -> str:
     """What Flux's kustomize-controller makes of docs/flux/kustomization.yaml's healthCheckExprs: the
-    expressions evaluated by a CEL library with the object's fields as variables; a missing field
-    is an error, on which Flux keeps waiting."""
+    entry for the object's kind, its expressions evaluated by a CEL library with the object's fields
+    as variables; a missing field is an error, on which Flux keeps waiting."""
     import celpy
 
-    [check] = yaml.safe_load((REPO / "docs" / "flux" / "kustomization.yaml").read_text())["spec"]["healthCheckExprs"]
+    checks = yaml.safe_load((REPO / "docs" / "flux" / "kustomization.yaml").read_text())["spec"]["healthCheckExprs"]
+    kind = (obj.get("apiVersion", "leaderworkerset.x-k8s.io/v1"), obj.get("kind", "LeaderWorkerSet"))  # LWS samples
+    [check] = [c for c in checks if (c["apiVersion"], c["kind"]) == kind]
     env = celpy.Environment()
     verdicts = []
     for name, status in (("current", "Current"), ("failed", "Failed"), ("inProgress", "InProgress")):
@@ -448,3 +450,13 @@ def test_stdout_includes_one_offs_and_fragments_only_when_asked(capsys):
     assert main(["render", profile, "--stdout", "--include", "nccl-test", "--include", "eksctl-nodegroup"]) == 0
     docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert "MPIJob" in {d.get("kind") for d in docs} and any("nodeGroups" in d for d in docs)
+
+
+FLUX_VERDICT = {"Healthy": "Current", "Progressing": "InProgress", "Degraded": "Failed"}
+
+
+@pytest.mark.parametrize("sample", sorted(POOL_SAMPLES))
+def test_flux_health_check_expressions_for_inferencepool(sample):
+    """The same verdicts as the Argo CD check, from docs/flux/kustomization.yaml's InferencePool entry."""
+    obj, argocd, _ = POOL_SAMPLES[sample]
+    assert _flux(obj) == FLUX_VERDICT[argocd]
