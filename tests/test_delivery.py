@@ -47,6 +47,17 @@ def _profile(**changes):
     return merged(base, **changes)
 
 
+def _llamacpp(**changes):
+    """The download profile on llama.cpp: two one-GPU pods splitting the layers."""
+    llamacpp = {
+        "runtime": "llamacpp",
+        "image": "registry.example.com/llama.cpp-rpc:b10470",
+        "parallelism": {"tensor": 1, "pipeline": 2},
+        "node": {"gpus": 1},
+    }
+    return _profile(**llamacpp, **changes)
+
+
 def _docs(rendered, name):
     return [d for d in yaml.safe_load_all(rendered.files[name]) if d]
 
@@ -215,11 +226,7 @@ def test_an_ephemeral_cache_of_the_default_class_is_warned_about(said):
 
 
 def test_a_split_gguf_downloads_every_part(render):
-    profile = _profile(
-        runtime="llamacpp",
-        image="registry.example.com/llama.cpp-rpc:b10470",
-        parallelism={"tensor": 1, "pipeline": 2},
-        node={"gpus": 1},
+    profile = _llamacpp(
         **{"model.source.file": "Q4_K_M/model-00001-of-00003.gguf", "model.source.image": "python:3.12"},
     )
     del profile["model"]["family"]
@@ -229,12 +236,7 @@ def test_a_split_gguf_downloads_every_part(render):
 
 
 def test_llamacpp_needs_the_file_and_an_image_to_download_with(said):
-    profile = _profile(
-        runtime="llamacpp",
-        image="registry.example.com/llama.cpp-rpc:b10470",
-        parallelism={"tensor": 1, "pipeline": 2},
-        node={"gpus": 1},
-    )
+    profile = _llamacpp()
     errors, _ = said(profile)
     assert any("llamacpp loads one file: set model.source.file" in e for e in errors), errors
     assert any("has no python3 with huggingface_hub" in e for e in errors), errors
@@ -505,11 +507,7 @@ def test_mistakes_in_the_source_are_said_in_words(said):
     assert any("model.source.revision: must be a string (quote it), not an integer" in e for e in errors), errors
     errors, _ = said(_profile(**{"model.source.revision": "be673f3"}))
     assert any("is not a full commit hash: 40 lower-case hexadecimal digits" in e for e in errors), errors
-    llamacpp = _profile(
-        runtime="llamacpp",
-        image="registry.example.com/llama.cpp-rpc:b10470",
-        parallelism={"tensor": 1, "pipeline": 2},
-        node={"gpus": 1},
+    llamacpp = _llamacpp(
         **{"model.source.file": "m-00002-of-00002.gguf", "model.source.image": "python:3.12"},
     )
     errors, _ = said(llamacpp)

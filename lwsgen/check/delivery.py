@@ -18,7 +18,7 @@ from lwsgen.problems import Problem
 
 CACHE_MOUNT = "/lwsgen/model-cache"
 MARKER = ".lwsgen-complete"  # written last by the download script (templates/scripts/download-model.py)
-JOB_INFIX = "-model-"  # the download Job: <name>-model-<first 8 digits of the revision>
+JOB_INFIX = "-model-"  # the download Job: <name>-model-<8 digits of a digest> (derive/delivery.job_name)
 REVISION_DIGITS = 8
 
 
@@ -46,10 +46,6 @@ def claim_dir(profile: Profile) -> str:
 
 def cache_dir(profile: Profile) -> str:
     return f"{CACHE_MOUNT}/{snapshot(profile.model.source)}"
-
-
-def job_name(profile: Profile) -> str:
-    return f"{profile.name}{JOB_INFIX}{profile.model.source.revision[:REVISION_DIGITS]}"
 
 
 def model_problems(src: Source) -> list[Problem]:
@@ -109,12 +105,12 @@ def check(profile: Profile, src: Source) -> list[Problem]:
             )
         )
     problems += _file_problems(profile, src) + _claim_problems(profile, src)
-    name = job_name(profile)
-    if len(name) > 63:
+    length = len(profile.name) + len(JOB_INFIX) + REVISION_DIGITS
+    if length > 63:
         problems.append(
             src.problem(
                 ("name",),
-                f"the download Job {profile.name}{JOB_INFIX}<8 digits> is {len(name)} characters, above 63: "
+                f"the download Job {profile.name}{JOB_INFIX}<8 digits> is {length} characters, above 63: "
                 f"shorten the name to {63 - len(JOB_INFIX) - REVISION_DIGITS}",
                 "name-too-long",
             )

@@ -14,7 +14,7 @@ import json
 from lwsgen.check import budget, delivery
 from lwsgen.derive import naming, pods
 from lwsgen.derive.context import Context
-from lwsgen.derive.model import ClaimSource, Container, EmptyDir, EnvVar, Meta, Mount, Pod, Volume
+from lwsgen.derive.model import Container, EmptyDir, EnvVar, Meta, Mount, Pod, Volume
 from lwsgen.records import Record
 from lwsgen.resources import script
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, plain_env
@@ -70,16 +70,6 @@ def persistentvolumeclaim(ctx: Context, kind) -> Claim | None:
     return Claim(meta, create.access_modes, create.storage_class_name, str(create.size))
 
 
-def _script_mount(ctx: Context) -> tuple[Volume, Mount]:
-    return pods.config_map_volume("launch-scripts", ctx.names.launch, SCRIPTS_MOUNT)
-
-
-def _claim(ctx: Context, read_only: bool) -> tuple[Volume, Mount]:
-    storage = ctx.profile.storage
-    volume = Volume(pods.MODEL_VOLUME, claim=ClaimSource(storage.claim_name, read_only))
-    return volume, Mount(pods.MODEL_VOLUME, storage.mount_path, read_only)
-
-
 def _token(ctx: Context) -> tuple[EnvVar, ...]:
     secret = ctx.profile.model.token_secret
     return () if secret is None else (EnvVar("HF_TOKEN", secret_name=secret.name, secret_key=secret.key),)
@@ -103,8 +93,8 @@ def download_pod(ctx: Context) -> Pod:
         plain_env("HF_HUB_ENABLE_HF_TRANSFER", "0"),
         *_token(ctx),
     )
-    claim_volume, claim_mount = _claim(ctx, read_only=False)
-    scripts_volume, scripts_mount = _script_mount(ctx)
+    [claim_volume], [claim_mount] = pods.model_storage(profile, read_only=False)
+    scripts_volume, scripts_mount = pods.launch_scripts(ctx.names.launch)
     container = pods.container(
         "download",
         source.image or profile.image,
@@ -169,7 +159,7 @@ def before_engine(ctx: Context, image: str, claim_mount: Mount) -> tuple[Contain
     """Init containers of a pod that reads the model: wait for the download, then copy it locally."""
     profile = ctx.profile
     plan = budget.budget(profile)
-    scripts_mount = _script_mount(ctx)[1]
+    scripts_mount = pods.launch_scripts(ctx.names.launch)[1]
     steps = []
     security = pods.container_security(profile, add=())
     if profile.model.source is not None:

@@ -33,13 +33,26 @@ def _matchers(**labels: str) -> str:
     return "{" + ", ".join(f"{key}={json.dumps(value)}" for key, value in labels.items()) + "}"
 
 
+def _leader_pods(namespace: str, name: str) -> str:
+    """kube_pod_labels of this LWS's leader pods (kube-state-metrics' names for the LWS labels)."""
+    return f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name, KSM_WORKER: '0'})}"
+
+
+def _lws_labels(expr: str) -> str:
+    """expr with kube-state-metrics' label_ names of the LWS name and group as the records carry them."""
+    return (
+        f'label_replace(label_replace(\n{expr},\n"{NAME_SERIES_LABEL}", "$1", "{KSM_NAME}", "(.*)"),\n'
+        f'"{GROUP_SERIES_LABEL}", "$1", "{KSM_GROUP}", "(.*)")'
+    )
+
+
 def gpu_rule(namespace: str, name: str) -> RecordingRule:
     """Average DCGM GPU utilisation of every GPU of a group (leader and workers), recorded onto the
     leader pod. Pods are attributed through their LWS labels in kube_pod_labels, never by parsing
     pod names (an LWS named <name>-1 has pods that look like group 1 of <name>). DCGM's own
     namespace/pod labels are used whether the exporter is scraped with honorLabels or not."""
     pods = f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name})}"
-    leaders = f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name, KSM_WORKER: '0'})}"
+    leaders = _leader_pods(namespace, name)
     pod_labels = f"namespace, pod, {KSM_NAME}, {KSM_GROUP}"
     group_labels = f"namespace, {KSM_NAME}, {KSM_GROUP}"
     dcgm = (
@@ -51,10 +64,7 @@ def gpu_rule(namespace: str, name: str) -> RecordingRule:
         f"  max by ({pod_labels}) ({pods})\n)"
     )
     on_leader = f"max by ({pod_labels}) ({leaders})\n* on ({group_labels}) group_left ()\n{per_group}"
-    renamed = (
-        f'label_replace(label_replace(\n{on_leader},\n"{NAME_SERIES_LABEL}", "$1", "{KSM_NAME}", "(.*)"),\n'
-        f'"{GROUP_SERIES_LABEL}", "$1", "{KSM_GROUP}", "(.*)")'
-    )
+    renamed = _lws_labels(on_leader)
     return RecordingRule(
         GPU_RECORD, f"max by ({', '.join(RECORD_LABELS)}) (\n{renamed}\n)", autoscaling="gpu-utilization"
     )
@@ -73,11 +83,7 @@ def router_rule(namespace: str, name: str, metric: str) -> RecordingRule:
     leader pod of this LWS, so an HPA over the leaders (or KEDA's sum over groups divided by their
     count) reads the pool's average. Leaders come from kube_pod_labels, as in gpu_rule."""
     gauge = ROUTER_GAUGES[metric]
-    leaders = f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name, KSM_WORKER: '0'})}"
-    renamed = (
-        f'label_replace(label_replace(\n{leaders},\n"{NAME_SERIES_LABEL}", "$1", "{KSM_NAME}", "(.*)"),\n'
-        f'"{GROUP_SERIES_LABEL}", "$1", "{KSM_GROUP}", "(.*)")'
-    )
+    renamed = _lws_labels(_leader_pods(namespace, name))
     pool = f"max by (namespace) ({gauge}{_matchers(namespace=namespace, name=name)})"
     expr = f"max by ({', '.join(RECORD_LABELS)}) (\n{renamed}\n* on (namespace) group_left ()\n{pool}\n)"
     return RecordingRule(f"namespace_pod:{gauge}:pool", expr, autoscaling=metric)

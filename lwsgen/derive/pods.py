@@ -22,9 +22,9 @@ from lwsgen.derive.model import (
     Volume,
 )
 from lwsgen.derive.scheduling import Placement
-from lwsgen.runtimes.base import Port, Probes, literal
+from lwsgen.runtimes.base import SCRIPTS_MOUNT, Port, Probes, literal
 
-SHM_VOLUME, MODEL_VOLUME = "dshm", "model"
+SHM_VOLUME, MODEL_VOLUME, LAUNCH_VOLUME = "dshm", "model", "launch-scripts"
 PULL_POLICY = "IfNotPresent"
 PROBE_PERIOD = 10
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"  # Multus: the pod's secondary networks
@@ -70,14 +70,21 @@ def shm(profile: Profile) -> tuple[Volume, Mount]:
     return volume, Mount(SHM_VOLUME, "/dev/shm")
 
 
-def model_storage(profile: Profile) -> tuple[tuple[Volume, ...], tuple[Mount, ...]]:
+def model_storage(profile: Profile, read_only: bool | None = None) -> tuple[tuple[Volume, ...], tuple[Mount, ...]]:
+    """The model claim and its mount; read-only as storage.readOnly says, unless the caller says."""
     storage = profile.storage
     if storage is None:
         return (), ()
+    read_only = storage.read_only if read_only is None else read_only
     return (
-        (Volume(MODEL_VOLUME, claim=ClaimSource(storage.claim_name, storage.read_only)),),
-        (Mount(MODEL_VOLUME, storage.mount_path, storage.read_only),),
+        (Volume(MODEL_VOLUME, claim=ClaimSource(storage.claim_name, read_only)),),
+        (Mount(MODEL_VOLUME, storage.mount_path, read_only),),
     )
+
+
+def launch_scripts(config_map: str) -> tuple[Volume, Mount]:
+    """The launch-scripts ConfigMap, mounted where script_command runs them from."""
+    return config_map_volume(LAUNCH_VOLUME, config_map, SCRIPTS_MOUNT)
 
 
 def config_map_volume(name: str, config_map: str, path: str) -> tuple[Volume, Mount]:

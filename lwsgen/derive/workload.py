@@ -6,9 +6,9 @@ from lwsgen.derive import delivery, naming, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Volume
 from lwsgen.records import Record
-from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT, Port, Role, RoleRule
+from lwsgen.runtimes.base import TOOLS_MOUNT, Port, Role, RoleRule
 
-LAUNCH_VOLUME, TOOLS_VOLUME, CACHE_VOLUME = "launch-scripts", "tools", "engine-cache"
+TOOLS_VOLUME, CACHE_VOLUME = "tools", "engine-cache"
 
 
 class LeaderWorkerSet(Record):
@@ -91,7 +91,7 @@ def _volumes(ctx: Context, role: Role) -> tuple[tuple[Volume, ...], tuple[Mount,
         volumes.append(local[0])
         mounts.append(local[1]._replace(read_only=True))
     if ctx.parts.scripts:
-        volume, mount = pods.config_map_volume(LAUNCH_VOLUME, ctx.names.launch, SCRIPTS_MOUNT)
+        volume, mount = pods.launch_scripts(ctx.names.launch)
         volumes.append(volume)
         mounts.append(mount)
     if role.tool_installers:

@@ -143,24 +143,13 @@ def _rule_rules(rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) ->
     own = rule["metadata"].get("namespace")
     for g, group in enumerate(rule["spec"].get("groups", [])):
         for r, item in enumerate(group.get("rules", [])):
-            expr = str(item.get("expr", ""))
-            for name in set(_SERIES_NAME.findall(expr)):
-                if lws_by_name and name not in lws_by_name:
-                    yield (
-                        ("spec", "groups", g, "rules", r, "expr"),
-                        f"selects LeaderWorkerSet {name!r}, which is not in this set (names in PromQL do not "
-                        "follow a kustomize namePrefix/nameSuffix; render the profile with the new name)",
-                    )
-            for namespace in set(_SERIES_NAMESPACE.findall(expr)):
-                if own and namespace != own:
-                    yield (
-                        ("spec", "groups", g, "rules", r, "expr"),
-                        f"selects namespace {namespace!r}, not the rule's own {own!r} (a kustomize `namespace:` "
-                        "overlay does not reach into PromQL; set the profile's namespace)",
-                    )
+            at = ("spec", "groups", g, "rules", r, "expr")
+            yield from _promql_rules(str(item.get("expr", "")), own, at, lws_by_name, owner="rule")
 
 
-def _promql_rules(expr: str, own: str | None, at: tuple, lws_by_name) -> Iterator[tuple[tuple, str]]:
+def _promql_rules(
+    expr: str, own: str | None, at: tuple, lws_by_name, owner: str = "object"
+) -> Iterator[tuple[tuple, str]]:
     for name in set(_SERIES_NAME.findall(expr)):
         if lws_by_name and name not in lws_by_name:
             yield (
@@ -175,7 +164,7 @@ def _promql_rules(expr: str, own: str | None, at: tuple, lws_by_name) -> Iterato
             yield (
                 at,
                 (
-                    f"selects namespace {namespace!r}, not the object's own {own!r} (a kustomize `namespace:` overlay "
+                    f"selects namespace {namespace!r}, not the {owner}'s own {own!r} (a kustomize `namespace:` overlay "
                     "does not reach into PromQL; set the profile's namespace)"
                 ),
             )
