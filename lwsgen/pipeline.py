@@ -7,8 +7,8 @@ from lwsgen.check import check
 from lwsgen.check.profile import Profile
 from lwsgen.derive import derive
 from lwsgen.load import load
-from lwsgen.load.source import load_documents
-from lwsgen.output import locate, parse, relations, validate
+from lwsgen.load.source import dotted, load_documents
+from lwsgen.output import locate, overrides, parse, relations, validate
 from lwsgen.problems import Problem, ProblemsError
 from lwsgen.records import Record
 from lwsgen.render import render
@@ -36,7 +36,7 @@ def load_profile(path: Path, display: str | None = None):
 
 
 def _output_problems(
-    out_dir: str, files: dict[str, str], parsed: dict[str, tuple], version: str, profile_file: str
+    out_dir: str, files: dict[str, str], parsed: dict[str, tuple], version: str, src, origins: overrides.Origins
 ) -> list[Problem]:
     found: dict[str, list[tuple[int, locate.OutputError]]] = {}
     for name, docs in parsed.items():
@@ -46,20 +46,55 @@ def _output_problems(
         found.setdefault(name, []).append((index, error))
     problems = []
     for name, errors in sorted(found.items()):
+        hatched = [(index, error) for index, error in errors if (name, index) in origins]
+        for index, error in hatched:  # an escape hatch made it: said at the hatch, in the profile
+            hatch, where = origins[(name, index)], dotted(error.path)
+            problems.append(
+                src.problem(hatch.path, f"{hatch.label}: {name} {where}: {error.message}", "invalid-output")
+            )
+        errors = [(index, error) for index, error in errors if (name, index) not in origins]
         if errors:
             documents = load_documents(files[name], f"{out_dir}/{name}")
-            problems += locate.problems(documents, errors, f" (rendered from {profile_file})", "invalid-output")
+            problems += locate.problems(documents, errors, f" (rendered from {src.file})", "invalid-output")
     return problems
+
+
+def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, list[Problem], overrides.Origins]:
+    """The output files with the profile's templates and patches applied (output/overrides.py)."""
+    directory = overrides.templates_dir(profile, src, path)
+    replaced = added = ()
+    if directory is not None:
+        emitted = set(deployment_for(()).objects)
+        replaced, added = overrides.template_keys(src, directory, emitted)
+    deployment = deployment_for(added)
+    builtin = render(deployment, keys=tuple(k for k in deployment.objects if k not in added))
+    problems, origins = [], {}
+    output = parse.build(builtin)
+    if directory is not None:
+        user = overrides.render_templates(deployment, directory, (*replaced, *added), src)
+        files = parse.build({**builtin, **user})
+        problems, origins = overrides.template_problems(profile, src, output, files, (*replaced, *added))
+        output = files
+    if profile.patches:
+        output, more, patched = overrides.apply_patches(profile, src, output)
+        problems += more
+        origins.update(patched)
+    return output, problems, origins
 
 
 def render_profile(path: Path, out_root: str = "out", display: str | None = None) -> Rendered:
     """Stages 1-6 for one profile; raises ProblemsError, writes nothing."""
     profile, src, warnings = load_profile(path, display)
-    deployment = derive(profile, src.file)
-    output = parse.build(render(deployment))
+    if profile.templates is None and not profile.patches:
+        output, problems, origins = parse.build(render(derive(profile, src.file))), [], {}
+    else:
+        output, problems, origins = _hatched(profile, src, path, lambda added: derive(profile, src.file, added))
+    if problems:
+        raise ProblemsError(problems)
     parsed = {f.name: f.objects for f in output}
     files = {f.name: parse.dump(f.objects, f.header) for f in output}
-    problems = _output_problems(f"{out_root}/{profile.name}", files, parsed, profile.kubernetes_version, src.file)
+    out_dir = f"{out_root}/{profile.name}"
+    problems = _output_problems(out_dir, files, parsed, profile.kubernetes_version, src, origins)
     if problems:
         raise ProblemsError(problems)
     name_at = (src.file_of(("name",)), *src.position(("name",)))

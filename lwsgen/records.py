@@ -74,3 +74,16 @@ class Record(tuple):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{n}={v!r}' for n, v in zip(self._fields, self, strict=True))})"
+
+
+def canonical(value: Any) -> Any:
+    """Records as their set fields by name (None and empty left out), for digests that a field
+    added to a record with an empty default does not change."""
+    if isinstance(value, Record):
+        pairs = ((name, canonical(v)) for name, v in zip(value._fields, value, strict=True))
+        return {name: v for name, v in pairs if v not in (None, (), [], {})}
+    if isinstance(value, (tuple, list)):
+        return [canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {k: canonical(v) for k, v in value.items()}
+    return value

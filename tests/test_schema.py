@@ -95,6 +95,7 @@ def test_defaults_are_filled_in():
         "allowHostNetwork": False,
         "allowHostIPC": False,
         "allowPrivileged": False,
+        "allowHostPath": False,
     }
     assert filled["lws"] == {
         "version": "0.10",

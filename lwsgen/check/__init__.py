@@ -1,7 +1,7 @@
 """Stage 2, check: loaded data -> problems (JSON Schema, then business rules) -> the typed, frozen
 Profile (profile.py) with its derived numbers, and the warnings worth saying out loud."""
 
-from lwsgen.check import delivery, rules, schema
+from lwsgen.check import delivery, hatches, rules, schema
 from lwsgen.check.profile import Profile, from_data
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem, ProblemsError
@@ -15,6 +15,11 @@ def check(src: Source) -> tuple[Profile, list[Problem]]:
     if problems:
         raise ProblemsError(problems)
     profile = from_data(schema.with_defaults(src.data))
+    if profile.kubernetes_version in available_versions():
+        # the hatches' Kubernetes structures first: the rules read into them
+        problems = hatches.definition_problems(src, profile.kubernetes_version)
+        if problems:
+            raise ProblemsError(problems)
     problems = rules.check_rules(profile, src)
     if problems:
         raise ProblemsError(problems)

@@ -130,11 +130,29 @@ class Autoscaling(Record):
     scale_down_stabilization_seconds: int
     scale_up_period_seconds: int
     prometheus_address: str
+    idle_replicas: int | None
+    activation_target: float | None
+    behavior: Map  # scaleUp / scaleDown: Kubernetes HPAScalingRules, replacing lwsgen's for that direction
+
+    @property
+    def to_zero(self) -> bool:
+        """Some time with no group at all: minReplicas 0, or KEDA's idle count."""
+        return self.enabled and (self.min_replicas == 0 or self.idle_replicas == 0)
+
+
+class ExtraPort(Record):
+    name: str
+    port: int
+    target_port: str | int | None
+    protocol: str
 
 
 class Service(Record):
     type: str
     annotations: Map
+    port: int | None
+    external_traffic_policy: str | None
+    extra_ports: tuple[ExtraPort, ...]
     load_balancer_source_ranges: tuple
     allowed_sources: tuple
     allowed_namespaces: tuple
@@ -253,6 +271,7 @@ class Security(Record):
     allow_host_network: bool
     allow_host_ipc: bool
     allow_privileged: bool
+    allow_host_path: bool
 
 
 class ArgoCD(Record):
@@ -261,6 +280,29 @@ class ArgoCD(Record):
 
 class GitOps(Record):
     argocd: ArgoCD
+
+
+class RoleSettings(Record):
+    """leader: / worker: over the pod fields of both roles (None: the shared value)."""
+
+    env: Map
+    args: tuple
+    resources: Map
+    pod_annotations: Map
+    pod_labels: Map
+    affinity: Any
+    topology_spread_constraints: Any
+    volumes: tuple
+    volume_mounts: tuple
+    init_containers: tuple
+    containers: tuple
+    dns_config: Any
+
+
+class Patch(Record):
+    target: Map
+    patch: Map | None
+    json_patch: Any
 
 
 class Profile(Record):
@@ -290,6 +332,19 @@ class Profile(Record):
     gitops: GitOps
     labels: Map
     annotations: Map
+    pod_annotations: Map
+    pod_labels: Map
+    affinity: Map
+    topology_spread_constraints: tuple
+    volumes: tuple
+    volume_mounts: tuple
+    init_containers: tuple
+    containers: tuple
+    dns_config: Map
+    leader: RoleSettings
+    worker: RoleSettings
+    patches: tuple[Patch, ...]
+    templates: str | None
 
     @property
     def world_size(self) -> int:
@@ -357,6 +412,15 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def thaw(value: Any) -> Any:
+    """A frozen profile value as plain, mutable data (dicts and lists)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [thaw(v) for v in value]
+    return value
+
+
 def _record_type(annotation: Any) -> type | None:
     """The record class an annotation names (directly or as `X | None`), if any."""
     options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
@@ -375,6 +439,8 @@ def build(cls: type, data: dict[str, Any]) -> Any:
             values[attribute] = None if value is None else build(record, value)
         elif annotation is Map:
             values[attribute] = _freeze(value or {})
+        elif typing.get_origin(annotation) is tuple and _record_type(typing.get_args(annotation)[0]):
+            values[attribute] = tuple(build(typing.get_args(annotation)[0], item) for item in value or [])
         elif annotation is tuple:
             values[attribute] = _freeze(value or [])
         else:

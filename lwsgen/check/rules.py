@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import delivery, engine, gateway, metadata, nccl, scheduling, startup, versions
+from lwsgen.check import delivery, engine, gateway, hatches, metadata, nccl, pods, scheduling, startup, versions
 from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
@@ -133,6 +133,14 @@ def check_service(profile: Profile, src: Source) -> list[Problem]:
                 "not-supported",
             )
         ]
+    if service.external_traffic_policy and service.type == "ClusterIP":
+        return [
+            src.problem(
+                ("service", "externalTrafficPolicy"),
+                "only applies to service.type LoadBalancer or NodePort, not ClusterIP",
+                "not-applicable",
+            )
+        ]
     if service.load_balancer_source_ranges and service.type != "LoadBalancer":
         return [
             src.problem(
@@ -145,14 +153,18 @@ def check_service(profile: Profile, src: Source) -> list[Problem]:
 
 
 def check_env(profile: Profile, src: Source) -> list[Problem]:
+    return env_problems(src, ("env",), profile.env)
+
+
+def env_problems(src: Source, field: tuple, env) -> list[Problem]:
     return [
         src.problem(
-            ("env", name),
+            (*field, name),
             f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}",
             "reserved-env",
             key=True,
         )
-        for name in profile.env
+        for name in env
         if name in RESERVED_ENV or name.startswith("LWSGEN_")
     ]
 
@@ -355,6 +367,8 @@ RULES: tuple[Rule, ...] = (
     versions.check,
     gateway.check,
     delivery.check,
+    pods.check,
+    hatches.check,
 )
 
 
@@ -409,7 +423,7 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
 
     out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
     out += versions.warnings(profile, src) + startup.download_warnings(profile, src) + delivery.warnings(profile, src)
-    out += gateway.warnings(profile, src)
+    out += gateway.warnings(profile, src) + pods.warnings(profile, src) + hatches.warnings(profile, src)
     out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
     out += _host_access(profile, src) + _deepep_without_rdma(profile, src)
     too_small = sizing.fits_profile(profile)

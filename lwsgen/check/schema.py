@@ -285,6 +285,11 @@ def _fill(schema: dict[str, Any], data: dict[str, Any]) -> None:
             data[field] = copy.deepcopy(sub["default"])
         if isinstance(data.get(field), dict) and sub.get("type") == "object":
             _fill(sub, data[field])
+        items = sub.get("items") or {}
+        if isinstance(data.get(field), list) and "properties" in items:
+            for item in data[field]:
+                if isinstance(item, dict):
+                    _fill(items, item)
 
 
 def with_defaults(data: dict[str, Any]) -> dict[str, Any]:

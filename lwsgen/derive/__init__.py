@@ -5,8 +5,21 @@ from lwsgen import runtimes
 from lwsgen.check.profile import Profile
 from lwsgen.derive import delivery, kinds, naming
 from lwsgen.derive.context import Context
-from lwsgen.derive.model import Deployment
+from lwsgen.derive.model import Deployment, Meta
 from lwsgen.derive.scheduling import placement
+from lwsgen.records import Record
+
+
+class UserKind(Record):
+    """What the template of a kind the profile's `templates:` adds sees as `v` (docs/escape-hatches.md)."""
+
+    meta: Meta  # name <name>-<key>, the namespace, lwsgen's labels (component <key>) and annotations
+    profile: Profile  # the checked profile, fields in snake_case (v.profile.node.gpus)
+    names: naming.Names  # lws, service, launch, launcher, epp, nccl_test
+    leader_selector: dict[str, str]  # the leader pods of this LWS
+    pod_selector: dict[str, str]  # every pod of this LWS
+    serving_port: int  # the leader's serving container port
+    group_size: int
 
 
 def context(profile: Profile) -> Context:
@@ -23,14 +36,33 @@ def context(profile: Profile) -> Context:
     )
 
 
-def derive(profile: Profile, source: str) -> Deployment:
-    """Profile (checked) -> Deployment: kind key -> template values, for every kind it emits."""
+def _user_kind(ctx: Context, key: str) -> UserKind:
+    from lwsgen.derive.network import serving_port
+
+    kind = kinds.Kind(key, (), "", "", lambda _ctx, _kind: None, key, wave=0)
+    profile = ctx.profile
+    return UserKind(
+        ctx.meta(kind, f"{profile.name}-{key}"),
+        profile,
+        ctx.names,
+        naming.leader_selector(profile.name),
+        naming.own_pods(profile.name),
+        serving_port(ctx).number,
+        profile.group_size,
+    )
+
+
+def derive(profile: Profile, source: str, user_kinds: tuple[str, ...] = ()) -> Deployment:
+    """Profile (checked) -> Deployment: kind key -> template values, for every kind it emits and
+    every kind the profile's templates add (user_kinds)."""
     ctx = context(profile)
     objects = {}
     for kind in kinds.KINDS:
         values = kind.build(ctx, kind)
         if values is not None:
             objects[kind.key] = values
-    listed = tuple(sorted(kinds.BY_KEY[key].file for key in objects if kinds.BY_KEY[key].in_kustomization))
+    for key in user_kinds:
+        objects[key] = _user_kind(ctx, key)
+    listed = tuple(sorted(kinds.file_of(key) for key in objects if kinds.listed(key)))
     objects[kinds.KUSTOMIZATION] = kinds.Kustomization(listed)
     return Deployment(profile, source, objects)

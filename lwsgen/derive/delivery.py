@@ -15,7 +15,7 @@ from lwsgen.check import budget, delivery
 from lwsgen.derive import naming, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Container, EmptyDir, EnvVar, Meta, Mount, Pod, Volume
-from lwsgen.records import Record
+from lwsgen.records import Record, canonical
 from lwsgen.resources import script
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, plain_env
 
@@ -119,7 +119,8 @@ def job_name(ctx: Context) -> str:
     """<name>-model-<8 hex digits of the revision and the pod>: a Job's pod template cannot change,
     so a new revision, image or setting is a new Job (which finds the marker and ends at once when
     the snapshot is already there)."""
-    digest = hashlib.sha256(json.dumps([ctx.profile.model.source.revision, download_pod(ctx)]).encode()).hexdigest()
+    pod = canonical(download_pod(ctx))
+    digest = hashlib.sha256(json.dumps([ctx.profile.model.source.revision, pod], sort_keys=True).encode()).hexdigest()
     return f"{ctx.profile.name}{delivery.JOB_INFIX}{digest[: delivery.REVISION_DIGITS]}"
 
 

@@ -19,8 +19,8 @@ from lwsgen.derive.model import EmptyDir as EmptyDirSource
 from lwsgen.derive.model import EnvVar, Meta, Mount, Pod, Probe, Resources, Volume
 from lwsgen.derive.monitoring import PodMonitor
 from lwsgen.derive.network import Ingress, NetworkPolicy, metrics_port, proxy_namespaces, serving_port
-from lwsgen.derive.workload import Binding, Named, Rules, Service
-from lwsgen.records import Record
+from lwsgen.derive.workload import Binding, Named, Rules, Service, ServicePort
+from lwsgen.records import Record, canonical
 from lwsgen.runtimes.base import Port, RoleRule, RouterMetrics
 
 POOL_GROUP = "inference.networking.k8s.io"  # InferencePool v1 (../shared/crds, v1.6.0)
@@ -93,6 +93,9 @@ class PickerConfig(Record):
     engine: str
     metrics: RouterMetrics  # the engine entry's series
     parser: str | None  # a request parser in place of the picker's defaults
+    # Flow control on (a scale-to-zero pool): requests wait in the picker at most this long while no
+    # group runs (pkg/epp/flowcontrol/README.md: "the queue acts as a scale-from-zero waiting room").
+    flow_control_ttl: str | None = None
 
 
 class EndpointPicker(Record):
@@ -162,6 +165,7 @@ def picker_config(ctx: Context) -> PickerConfig:
         ctx.profile.runtime,
         metrics,
         metrics.parser,
+        ctx.profile.gateway.request_timeout if ctx.profile.autoscaling.to_zero else None,
     )
 
 
@@ -179,7 +183,7 @@ def scorers(ctx: Context) -> tuple[Scorer, ...]:
 
 
 def config_digest(config: PickerConfig) -> str:
-    return hashlib.sha256(json.dumps(config).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(canonical(config), sort_keys=True).encode()).hexdigest()
 
 
 def _rules(replicas: int) -> tuple[RoleRule, ...]:
@@ -313,7 +317,10 @@ def endpoint_picker(ctx: Context, kind) -> EndpointPicker | None:
             meta,
             "ClusterIP",
             selector,
-            (Port("grpc", GRPC_PORT, "kubernetes.io/h2c"), Port("metrics", METRICS_PORT)),
+            (
+                ServicePort("grpc", GRPC_PORT, "grpc", app_protocol="kubernetes.io/h2c"),
+                ServicePort("metrics", METRICS_PORT, "metrics"),
+            ),
             None,
         ),
         _policy(ctx, kind, selector),

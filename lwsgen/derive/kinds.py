@@ -328,6 +328,15 @@ BY_KEY = {kind.key: kind for kind in KINDS}
 BY_FILE = {kind.file: kind for kind in KINDS}
 
 
+def file_of(key: str) -> str:
+    """The file of a kind: lwsgen's, or one the profile's templates add (<key>.yaml, listed)."""
+    return BY_KEY[key].file if key in BY_KEY else f"{key}.yaml"
+
+
+def listed(key: str) -> bool:
+    return BY_KEY[key].in_kustomization if key in BY_KEY else True
+
+
 def project_schemas() -> dict[tuple[str, str], str]:
     """(apiVersion, kind) -> schema file, for the custom kinds lwsgen emits."""
     return {(d.api_version, d.kind): d.schema for k in KINDS for d in k.documents if d.kind and d.schema}

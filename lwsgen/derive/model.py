@@ -98,6 +98,7 @@ class Container(Record):
     readiness_probe: Probe | None
     security: ContainerSecurity
     liveness_probe: Probe | None = None
+    extra_mounts: tuple[dict[str, Any], ...] = ()  # volumeMounts from the profile, as written
 
 
 class Pod(Record):
@@ -112,7 +113,7 @@ class Pod(Record):
     priority_class: str | None
     image_pull_secrets: tuple[str, ...]
     node_selector: dict[str, str] | None
-    gpu_product: str | None  # required node affinity on nvidia.com/gpu.product
+    affinity: Any  # derive/pods.Affinity: node.gpuProduct's required term within the profile's affinity
     tolerations: tuple[dict[str, Any], ...] | None
     subdomain: str | None
     restart_policy: str | None
@@ -123,6 +124,12 @@ class Pod(Record):
     host_ipc: bool | None = None
     dns_policy: str | None = None
     termination_grace: int | None = None  # seconds; None: Kubernetes' 30
+    # The profile's pod hatches, as written (hardened where lwsgen hardens its own: derive/hatches.py).
+    topology_spread: tuple[dict[str, Any], ...] | None = None
+    dns_config: dict[str, Any] | None = None
+    extra_init_containers: tuple[dict[str, Any], ...] = ()
+    sidecars: tuple[dict[str, Any], ...] = ()
+    extra_volumes: tuple[dict[str, Any], ...] = ()
 
 
 class Deployment(Record):

@@ -7,9 +7,10 @@ index, so an HPA (which sees leader pods only) can read it through prometheus-ad
 
 import json
 from decimal import Decimal
+from typing import Any
 
 from lwsgen import runtimes
-from lwsgen.check.profile import Profile
+from lwsgen.check.profile import Profile, thaw
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
 from lwsgen.derive.naming import GROUP_INDEX_LABEL, LWS_NAME_LABEL, leader_selector, own_pods
@@ -155,10 +156,33 @@ class PrometheusRule(Record):
 
 class Behavior(Record):
     """Scale down only after the stabilization window, one group at a time; scale up one group per
-    scaleUpPeriodSeconds, since every new group costs a whole set of nodes and a model load."""
+    scaleUpPeriodSeconds, since every new group costs a whole set of nodes and a model load. A
+    direction autoscaling.behavior gives is the profile's rules, as written (HPAScalingRules)."""
 
-    scale_down_window: int
-    scale_up_period: int
+    scale_down_window: int | None  # None: the profile's scale_down instead
+    scale_up_period: int | None
+    scale_down: dict[str, Any] | None = None
+    scale_up: dict[str, Any] | None = None
+
+
+def behavior(scaling) -> Behavior:
+    down, up = thaw(scaling.behavior.get("scaleDown")), thaw(scaling.behavior.get("scaleUp"))
+    return Behavior(
+        scaling.scale_down_stabilization_seconds if down is None else None,
+        scaling.scale_up_period_seconds if up is None else None,
+        down,
+        up,
+    )
+
+
+class Wake(Record):
+    """KEDA's second trigger of a scale-to-zero LWS: the requests the endpoint picker holds for the
+    pool while no group serves (llm_d_epp_flow_control_queue_size, label inference_pool = the
+    picker's --pool-name: llm-d-router v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go,
+    pkg/epp/flowcontrol/controller/controller.go)."""
+
+    query: str
+    threshold: str
 
 
 class Autoscaler(Record):
@@ -175,6 +199,9 @@ class Autoscaler(Record):
     server: str | None = None
     query: str | None = None
     threshold: str | None = None
+    idle: int | None = None  # KEDA idleReplicaCount
+    activation: str | None = None  # KEDA activationThreshold of the metric's trigger
+    wake: Wake | None = None
 
 
 class AdapterRule(Record):
@@ -236,7 +263,7 @@ def _autoscaler(ctx: Context, kind, **fields) -> Autoscaler:
         profile.name,
         scaling.min_replicas,
         scaling.max_replicas,
-        Behavior(scaling.scale_down_stabilization_seconds, scaling.scale_up_period_seconds),
+        behavior(scaling),
         **fields,
     )
 
@@ -272,5 +299,22 @@ def scaledobject(ctx: Context, kind) -> Autoscaler | None:
         polling_interval=30,
         server=scaling.prometheus_address,
         query=keda_query(record, profile.namespace, profile.name),
-        threshold=format(Decimal(str(scaling.target)).normalize(), "f"),
+        threshold=_number(scaling.target),
+        idle=scaling.idle_replicas,
+        activation=None if scaling.activation_target is None else _number(scaling.activation_target),
+        wake=_wake(profile) if scaling.to_zero else None,
     )
+
+
+def _number(value: float) -> str:
+    return format(Decimal(str(value)).normalize(), "f")
+
+
+WAKE_GAUGE = "llm_d_epp_flow_control_queue_size"
+
+
+def _wake(profile: Profile) -> Wake:
+    """Held requests per group, against the target where the metric counts waiting requests too."""
+    scaling = profile.autoscaling
+    query = f"sum({WAKE_GAUGE}{_matchers(namespace=profile.namespace, inference_pool=profile.name)})"
+    return Wake(query, _number(scaling.target) if scaling.metric == "router-queue-size" else "1")

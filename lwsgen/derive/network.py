@@ -21,6 +21,7 @@ class Ingress(Record):
     namespaces: tuple[str, ...] = ()
     pods: tuple[dict[str, str], ...] = ()
     ports: tuple[str | int, ...] = ()
+    udp_ports: tuple[str | int, ...] = ()
 
 
 class NetworkPolicy(Record):
@@ -40,12 +41,21 @@ def networkpolicy(ctx: Context, kind) -> NetworkPolicy | None:
     # exposes itself (LoadBalancer, NodePort) keeps its sources.
     fronted = profile.gateway.enabled and service.type == "ClusterIP"
     if not fronted or service.allowed_sources or service.allowed_namespaces:
-        rules.insert(0, Ingress(service.allowed_sources, service.allowed_namespaces, ports=ctx.parts.service_ports))
+        rules.insert(0, _serving_rule(ctx))
     if profile.gateway.enabled:
         rules += _gateway_rules(ctx)
     if profile.monitoring.enabled and caps.metrics:
         rules.append(Ingress(namespaces=(profile.monitoring.namespace,), ports=(caps.metrics_port,)))
     return NetworkPolicy(ctx.meta(kind, profile.name), pods, tuple(rules))
+
+
+def _serving_rule(ctx: Context) -> Ingress:
+    """The serving ports and the Service's extra ports, from the allowed sources."""
+    service = ctx.profile.service
+    extra = [(p.name if p.target_port is None else p.target_port, p.protocol) for p in service.extra_ports]
+    tcp = (*ctx.parts.service_ports, *(port for port, protocol in extra if protocol == "TCP"))
+    udp = tuple(port for port, protocol in extra if protocol == "UDP")
+    return Ingress(service.allowed_sources, service.allowed_namespaces, ports=tcp, udp_ports=udp)
 
 
 def serving_port(ctx: Context) -> Port:

@@ -3,7 +3,10 @@ test launchers) is built here, so a pod on a GPU node always gets the node shape
 the same node selection, GPU product affinity, tolerations, scheduler and priority, GPU/EFA/RDMA/
 CPU/memory requests (= limits), /dev/shm size, the profile's env, pull secrets and security."""
 
+from __future__ import annotations
+
 import math
+from typing import Any
 
 from lwsgen.check.budget import budget as start_budget
 from lwsgen.check.profile import Profile
@@ -22,6 +25,7 @@ from lwsgen.derive.model import (
     Volume,
 )
 from lwsgen.derive.scheduling import Placement
+from lwsgen.records import Record
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, Port, Probes, literal
 
 SHM_VOLUME, MODEL_VOLUME, LAUNCH_VOLUME = "dshm", "model", "launch-scripts"
@@ -153,6 +157,25 @@ def helper_container(name: str, image: str, command: tuple[str, ...], mounts: tu
     return container(name, image, command, resources=equal(HELPER_RESOURCES), mounts=mounts, security=helper_security())
 
 
+def affinity(gpu_product: str | None, written: dict[str, Any] | None, nodes_only: bool = False) -> Affinity | None:
+    """The profile's affinity (if any) with node.gpuProduct required in every required node
+    selector term (terms are alternatives: each must ask for the product); nodes_only: its node
+    affinity alone (the NCCL test runs on the serving nodes, not beside or apart from its pods)."""
+    written = written or {}
+    if nodes_only:
+        written = {key: value for key, value in written.items() if key == "nodeAffinity"}
+    node = written.get("nodeAffinity") or {}
+    required = (node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
+    terms = tuple(NodeTerm(tuple(t.get("matchExpressions") or ()), t.get("matchFields")) for t in required or ())
+    if gpu_product is not None and not terms:
+        terms = (NodeTerm(()),)
+    preferred = node.get("preferredDuringSchedulingIgnoredDuringExecution")
+    nodes = NodeAffinity(terms or None, preferred) if terms or preferred else None
+    if nodes is None and not written.get("podAffinity") and not written.get("podAntiAffinity"):
+        return None
+    return Affinity(gpu_product, nodes, written.get("podAffinity"), written.get("podAntiAffinity"))
+
+
 def pod(
     profile: Profile,
     placement: Placement,
@@ -166,10 +189,16 @@ def pod(
     service_account: str | None = None,
     subdomain: str | None = None,
     restart_policy: str | None = None,
+    extras: Any = None,
 ) -> Pod:
     """A pod template. On a GPU node (the default) it takes the profile's node selection, GPU product
     affinity, tolerations, scheduler and priority; every pod takes pull secrets and pod security."""
     node = profile.node
+    # Pods other than the LWS roles (the NCCL test's) take the node placement of the shared affinity.
+    placed = extras.affinity if extras is not None else profile.affinity
+    extras = extras or NO_EXTRAS
+    labels = {**extras.labels, **labels}
+    annotations = {**extras.annotations, **(annotations or {})}
     selector = {}
     if on_gpu_node and node.instance_type is not None:
         selector["node.kubernetes.io/instance-type"] = node.instance_type
@@ -191,11 +220,54 @@ def pod(
         priority_class=(profile.scheduling.priority_class_name or None) if on_gpu_node else None,
         image_pull_secrets=profile.image_pull_secrets,
         node_selector=selector or None,
-        gpu_product=node.gpu_product if on_gpu_node else None,
+        affinity=affinity(node.gpu_product, placed, nodes_only=extras is NO_EXTRAS) if on_gpu_node else None,
         tolerations=node.tolerations if on_gpu_node else None,
         subdomain=subdomain,
         restart_policy=restart_policy,
         init_containers=init_containers,
         containers=containers,
         volumes=volumes,
+        topology_spread=extras.topology_spread,
+        dns_config=extras.dns_config,
+        extra_init_containers=extras.init_containers,
+        sidecars=extras.containers,
+        extra_volumes=extras.volumes,
     )
+
+
+class NodeTerm(Record):
+    """One required node selector term of the profile's affinity, as written."""
+
+    expressions: tuple[dict[str, Any], ...]
+    fields: Any = None
+
+
+class NodeAffinity(Record):
+    required: tuple[NodeTerm, ...] | None
+    preferred: Any = None  # preferred node terms, as written
+
+
+class Affinity(Record):
+    """A pod's affinity: node.gpuProduct (the template adds it to every required term) and what
+    the profile's affinity says."""
+
+    gpu_product: str | None
+    nodes: NodeAffinity | None
+    pods: Any = None  # podAffinity, as written
+    apart: Any = None  # podAntiAffinity, as written
+
+
+class PodExtras(Record):
+    """What the profile's pod hatches add to a pod (derive/hatches.py builds it)."""
+
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    affinity: dict[str, Any] | None = None
+    topology_spread: tuple[dict[str, Any], ...] | None = None
+    dns_config: dict[str, Any] | None = None
+    init_containers: tuple[dict[str, Any], ...] = ()
+    containers: tuple[dict[str, Any], ...] = ()
+    volumes: tuple[dict[str, Any], ...] = ()
+
+
+NO_EXTRAS = PodExtras()

@@ -2,11 +2,11 @@
 the leader's ServiceAccount, Role and RoleBinding. Leader and worker pods differ only where the
 runtime says (command, ports, tools) and in the leader's probes."""
 
-from lwsgen.derive import delivery, naming, pods
+from lwsgen.derive import delivery, hatches, naming, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Volume
 from lwsgen.records import Record
-from lwsgen.runtimes.base import TOOLS_MOUNT, Port, Role, RoleRule
+from lwsgen.runtimes.base import TOOLS_MOUNT, Role, RoleRule
 
 TOOLS_VOLUME, CACHE_VOLUME = "tools", "engine-cache"
 
@@ -24,12 +24,21 @@ class LeaderWorkerSet(Record):
     worker: Pod
 
 
+class ServicePort(Record):
+    name: str
+    number: int
+    target: str | int  # a named container port of the leader (or its number)
+    protocol: str = "TCP"
+    app_protocol: str | None = None
+
+
 class Service(Record):
     meta: Meta
     type: str
     selector: dict[str, str]
-    ports: tuple[Port, ...]
+    ports: tuple[ServicePort, ...]
     source_ranges: tuple[str, ...] | None
+    external_traffic_policy: str | None = None
 
 
 class Data(Record):
@@ -65,7 +74,9 @@ def _env(ctx: Context, side: str, role: Role) -> tuple[EnvVar, ...]:
         env.append(EnvVar("HF_TOKEN", secret_name=secret.name, secret_key=secret.key))
     if side == "leader":
         env += _api_key_env(ctx)
-    return (*env, *pods.profile_env(profile))
+    own = hatches.env(profile, side)
+    shared = tuple(e for e in pods.profile_env(profile) if e.name not in {o.name for o in own})
+    return (*env, *shared, *own)
 
 
 def _api_key_env(ctx: Context) -> list[EnvVar]:
@@ -114,14 +125,14 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
         side,
         profile.image,
         role.command,
-        args=role.args,
+        args=(*role.args, *hatches.args(profile, side)),
         env=_env(ctx, side, role),
         ports=role.ports,
-        resources=pods.equal(pods.node_amounts(profile)),
+        resources=hatches.resources(profile, side),
         mounts=mounts,
         probes=probes,
         security=pods.container_security(profile),
-    )
+    )._replace(extra_mounts=hatches.mounts(profile, side))
     tools = tuple(
         pods.helper_container(name, image, command, (Mount(TOOLS_VOLUME, TOOLS_MOUNT),))
         for name, image, command in role.tool_installers
@@ -141,6 +152,7 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
         volumes=volumes,
         init_containers=tools,
         service_account=ctx.names.launcher if role.api_access else None,
+        extras=hatches.extras(profile, side),
     )
 
 
@@ -162,14 +174,25 @@ def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet:
 
 
 def service(ctx: Context, kind) -> Service:
-    profile = ctx.profile
+    profile, spec = ctx.profile, ctx.profile.service
     ports = {p.name: p for p in ctx.parts.leader.ports}
+    serving = tuple(
+        ServicePort(
+            name, spec.port if spec.port and i == 0 else ports[name].number, name, "TCP", ports[name].app_protocol
+        )
+        for i, name in enumerate(ctx.parts.service_ports)
+    )
+    extra = tuple(
+        ServicePort(p.name, p.port, p.name if p.target_port is None else p.target_port, p.protocol)
+        for p in spec.extra_ports
+    )
     return Service(
-        ctx.meta(kind, ctx.names.service, annotations=profile.service.annotations),
-        profile.service.type,
+        ctx.meta(kind, ctx.names.service, annotations=spec.annotations),
+        spec.type,
         naming.leader_selector(profile.name),
-        tuple(ports[name] for name in ctx.parts.service_ports),
-        profile.service.load_balancer_source_ranges or None,
+        (*serving, *extra),
+        spec.load_balancer_source_ranges or None,
+        spec.external_traffic_policy,
     )
 
 

@@ -1,16 +1,17 @@
 """Invariants of one output directory, checked on hand-edited manifests as on rendered ones, each
 reported at the offending field: the group's GPUs equal the world size in the engine arguments;
-probes name declared ports; mounts name volumes; ConfigMaps and ServiceAccounts the pods use are in
-the set; an autoscaled LWS leaves replicas to its autoscaler; the NetworkPolicy selects the LWS;
-the HPA's metric is served by an adapter rule whose series a recording rule records, and KEDA
-queries a recorded series; ConfigMap volume items, the launch scripts a command runs and the scripts
-hash annotation agree with the ConfigMap in the set; leader and worker read the same Secret keys and
-mount shared volumes at the same paths."""
+probes name declared ports; mounts name volumes; ConfigMaps lwsgen's volumes mount and the
+ServiceAccounts the pods use are in the set; an autoscaled LWS leaves replicas to its autoscaler;
+the NetworkPolicy selects the LWS; the HPA's metric is served by an adapter rule whose series a
+recording rule records, and KEDA queries a recorded series; ConfigMap volume items, the launch
+scripts a command runs and the scripts hash annotation agree with the ConfigMap in the set; leader
+and worker read the same Secret keys and mount shared volumes at the same paths."""
 
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from lwsgen.check.pods import OWN_VOLUMES
 from lwsgen.derive.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, scripts_digest
 from lwsgen.output.locate import OutputError
 
@@ -98,7 +99,8 @@ def _pod(spec: dict[str, Any], at: tuple, names: dict, mounted: dict) -> Iterato
     volumes = {v.get("name") for v in spec.get("volumes", [])}
     for v, volume in enumerate(spec.get("volumes", [])):
         config_map = volume.get("configMap", {}).get("name")
-        if config_map and names["ConfigMap"] and config_map not in names["ConfigMap"]:
+        own = volume.get("name") in OWN_VOLUMES  # the profile's own volumes may mount the cluster's ConfigMaps
+        if own and config_map and names["ConfigMap"] and config_map not in names["ConfigMap"]:
             yield OutputError((*at, "volumes", v, "configMap", "name"), f"ConfigMap {config_map!r} is not in this set")
         for i, item in enumerate(volume.get("configMap", {}).get("items", [])):
             if config_map in names["data"] and item.get("key") not in names["data"][config_map]:

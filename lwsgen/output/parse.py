@@ -71,6 +71,8 @@ def build(rendered: dict[str, str]) -> list[OutputFile]:
 
     files = [
         OutputFile(BY_KEY[key].file, parse(text), BY_KEY[key].in_kustomization, BY_KEY[key].header)
+        if key in BY_KEY
+        else OutputFile(f"{key}.yaml", parse(text))  # a kind the profile's templates add
         for key, text in rendered.items()
     ]
     return sorted(files, key=lambda f: f.name)

@@ -248,3 +248,17 @@ def schema_errors(obj: dict[str, Any], version: str, file: str = "") -> Iterator
         return
     yield from (_located(err) for err in compiled.iter_errors(obj))
     yield from api_errors(obj)
+
+
+@cache
+def _definition_validator(version: str, definition: str):
+    """One Kubernetes definition (io.k8s.api.core.v1.Affinity, ...), strict, compiled once: what
+    the profile's escape hatches take."""
+    import jsonschema_rs
+
+    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
+    return jsonschema_rs.validator_for(self_contained({"$ref": f"#/$defs/{definition}"}, definitions))
+
+
+def definition_errors(value: Any, definition: str, version: str) -> Iterator[OutputError]:
+    yield from (_located(err) for err in _definition_validator(version, definition).iter_errors(value))

@@ -391,13 +391,13 @@ def stream(results: list[Rendered], include: tuple[str, ...] = ()) -> str:
     """One multi-document YAML stream of exactly the objects each directory's kustomization lists
     (what `kubectl kustomize OUT/<name>` builds, and what Argo CD applies), in file order; files
     outside it (one-off tests, configuration fragments) only when `include` names their kind."""
-    from lwsgen.derive.kinds import BY_FILE
+    from lwsgen.derive.kinds import listed
 
     docs = []
     for result in results:
         for name in sorted(result.files):
-            kind = BY_FILE[name]
-            if kind.in_kustomization or kind.key in include:
+            key = name.removesuffix(".yaml")
+            if listed(key) or key in include:
                 text = result.files[name]
                 docs.append(text if not text.startswith("---\n") else text[4:])
     return "".join(f"---\n{doc}" for doc in docs)

@@ -124,8 +124,27 @@ def compile_into(templates: Path, target: Path) -> None:
     (target / COMPILED_STAMP).write_text(compiled_stamp(), encoding="utf-8")
 
 
-def render(deployment: Deployment) -> dict[str, str]:
-    """Kind key -> rendered YAML text; each template sees only its own values, as `v`."""
-    env = environment()
+@lru_cache(maxsize=8)
+def user_environment(directory: str) -> jinja2.Environment:
+    """The profile's `templates:` directory before lwsgen's own templates (which its templates may
+    import, `_k8s.yaml.j2` say): the same filter, finalize and StrictUndefined."""
+    builtin = environment().loader
+    return make_environment(jinja2.ChoiceLoader([jinja2.FileSystemLoader(directory), builtin]))
+
+
+def user_templates(directory: Path) -> tuple[str, ...]:
+    """Kind keys of the templates a `templates:` directory holds (<key>.yaml.j2), sorted."""
+    return tuple(sorted(p.name[: -len(".yaml.j2")] for p in directory.glob("*.yaml.j2") if p.is_file()))
+
+
+def render(deployment: Deployment, user_dir: Path | None = None, keys: tuple[str, ...] | None = None) -> dict[str, str]:
+    """Kind key -> rendered YAML text; each template sees only its own values, as `v`. With
+    user_dir, a template of the same name there replaces lwsgen's; keys: only those kinds."""
+    env = environment() if user_dir is None else user_environment(str(user_dir))
+    objects = deployment.objects.items()
     # str(): libyaml reads exact str only, and the whole output came through concat as Quoted
-    return {key: str(env.get_template(f"{key}.yaml.j2").render(v=values)) for key, values in deployment.objects.items()}
+    return {
+        key: str(env.get_template(f"{key}.yaml.j2").render(v=values))
+        for key, values in objects
+        if keys is None or key in keys
+    }

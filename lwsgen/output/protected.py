@@ -1,0 +1,183 @@
+"""What no escape hatch (a patch, a user template) may change or open, checked on the objects it
+produced: the values lwsgen derives (each named with the profile field that sets it instead),
+and the pod security the profile allows. `changes` compares an object before and after a hatch;
+`holes` reads one object alone (every pod spec in it: LWS templates, Deployments, Jobs, MPIJobs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from lwsgen.check.pods import OWN_LABEL_PREFIXES, annotation_owner, secret_message, secret_references
+from lwsgen.check.profile import Profile
+from lwsgen.records import Record
+
+ANY, OWN_LABELS, OWN_POD_ANNOTATIONS, DEVICES = "*", "@labels", "@annotations", "@devices"
+POD = ("spec", "leaderWorkerTemplate", ANY, "spec")
+POD_META = ("spec", "leaderWorkerTemplate", ANY, "metadata")
+
+
+class Guard(Record):
+    kinds: tuple[str, ...]  # empty: every kind
+    path: tuple
+    field: str  # what to change in the profile instead
+
+
+GUARDS = (
+    Guard((), ("metadata", "name"), "name"),
+    Guard((), ("metadata", "namespace"), "namespace"),
+    Guard((), ("metadata", "labels", OWN_LABELS), "labels (lwsgen's own labels are selected on)"),
+    Guard(("LeaderWorkerSet",), ("spec", "replicas"), "replicas, or autoscaling (an autoscaler owns them)"),
+    Guard(("LeaderWorkerSet",), ("spec", "leaderWorkerTemplate", "size"), "parallelism and node.gpus"),
+    Guard(("LeaderWorkerSet",), ("spec", "leaderWorkerTemplate", "restartPolicy"), "lws.restartPolicy"),
+    Guard(("LeaderWorkerSet",), ("spec", "startupPolicy"), "lws.startupPolicy"),
+    Guard(("LeaderWorkerSet",), ("spec", "rolloutStrategy"), "lws.maxUnavailable, lws.maxSurge and lws.partition"),
+    Guard(("LeaderWorkerSet",), (*POD_META, "labels", OWN_LABELS), "podLabels (lwsgen's own labels are selected on)"),
+    Guard(("LeaderWorkerSet",), (*POD_META, "annotations", OWN_POD_ANNOTATIONS), "the scheduling and node fields"),
+    Guard(
+        ("LeaderWorkerSet",),
+        (*POD, "containers", 0, "name"),
+        "containers (the engine's container stays first: list it first in the patch, or add sidecars there)",
+    ),
+    Guard(("LeaderWorkerSet",), (*POD, "containers", 0, "image"), "image"),
+    Guard(
+        ("LeaderWorkerSet",),
+        (*POD, "containers", 0, "command"),
+        "runtime (the launch command is lwsgen's; engine flags: model.extraArgs, leader.args, worker.args)",
+    ),
+    Guard(("LeaderWorkerSet",), (*POD, "containers", 0, "resources", ANY, DEVICES), "node.gpus, node.efa, parallelism"),
+    Guard(("LeaderWorkerSet",), (*POD, "schedulerName"), "scheduling.scheduler"),
+    Guard(("Service",), ("spec", "selector"), "name (the Service selects this LWS's leaders)"),
+    Guard(("Service",), ("spec", "type"), "service.type"),
+    Guard(("Service",), ("spec", "ports"), "service.port and service.extraPorts"),
+    Guard(("Service",), ("spec", "loadBalancerSourceRanges"), "service.loadBalancerSourceRanges"),
+    Guard(
+        ("NetworkPolicy",),
+        ("spec",),
+        "security.networkPolicy, service.allowedSources, service.allowedNamespaces, service.extraPorts",
+    ),
+    Guard(("PodMonitor",), ("spec", "selector"), "name (the PodMonitor selects this LWS's pods)"),
+    Guard(("PodMonitor",), ("spec", "namespaceSelector"), "namespace"),
+    Guard(("HorizontalPodAutoscaler", "ScaledObject"), ("spec", "scaleTargetRef"), "name"),
+    Guard(("HorizontalPodAutoscaler",), ("spec", "minReplicas"), "autoscaling.minReplicas"),
+    Guard(("HorizontalPodAutoscaler",), ("spec", "maxReplicas"), "autoscaling.maxReplicas"),
+    Guard(("HorizontalPodAutoscaler",), ("spec", "metrics"), "autoscaling.metric and autoscaling.target"),
+    Guard(("ScaledObject",), ("spec", "minReplicaCount"), "autoscaling.minReplicas"),
+    Guard(("ScaledObject",), ("spec", "maxReplicaCount"), "autoscaling.maxReplicas"),
+    Guard(("ScaledObject",), ("spec", "idleReplicaCount"), "autoscaling.idleReplicas"),
+    Guard(("ScaledObject",), ("spec", "triggers"), "autoscaling.metric, target and activationTarget"),
+    Guard(("InferencePool",), ("spec",), "gateway.* (the pool selects this LWS's leaders on the serving port)"),
+    Guard(("HTTPRoute",), ("spec", "parentRefs"), "gateway.parentRefs"),
+    Guard(("HTTPRoute",), ("spec", "rules", ANY, "backendRefs"), "gateway.* (the route's backend is this pool)"),
+    Guard(("ConfigMap",), ("data",), "runtime (launch scripts and picker configuration are lwsgen's)"),
+    Guard(("PersistentVolumeClaim",), ("spec",), "storage.create"),
+    Guard(("Kustomization",), ("resources",), "the files this directory holds"),
+)
+_MISSING = object()
+
+
+def _expand(value: Any, step: Any, devices: set[str]) -> list[Any]:
+    if not isinstance(value, (dict, list)):
+        return []
+    keys = list(value) if isinstance(value, dict) else list(range(len(value)))
+    if step == ANY:
+        return keys
+    if step == OWN_LABELS:
+        return [k for k in keys if str(k).startswith(OWN_LABEL_PREFIXES)]
+    if step == OWN_POD_ANNOTATIONS:
+        return [k for k in keys if annotation_owner(str(k))]
+    if step == DEVICES:
+        return [k for k in keys if k in devices or str(k).startswith("nvidia.com/")]
+    return [step]
+
+
+def _paths(obj: Any, path: tuple, devices: set[str], at: tuple = ()) -> Iterator[tuple]:
+    if not path:
+        yield at
+        return
+    for key in _expand(obj, path[0], devices):
+        child = obj[key] if isinstance(obj, dict) and key in obj else _MISSING
+        if isinstance(obj, list) and isinstance(key, int) and key < len(obj):
+            child = obj[key]
+        if child is _MISSING and len(path) > 1:
+            continue
+        yield from _paths(child, path[1:], devices, (*at, key))
+
+
+def _get(obj: Any, path: tuple) -> Any:
+    for key in path:
+        if isinstance(obj, dict) and key in obj:
+            obj = obj[key]
+        elif isinstance(obj, list) and isinstance(key, int) and key < len(obj):
+            obj = obj[key]
+        else:
+            return _MISSING
+    return obj
+
+
+def devices(profile: Profile) -> set[str]:
+    node = profile.node
+    return {node.gpu_resource, "vpc.amazonaws.com/efa", *node.rdma_resource}
+
+
+def changes(before: dict, after: dict, found: set[str]) -> Iterator[tuple[tuple, str]]:
+    """(path, profile field) for every derived value the hatch changed, added or removed."""
+    kind, moved = before.get("kind"), []
+    for guard in GUARDS:
+        if guard.kinds and kind not in guard.kinds:
+            continue
+        paths = dict.fromkeys((*_paths(before, guard.path, found), *_paths(after, guard.path, found)))
+        for path in paths:
+            if _get(before, path) != _get(after, path) and not any(path[: len(m)] == m for m in moved):
+                yield path, guard.field
+                if path[-1] == "name" and "containers" in path:  # another container first: said once
+                    moved.append(path[:-1])
+
+
+def _pod_specs(value: Any, at: tuple = ()) -> Iterator[tuple[tuple, dict]]:
+    if isinstance(value, dict):
+        if isinstance(value.get("containers"), list):
+            yield at, value
+        for key, child in value.items():
+            yield from _pod_specs(child, (*at, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _pod_specs(child, (*at, index))
+
+
+HOST_FIELDS = {"hostNetwork": "security.allowHostNetwork", "hostIPC": "security.allowHostIPC"}
+
+
+def holes(profile: Profile, obj: dict) -> Iterator[tuple[tuple, str]]:
+    """(path, what is wrong) for every way the object's pods get more than the profile allows."""
+    security = profile.security
+    allowed = {"hostNetwork": security.allow_host_network, "hostIPC": security.allow_host_ipc}
+    kept = {*security.add_capabilities, *(("IPC_LOCK",) if profile.node.needs_ipc_lock else ())}
+    for at, spec in _pod_specs(obj):
+        for field, setting in HOST_FIELDS.items():
+            if spec.get(field) and not allowed[field]:
+                yield (*at, field), f"{field} is not allowed for this profile; set {setting} to allow it"
+        if spec.get("hostPID"):
+            yield (*at, "hostPID"), "lwsgen never runs a pod in the node's PID namespace"
+        for index, volume in enumerate(spec.get("volumes") or []):
+            if isinstance(volume, dict) and "hostPath" in volume and not security.allow_host_path:
+                yield (*at, "volumes", index, "hostPath"), "hostPath is not allowed; set security.allowHostPath"
+        for group in ("initContainers", "containers"):
+            for index, container in enumerate(spec.get(group) or []):
+                if isinstance(container, dict):
+                    yield from _container_holes(profile, container, (*at, group, index), kept)
+
+
+def _container_holes(profile: Profile, container: dict, at: tuple, kept: set[str]) -> Iterator[tuple[tuple, str]]:
+    context = container.get("securityContext") or {}
+    for key in ("privileged", "allowPrivilegeEscalation"):
+        if context.get(key) and not profile.security.allow_privileged:
+            yield (*at, "securityContext", key), f"{key} is not allowed; set security.allowPrivileged"
+    for index, capability in enumerate((context.get("capabilities") or {}).get("add") or []):
+        if capability not in kept:
+            yield (
+                (*at, "securityContext", "capabilities", "add", index),
+                (f"capability {capability} is not kept for this profile; list it in security.addCapabilities"),
+            )
+    for field, index, name in secret_references(container):
+        yield (*at, field, index), secret_message(name)

@@ -1,0 +1,835 @@
+"""The escape hatches (docs/escape-hatches.md): pod fields for both roles and per role, Service
+ports, HPA behavior and KEDA scale to zero, patches and user templates; what each produces, and
+that none of them changes what lwsgen derives or opens what security.* keeps shut."""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, lws_of, merged, objects_of, tool
+from lwsgen.output import patch
+from lwsgen.problems import ProblemsError
+
+BASE = {
+    "name": "example",
+    "namespace": "inference",
+    "runtime": "vllm",
+    "image": "vllm/vllm-openai:v0.33.0",
+    "model": {"path": "/models/llama"},
+    "parallelism": {"tensor": 8, "pipeline": 2},
+    "node": {"gpus": 8, "gpuProduct": "NVIDIA-H100-80GB-HBM3", "cpu": "96", "memory": "1000Gi"},
+    "storage": {"claimName": "models", "mountPath": "/models"},
+    "monitoring": {"enabled": True},
+    "service": {"type": "ClusterIP"},
+}
+GATEWAY = {"enabled": True, "parentRefs": [{"name": "inference-gateway", "namespace": "gateways"}]}
+SIDECAR = {"name": "log-shipper", "image": "fluent/fluent-bit:3.2.4", "resources": {"limits": {"memory": "128Mi"}}}
+PROXY = {
+    "name": "auth-proxy",
+    "image": "quay.io/oauth2-proxy/oauth2-proxy:v7.8.1",
+    "ports": [{"name": "auth", "containerPort": 4180}],
+    "resources": {"limits": {"memory": "256Mi"}},
+}
+
+
+def _with(**fields) -> dict:
+    return {**copy.deepcopy(BASE), **copy.deepcopy(fields)}
+
+
+def _pods(rendered) -> tuple[dict, dict]:
+    lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
+    return lwt["leaderTemplate"], lwt["workerTemplate"]
+
+
+def _errors(render, profile) -> list[str]:
+    with pytest.raises(ProblemsError) as raised:
+        render(profile)
+    return [f"{p.path}: {p.message}" for p in raised.value.problems]
+
+
+# --- pod fields ---------------------------------------------------------------------------------
+
+
+def test_pod_fields_reach_both_roles_and_role_settings_only_theirs(render):
+    rendered = render(
+        _with(
+            podAnnotations={"fluentbit.io/parser": "json"},
+            podLabels={"team": "inference"},
+            topologySpreadConstraints=[
+                {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}
+            ],
+            volumes=[{"name": "chat-templates", "configMap": {"name": "chat-templates"}}],
+            volumeMounts=[{"name": "chat-templates", "mountPath": "/etc/chat-templates", "readOnly": True}],
+            containers=[SIDECAR],
+            dnsConfig={"options": [{"name": "ndots", "value": "2"}]},
+            leader={"containers": [PROXY], "podAnnotations": {"fluentbit.io/parser": "leader"}},
+            worker={"podLabels": {"team": "workers"}, "dnsConfig": {"searches": ["svc.example"]}},
+        )
+    )
+    leader, worker = _pods(rendered)
+    assert leader["metadata"]["annotations"]["fluentbit.io/parser"] == "leader"
+    assert worker["metadata"]["annotations"]["fluentbit.io/parser"] == "json"
+    assert leader["metadata"]["labels"]["team"] == "inference" and worker["metadata"]["labels"]["team"] == "workers"
+    assert [c["name"] for c in leader["spec"]["containers"]] == ["leader", "log-shipper", "auth-proxy"]
+    assert [c["name"] for c in worker["spec"]["containers"]] == ["worker", "log-shipper"]
+    assert worker["spec"]["dnsConfig"] == {"searches": ["svc.example"]}
+    assert leader["spec"]["dnsConfig"] == {"options": [{"name": "ndots", "value": "2"}]}
+    for pod in (leader, worker):
+        assert pod["spec"]["topologySpreadConstraints"][0]["topologyKey"] == "topology.kubernetes.io/zone"
+        assert {"name": "chat-templates", "configMap": {"name": "chat-templates"}} in pod["spec"]["volumes"]
+        assert pod["spec"]["containers"][0]["volumeMounts"][-1]["mountPath"] == "/etc/chat-templates"
+    # pod labels are never selected on
+    selector = objects_of(rendered)["service.yaml"]["spec"]["selector"]
+    assert "team" not in selector
+
+
+def test_the_gpu_product_is_required_in_every_term_of_the_profiles_affinity(render):
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+    pool = {"key": "pool", "operator": "In", "values": ["gpu"]}
+    anti = {"preferredDuringSchedulingIgnoredDuringExecution": []}
+    written = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [zone]}, {"matchExpressions": [pool]}]
+            }
+        },
+        "podAntiAffinity": anti,
+    }
+    leader, _ = _pods(render(_with(affinity=written)))
+    product = {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}
+    terms = leader["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [zone, product]}, {"matchExpressions": [pool, product]}]
+    assert leader["spec"]["affinity"]["podAntiAffinity"] == anti
+
+
+def test_the_nccl_test_runs_on_the_nodes_the_affinity_picks_not_beside_other_pods(render):
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+    written = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}
+        },
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []},
+    }
+    rendered = render(_with(affinity=written, ncclTest={"enabled": True, "launcher": "job"}))
+    job = next(d for d in objects_of(rendered)["nccl-test.yaml"] if d["kind"] == "Job")
+    placed = job["spec"]["template"]["spec"]["affinity"]
+    assert list(placed) == ["nodeAffinity"]
+    terms = placed["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert (
+        terms[0]["matchExpressions"][0] == zone and terms[0]["matchExpressions"][1]["key"] == "nvidia.com/gpu.product"
+    )
+
+
+def test_role_env_args_and_resources_go_to_that_roles_engine_only(render):
+    rendered = render(
+        _with(
+            env={"NCCL_DEBUG": "WARN"},
+            leader={"env": {"NCCL_DEBUG": "INFO"}, "args": ["--max-num-seqs", 128, "$(HF_TOKEN)"]},
+            worker={"resources": {"memory": "900Gi", "hugepages-2Mi": "1Gi"}},
+        )
+    )
+    leader, worker = (pod["spec"]["containers"][0] for pod in _pods(rendered))
+    assert [e["value"] for e in leader["env"] if e["name"] == "NCCL_DEBUG"] == ["INFO"]
+    assert [e["value"] for e in worker["env"] if e["name"] == "NCCL_DEBUG"] == ["WARN"]
+    assert leader["args"][-3:] == ["--max-num-seqs", "128", "$$(HF_TOKEN)"]  # literal text, never the Secret
+    assert worker["resources"]["limits"]["memory"] == "900Gi" == worker["resources"]["requests"]["memory"]
+    assert worker["resources"]["limits"]["hugepages-2Mi"] == "1Gi"
+    assert leader["resources"]["limits"]["memory"] == "1000Gi"
+
+
+def test_sidecars_are_hardened_like_lwsgens_own_unless_they_say_otherwise(render):
+    mine = {**SIDECAR, "securityContext": {"readOnlyRootFilesystem": True, "runAsUser": 1000}}
+    leader, _ = _pods(render(_with(security={"runAsUser": 500}, containers=[mine], initContainers=[PROXY])))
+    sidecar = leader["spec"]["containers"][1]
+    assert sidecar["securityContext"] == {
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+    }
+    assert sidecar["imagePullPolicy"] == "IfNotPresent"
+    assert leader["spec"]["initContainers"][-1]["name"] == "auth-proxy"
+    assert leader["spec"]["initContainers"][-1]["securityContext"]["runAsUser"] == 500
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"volumes": [{"name": "dshm", "emptyDir": {}}]}, "volumes[0].name: lwsgen names a volume 'dshm'"),
+        ({"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}, "volumes[0].hostPath: a hostPath volume"),
+        (
+            {"volumes": [{"name": "c", "emptyDir": {}}], "volumeMounts": [{"name": "c", "mountPath": "/dev/shm/x"}]},
+            "volumeMounts[0].mountPath: /dev/shm/x overlaps where lwsgen mounts shared memory",
+        ),
+        ({"volumeMounts": [{"name": "nope", "mountPath": "/x"}]}, "volumeMounts[0].name: no volume 'nope'"),
+        ({"containers": [{"name": "s", "image": "a:1"}]}, "containers[0]: needs resources.limits.memory"),
+        (
+            {"containers": [{**SIDECAR, "resources": {"requests": {"memory": "64Mi"}, "limits": {"memory": "1Gi"}}}]},
+            "containers[0].resources.requests.memory: requests memory below or without its limit",
+        ),
+        (
+            {"containers": [{**SIDECAR, "resources": {"limits": {"memory": "1Gi", "nvidia.com/gpu": 1}}}]},
+            "containers[0].resources: nvidia.com/gpu is the engine's",
+        ),
+        (
+            {"containers": [{**SIDECAR, "securityContext": {"privileged": True}}]},
+            "containers[0].securityContext.privileged: privileged gives the container the node",
+        ),
+        (
+            {"containers": [{**SIDECAR, "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]},
+            "containers[0].securityContext.capabilities.add[0]: capability SYS_ADMIN is not kept",
+        ),
+        ({"containers": [{**SIDECAR, "name": "leader"}]}, "containers[0].name: lwsgen names a container 'leader'"),
+        ({"containers": [SIDECAR], "leader": {"initContainers": [SIDECAR]}}, "a second container named 'log-shipper'"),
+        ({"podLabels": {"app.kubernetes.io/name": "x"}}, 'podLabels["app.kubernetes.io/name"]: pod label'),
+        (
+            {"podAnnotations": {"kueue.x-k8s.io/podset-group-name": "x"}},
+            "lwsgen derives it; set scheduling.requiredTopology instead",
+        ),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["A100"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                }
+            },
+            "nvidia.com/gpu.product is required from node.gpuProduct in every term",
+        ),
+        ({"leader": {"resources": {"vpc.amazonaws.com/efa": 4}}}, "comes from the node shape; set node.efa instead"),
+        ({"worker": {"env": {"LWS_WORKER_INDEX": "1"}}}, "worker.env.LWS_WORKER_INDEX: LWS_WORKER_INDEX is set by"),
+        ({"affinity": {"nodeAfinity": {}}}, "affinity.nodeAfinity: unknown field 'nodeAfinity'"),
+        (
+            {
+                "containers": [
+                    {
+                        **SIDECAR,
+                        "args": ["--key=$(KEY)"],
+                        "env": [{"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+                    }
+                ]
+            },
+            "containers[0].args[0]: $(KEY) puts a Secret on the process's command line",
+        ),
+        ({"podAnnotations": {"big": "x" * 300_000}}, "podAnnotations: pod annotations total 300003 bytes"),
+        (
+            {"leader": {"containers": [{**SIDECAR, "imagePull": "x"}]}},
+            "leader.containers[0].imagePull: unknown field 'imagePull'",
+        ),
+    ],
+)
+def test_pod_fields_that_would_undo_or_open_something_are_refused(render, fields, expected):
+    errors = _errors(render, _with(**fields))
+    assert any(expected in e for e in errors), errors
+
+
+def test_worker_args_are_refused_where_the_worker_runs_no_command_of_its_own(render):
+    ray = _with(launch={"mode": "ray"}, worker={"args": ["--verbose"]})
+    assert any("worker.args: the vllm worker runs no command of its own" in e for e in _errors(render, ray))
+
+
+def test_a_hatch_value_is_checked_where_the_profile_sets_it(write_profile, tmp_path, capsys):
+    from lwsgen.cli import main
+
+    text = yaml.safe_dump(_with(), sort_keys=False) + "leader:\n  dnsConfig:\n    nameserver: [1.1.1.1]\n"
+    assert main(["render", str(write_profile(text)), "-o", str(tmp_path / "out")]) == 1
+    line = len(text.splitlines())
+    assert f"profile.yaml:{line}:5: leader.dnsConfig.nameserver: unknown field 'nameserver'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+# --- Service and scaling ------------------------------------------------------------------------
+
+
+def test_service_port_extra_ports_and_traffic_policy(render):
+    rendered = render(
+        _with(
+            service={
+                "type": "LoadBalancer",
+                "port": 80,
+                "externalTrafficPolicy": "Local",
+                "loadBalancerSourceRanges": ["10.0.0.0/8"],
+                "extraPorts": [{"name": "auth", "port": 443}, {"name": "dns", "port": 53, "protocol": "UDP"}],
+            },
+            leader={"containers": [{**PROXY, "ports": [*PROXY["ports"], {"name": "dns", "containerPort": 53}]}]},
+        )
+    )
+    objects = objects_of(rendered)
+    spec = objects["service.yaml"]["spec"]
+    assert spec["externalTrafficPolicy"] == "Local"
+    assert [(p["name"], p["port"], p["targetPort"], p["protocol"]) for p in spec["ports"]] == [
+        ("http", 80, "http", "TCP"),
+        ("auth", 443, "auth", "TCP"),
+        ("dns", 53, "dns", "UDP"),
+    ]
+    open_rule = objects["networkpolicy.yaml"]["spec"]["ingress"][0]
+    assert open_rule["ports"] == [
+        {"port": "http", "protocol": "TCP"},
+        {"port": "auth", "protocol": "TCP"},
+        {"port": "dns", "protocol": "UDP"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("service", "expected"),
+    [
+        ({"externalTrafficPolicy": "Local"}, "only applies to service.type LoadBalancer or NodePort"),
+        ({"extraPorts": [{"name": "nope", "port": 9}]}, "extraPorts[0].name: no container port 'nope' on the leader"),
+        ({"extraPorts": [{"name": "http", "port": 9, "targetPort": "http"}]}, "'http' is the serving port's name"),
+        ({"port": 81, "extraPorts": [{"name": "x", "port": 81, "targetPort": 8000}]}, "port 81 is already a port"),
+    ],
+)
+def test_service_hatches_that_cannot_work_are_refused(render, service, expected):
+    errors = _errors(render, _with(service={"type": "ClusterIP", **service}))
+    assert any(expected in e for e in errors), errors
+
+
+def test_behind_a_gateway_extra_ports_need_someone_allowed_to_reach_them(render):
+    profile = _with(
+        gateway=GATEWAY, service={"extraPorts": [{"name": "auth", "port": 443}]}, leader={"containers": [PROXY]}
+    )
+    assert any("say who reaches them" in e for e in _errors(render, profile))
+    allowed = merged(profile, **{"service.allowedNamespaces": ["clients"]})
+    rule = objects_of(render(allowed))["networkpolicy.yaml"]["spec"]["ingress"][0]
+    assert {"port": "auth", "protocol": "TCP"} in rule["ports"]
+
+
+def test_hpa_behavior_replaces_only_the_directions_given(render):
+    rules = {
+        "stabilizationWindowSeconds": 60,
+        "selectPolicy": "Max",
+        "policies": [{"type": "Pods", "value": 2, "periodSeconds": 600}],
+    }
+    hpa = objects_of(render(_with(autoscaling={"enabled": True, "behavior": {"scaleUp": rules}})))
+    behavior = hpa["horizontalpodautoscaler.yaml"]["spec"]["behavior"]
+    assert behavior["scaleUp"] == rules
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 600  # lwsgen's, untouched
+
+
+def _to_zero(**autoscaling) -> dict:
+    scaling = {"enabled": True, "engine": "keda", "minReplicas": 0, "metric": "router-queue-size", "target": 4}
+    return _with(gateway={**GATEWAY, "requestTimeout": "900s"}, autoscaling={**scaling, **autoscaling})
+
+
+def test_keda_scales_to_zero_behind_the_gateway_and_wakes_on_held_requests(render):
+    rendered = render(_to_zero(activationTarget=1))
+    objects = objects_of(rendered)
+    spec = objects["scaledobject.yaml"]["spec"]
+    assert spec["minReplicaCount"] == 0
+    main, wake = spec["triggers"]
+    assert main["metadata"]["activationThreshold"] == "1"
+    assert wake["name"] == "wake"
+    assert wake["metadata"]["query"] == (
+        'sum(llm_d_epp_flow_control_queue_size{namespace="inference", inference_pool="example"})'
+    )
+    assert wake["metadata"]["threshold"] == "4" and wake["metadata"]["activationThreshold"] == "0"
+    picker = next(d for d in objects["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
+    config = yaml.safe_load(next(iter(picker["data"].values())))
+    assert config["featureGates"] == ["flowControl"]
+    assert config["flowControl"] == {"defaultRequestTTL": "900s"}
+    assert any(w.code == "cold-start" for w in rendered.warnings)  # 900 s < the start budget
+    patient = render(merged(_to_zero(), **{"gateway.requestTimeout": "1h"}))
+    assert not any(w.code == "cold-start" for w in patient.warnings)
+
+
+def test_idle_replicas_keep_a_minimum_once_active(render):
+    spec = objects_of(render(_to_zero(minReplicas=1, idleReplicas=0)))["scaledobject.yaml"]["spec"]
+    assert (spec["idleReplicaCount"], spec["minReplicaCount"]) == (0, 1)
+    assert len(spec["triggers"]) == 2
+
+
+def test_without_scale_to_zero_the_picker_and_scaledobject_stay_as_they_were(render):
+    objects = objects_of(render(_to_zero(minReplicas=1)))
+    assert len(objects["scaledobject.yaml"]["spec"]["triggers"]) == 1
+    picker = next(d for d in objects["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
+    assert "featureGates" not in yaml.safe_load(next(iter(picker["data"].values())))
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        (_to_zero(engine="hpa"), "autoscaling.minReplicas: minReplicas is KEDA's"),
+        ({**_to_zero(), "gateway": {"enabled": False}}, "no pod exports the metric that would wake the autoscaler"),
+        (_to_zero(idleReplicas=0), "autoscaling.idleReplicas: KEDA needs idleReplicas below minReplicas"),
+        (
+            _to_zero(minReplicas=1, engine="hpa", activationTarget=2),
+            "autoscaling.activationTarget: activationTarget is KEDA's",
+        ),
+    ],
+)
+def test_scale_to_zero_where_nothing_could_wake_it_is_refused(render, profile, expected):
+    assert any(expected in e for e in _errors(render, profile))
+
+
+# --- strategic merge ----------------------------------------------------------------------------
+
+
+def test_strategic_merge_follows_kubernetes_merge_keys_and_directives():
+    original = {
+        "spec": {
+            "containers": [{"name": "a", "env": [{"name": "X", "value": "1"}], "args": ["--x"]}, {"name": "b"}],
+            "volumes": [{"name": "v", "emptyDir": {}}],
+            "ports": [{"name": "p", "port": 80}],
+            "tolerations": [{"key": "t"}],
+            "labels": {"keep": "1", "drop": "2"},
+        }
+    }
+    result = patch.merge(
+        original,
+        {
+            "spec": {
+                "containers": [
+                    {"name": "a", "env": [{"name": "Y", "value": "2"}], "args": ["--y"]},
+                    {"name": "b", "$patch": "delete"},
+                    {"name": "c", "image": "c:1"},
+                ],
+                "volumes": [{"name": "w", "emptyDir": {}}, {"$patch": "replace"}],
+                "ports": [{"port": 80, "targetPort": "p"}],
+                "tolerations": [{"key": "u"}],
+                "labels": {"drop": None, "new": "3"},
+            }
+        },
+    )
+    spec = result["spec"]
+    assert spec["containers"] == [
+        {"name": "a", "env": [{"name": "Y", "value": "2"}, {"name": "X", "value": "1"}], "args": ["--y"]},
+        {"name": "c", "image": "c:1"},
+    ]  # the patch's elements first, then the original's others: the order kustomize gives
+    assert spec["volumes"] == [{"name": "w", "emptyDir": {}}]  # $patch: replace
+    assert spec["ports"] == [{"name": "p", "port": 80, "targetPort": "p"}]  # Service ports merge on port
+    assert spec["tolerations"] == [{"key": "u"}]  # no merge key: replaced
+    assert spec["labels"] == {"keep": "1", "new": "3"}
+    assert original["spec"]["containers"][1] == {"name": "b"}  # the original is left as it was
+
+
+@pytest.mark.parametrize(
+    ("written", "where"),
+    [
+        ({"spec": {"$setElementOrder/containers": [{"name": "a"}]}}, ("spec", "$setElementOrder/containers")),
+        ({"spec": {"$patch": "bogus"}}, ("spec", "$patch")),
+        ({"spec": {"containers": [{"image": "no-name"}]}}, ("spec", "containers", 0)),
+    ],
+)
+def test_strategic_merge_refuses_what_it_cannot_do_at_its_place(written, where):
+    with pytest.raises(patch.PatchError) as raised:
+        patch.merge({"spec": {"containers": [{"name": "a"}]}}, written)
+    assert raised.value.path == where
+
+
+PATCHES = [
+    {
+        "target": {"kind": "LeaderWorkerSet"},
+        "patch": {
+            "spec": {
+                "leaderWorkerTemplate": {
+                    "leaderTemplate": {
+                        "spec": {
+                            "terminationGracePeriodSeconds": 120,
+                            "containers": [{"name": "leader", "lifecycle": {"preStop": {"sleep": {"seconds": 60}}}}],
+                        }
+                    },
+                    "workerTemplate": {
+                        "spec": {
+                            "containers": [{"name": "worker", "env": [{"name": "NCCL_DEBUG_SUBSYS", "value": "INIT"}]}]
+                        }
+                    },
+                }
+            }
+        },
+    },
+    {"target": {"kind": "Service", "name": "example-leader"}, "patch": {"spec": {"sessionAffinity": "ClientIP"}}},
+]
+
+
+def test_patches_apply_before_validation(render):
+    rendered = render(
+        _with(
+            patches=PATCHES
+            + [
+                {
+                    "target": {"kind": "PodMonitor"},
+                    "jsonPatch": [{"op": "replace", "path": "/spec/podMetricsEndpoints/0/interval", "value": "30s"}],
+                }
+            ]
+        )
+    )
+    objects = objects_of(rendered)
+    leader, worker = _pods(rendered)
+    assert leader["spec"]["terminationGracePeriodSeconds"] == 120
+    assert leader["spec"]["containers"][0]["lifecycle"] == {"preStop": {"sleep": {"seconds": 60}}}
+    assert leader["spec"]["containers"][0]["command"]  # merged into, not replaced
+    assert worker["spec"]["containers"][0]["env"][0] == {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT"}
+    assert objects["service.yaml"]["spec"]["sessionAffinity"] == "ClientIP"
+    assert objects["podmonitor.yaml"]["spec"]["podMetricsEndpoints"][0]["interval"] == "30s"
+
+
+def _openapi_with_lws() -> dict:
+    """Kubernetes' definitions (with their patch merge keys) as an OpenAPI document for kustomize's
+    `openapi:`, plus LeaderWorkerSet with its two templates declared PodTemplateSpecs."""
+    import json
+
+    from lwsgen.output.validate import _schema_dir
+
+    text = (_schema_dir("1.33") / "_definitions.json").read_text(encoding="utf-8")
+    definitions = json.loads(text.replace("#/$defs/", "#/definitions/"))["$defs"]
+    template = {"$ref": "#/definitions/io.k8s.api.core.v1.PodTemplateSpec"}
+    definitions["io.x-k8s.leaderworkerset.v1.LeaderWorkerSet"] = {
+        "type": "object",
+        "x-kubernetes-group-version-kind": [
+            {"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet", "version": "v1"}
+        ],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "leaderWorkerTemplate": {
+                        "type": "object",
+                        "properties": {"leaderTemplate": template, "workerTemplate": template},
+                    }
+                },
+            }
+        },
+    }
+    return {
+        "swagger": "2.0",
+        "info": {"title": "kubernetes", "version": "1.33"},
+        "paths": {},
+        "definitions": definitions,
+    }
+
+
+@pytest.mark.tools
+def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
+    """The same patches through kustomize (patches: of a kustomization over the unpatched output),
+    told by `openapi:` that a LeaderWorkerSet's templates are PodTemplateSpecs (without it kustomize
+    replaces a custom resource's lists whole)."""
+    plain, patched = render(_with()), render(_with(patches=PATCHES))
+    base = tmp_path / "base"
+    base.mkdir()
+    for name, text in plain.files.items():
+        (base / name).write_text(text, encoding="utf-8")
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    entries = []
+    for index, entry in enumerate(PATCHES):
+        kind, name = entry["target"]["kind"], entry["target"].get("name", "example")
+        body = {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1" if kind == "LeaderWorkerSet" else "v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": "inference"},
+            **entry["patch"],
+        }
+        (overlay / f"p{index}.yaml").write_text(yaml.safe_dump(body), encoding="utf-8")
+        entries.append({"path": f"p{index}.yaml"})
+    (overlay / "schema.json").write_text(yaml.safe_dump(_openapi_with_lws()), encoding="utf-8")
+    kustomization = {"resources": ["../base"], "patches": entries, "openapi": {"path": "schema.json"}}
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization), encoding="utf-8")
+    built = subprocess.run([tool("kubectl"), "kustomize", str(overlay)], capture_output=True, text=True, check=True)
+    theirs = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(built.stdout) if o}
+    ours = {
+        (o["kind"], o["metadata"]["name"]): o
+        for t in patched.files.values()
+        for o in yaml.safe_load_all(t)
+        if o and "metadata" in o
+    }
+    for key in (("LeaderWorkerSet", "example"), ("Service", "example-leader")):
+        assert ours[key] == theirs[key]
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            {"target": {"kind": "LeaderWorkerSet"}, "patch": {"spec": {"leaderWorkerTemplate": {"size": 3}}}},
+            "patches[0]: patch 1 changes LeaderWorkerSet example spec.leaderWorkerTemplate.size; lwsgen derives it "
+            "from parallelism and node.gpus: change that instead",
+        ),
+        (
+            {
+                "target": {"kind": "Service"},
+                "jsonPatch": [{"op": "replace", "path": "/spec/selector", "value": {"a": "b"}}],
+            },
+            "spec.selector; lwsgen derives it from name",
+        ),
+        (
+            {
+                "target": {"kind": "LeaderWorkerSet"},
+                "jsonPatch": [
+                    {
+                        "op": "replace",
+                        "path": "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0/image",
+                        "value": "x:1",
+                    }
+                ],
+            },
+            "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].image; lwsgen derives it from image",
+        ),
+        (
+            {
+                "target": {"kind": "LeaderWorkerSet"},
+                "jsonPatch": [
+                    {"op": "add", "path": "/spec/leaderWorkerTemplate/leaderTemplate/spec/hostNetwork", "value": True}
+                ],
+            },
+            "hostNetwork is not allowed for this profile; set security.allowHostNetwork to allow it",
+        ),
+        (
+            {
+                "target": {"kind": "LeaderWorkerSet"},
+                "patch": {
+                    "spec": {
+                        "leaderWorkerTemplate": {
+                            "leaderTemplate": {
+                                "spec": {
+                                    "containers": [
+                                        {
+                                            "name": "leader",
+                                            "args": ["$(TOKEN)"],
+                                            "env": [
+                                                {
+                                                    "name": "TOKEN",
+                                                    "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}},
+                                                }
+                                            ],
+                                        }
+                                    ]
+                                }
+                            }
+                        }
+                    }
+                },
+            },
+            "$(TOKEN) puts a Secret on the process's command line",
+        ),
+        (
+            {"target": {"kind": "NetworkPolicy"}, "jsonPatch": [{"op": "remove", "path": "/spec/ingress/1"}]},
+            "lwsgen derives it from security.networkPolicy, service.allowedSources",
+        ),
+        (
+            {"target": {"kind": "Service"}, "patch": {"spec": {"sessionAffinityConfig": {"bogus": 1}}}},
+            "patches[0]: patch 1: service.yaml spec.sessionAffinityConfig.bogus: unknown field 'bogus'",
+        ),
+        (
+            {
+                "target": {"kind": "LeaderWorkerSet"},
+                "patch": {
+                    "spec": {
+                        "leaderWorkerTemplate": {
+                            "leaderTemplate": {
+                                "spec": {
+                                    "containers": [
+                                        {"name": "leader", "ports": [{"containerPort": 8080, "name": "web"}]}
+                                    ]
+                                }
+                            }
+                        }
+                    }
+                },
+            },
+            "patches[0]: patch 1: leaderworkerset.yaml",
+        ),
+        (
+            {
+                "target": {"kind": "LeaderWorkerSet"},
+                "patch": {
+                    "spec": {
+                        "leaderWorkerTemplate": {
+                            "workerTemplate": {"spec": {"containers": [{"name": "shipper", "image": "a:1"}]}}
+                        }
+                    }
+                },
+            },
+            "the engine's container stays first: list it first in the patch",
+        ),
+        ({"target": {"kind": "Deployment"}, "patch": {}}, "patches[0].target: no Deployment in the output; its kinds:"),
+        (
+            {"target": {"kind": "ConfigMap", "name": "x"}, "patch": {}},
+            "no ConfigMap named 'x'; the ConfigMaps: example-launch",
+        ),
+        (
+            {"target": {"kind": "Service"}, "jsonPatch": [{"op": "test", "path": "/spec/type", "value": "NodePort"}]},
+            "patches[0].jsonPatch[0]: test /spec/type:",
+        ),
+    ],
+)
+def test_a_patch_that_changes_what_lwsgen_derives_or_breaks_a_rule_is_refused_at_the_patch(render, entry, expected):
+    errors = _errors(render, _with(patches=[entry]))
+    assert any(expected in e for e in errors), errors
+
+
+def test_several_objects_of_a_kind_need_a_name(render):
+    profile = _with(gateway=GATEWAY, patches=[{"target": {"kind": "Service"}, "patch": {}}])
+    assert any("2 objects of kind Service" in e and "name the one to patch" in e for e in _errors(render, profile))
+
+
+# --- user templates -----------------------------------------------------------------------------
+
+PDB = """{% from "_k8s.yaml.j2" import meta %}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  {{ meta(v.meta) | indent(2) }}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels: {{ v.leader_selector | q }}
+"""
+
+
+def _templates(tmp_path: Path, **files: str) -> None:
+    folder = tmp_path / "hatch-templates"
+    folder.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (folder / f"{name}.yaml.j2").write_text(text, encoding="utf-8")
+
+
+def test_a_template_adds_a_validated_kind_to_the_kustomization(render, tmp_path):
+    _templates(tmp_path, poddisruptionbudget=PDB)
+    rendered = render(_with(templates="hatch-templates"))
+    objects = objects_of(rendered)
+    pdb = objects["poddisruptionbudget.yaml"]
+    assert pdb["metadata"]["name"] == "example-poddisruptionbudget"
+    assert pdb["spec"]["selector"]["matchLabels"] == objects["service.yaml"]["spec"]["selector"]
+    assert "poddisruptionbudget.yaml" in objects["kustomization.yaml"]["resources"]
+
+
+def test_a_template_replaces_lwsgens_and_keeps_what_it_derives(render, tmp_path):
+    service = (
+        (REPO / "templates" / "service.yaml.j2")
+        .read_text()
+        .replace("spec:\n", "spec:\n  publishNotReadyAddresses: false\n", 1)
+    )
+    _templates(tmp_path, service=service)
+    spec = objects_of(render(_with(templates="hatch-templates")))["service.yaml"]["spec"]
+    assert spec["publishNotReadyAddresses"] is False
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {
+                "leaderworkerset": (REPO / "templates" / "leaderworkerset.yaml.j2")
+                .read_text()
+                .replace("size: {{ v.size | q }}", "size: 4")
+            },
+            "templates/leaderworkerset.yaml.j2 changes LeaderWorkerSet example spec.leaderWorkerTemplate.size",
+        ),
+        ({"service": "apiVersion: v1\nkind: Service\nmetadata: {name: {{ v.meta.name }}}\n"}, "without the q filter"),
+        ({"service": "kind: {{ v.nothing | q }}\n"}, "UndefinedError"),
+        ({"service": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"}, "leaves out Service example-leader"),
+        ({"scaledobject": PDB}, "replaces lwsgen's scaledobject, which this profile does not emit"),
+        ({"kustomization": PDB}, "lwsgen builds kustomization.yaml from the files"),
+        ({"Bad_Name": PDB}, "a kind's name is lower-case letters"),
+        (
+            {"widget": "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"},
+            "no schema for example.com/v1 Widget",
+        ),
+        (
+            {"widget": PDB.replace("spec:\n", "spec:\n  template: {spec: {hostPID: true, containers: []}}\n", 1)},
+            "hostPID: lwsgen never runs a pod in the node's PID namespace",
+        ),
+    ],
+)
+def test_a_template_that_changes_what_lwsgen_derives_or_escapes_the_filter_is_refused(
+    render, tmp_path, files, expected
+):
+    _templates(tmp_path, **files)
+    errors = _errors(render, _with(templates="hatch-templates"))
+    assert any(expected in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"), [("../elsewhere", "inside this profile's directory"), ("nowhere", "no directory")]
+)
+def test_the_templates_directory_must_be_beside_the_profile(render, tmp_path, where, expected):
+    (tmp_path.parent / "elsewhere").mkdir(exist_ok=True)
+    assert any(expected in e for e in _errors(render, _with(templates=where)))
+
+
+@pytest.mark.tools
+def test_kustomize_builds_a_directory_with_every_hatch(tmp_path):
+    from lwsgen.cli import main
+
+    (tmp_path / ".git").mkdir()
+    _templates(tmp_path, poddisruptionbudget=PDB)
+    profile = _with(templates="hatch-templates", patches=PATCHES, containers=[SIDECAR], podLabels={"team": "a"})
+    (tmp_path / "profile.yaml").write_text(yaml.safe_dump(profile), encoding="utf-8")
+    assert main(["render", str(tmp_path / "profile.yaml"), "-o", str(tmp_path / "out")]) == 0
+    built = subprocess.run(
+        [tool("kubectl"), "kustomize", str(tmp_path / "out" / "example")], capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr
+    assert {o["kind"] for o in yaml.safe_load_all(built.stdout)} >= {"PodDisruptionBudget", "LeaderWorkerSet"}
+
+
+# --- the examples of docs/escape-hatches.md -----------------------------------------------------
+
+DOC = (REPO / "docs" / "escape-hatches.md").read_text(encoding="utf-8")
+EXAMPLES = re.findall(r"```yaml\n(.*?)```(?:\n> `(.*?)`)?", DOC, re.S)
+
+
+@pytest.mark.parametrize("index", range(len(EXAMPLES)))
+def test_every_example_in_the_docs_renders_or_is_refused_as_shown(render, tmp_path, index):
+    text, refusal = EXAMPLES[index]
+    [jinja] = re.findall(r"```jinja\n(.*?)```", DOC, re.S)
+    _templates(tmp_path, poddisruptionbudget=jinja)
+    profile = {**_with(), **yaml.safe_load(text)}
+    if text.startswith("# refused"):
+        assert refusal, "a refused example shows its message"
+        assert any(refusal in e for e in _errors(render, profile))
+    else:
+        assert render(profile).files
+
+
+@pytest.mark.tools
+def test_the_wake_query_counts_only_this_pools_held_requests(render, tmp_path):
+    """The ScaledObject's wake query, evaluated by promtool over the picker's gauge: this pool's
+    requests in every priority band, not a look-alike pool's or another namespace's."""
+    query = objects_of(render(_to_zero()))["scaledobject.yaml"]["spec"]["triggers"][1]["metadata"]["query"]
+    (tmp_path / "rules.yaml").write_text(
+        yaml.safe_dump({"groups": [{"name": "wake", "rules": [{"record": "test:wake:sum", "expr": query}]}]})
+    )
+    gauge = "llm_d_epp_flow_control_queue_size"
+    series = [
+        ('namespace="inference", inference_pool="example", priority="0", fairness_id="a"', "3+0x4"),
+        ('namespace="inference", inference_pool="example", priority="-1", fairness_id="b"', "2+0x4"),
+        ('namespace="inference", inference_pool="example-1", priority="0", fairness_id="a"', "40+0x4"),
+        ('namespace="staging", inference_pool="example", priority="0", fairness_id="a"', "50+0x4"),
+    ]
+    test = {
+        "rule_files": ["rules.yaml"],
+        "tests": [
+            {
+                "interval": "15s",
+                "input_series": [{"series": f"{gauge}{{{labels}}}", "values": values} for labels, values in series],
+                "promql_expr_test": [
+                    {
+                        "expr": "test:wake:sum",
+                        "eval_time": "30s",
+                        "exp_samples": [{"labels": "test:wake:sum", "value": 5}],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
+    result = subprocess.run(
+        [tool("promtool"), "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
