@@ -53,7 +53,12 @@ def _output_problems(
                 src.problem(hatch.path, f"{hatch.label}: {name} {where}: {error.message}", "invalid-output")
             )
         errors = [(index, error) for index, error in errors if (name, index) not in origins]
-        if errors:
+        if errors and origins:  # an object no hatch touched disagrees with one a hatch did: said at the hatches
+            hatch = list(origins.values())[-1]
+            for _, error in errors:
+                message = f"{hatch.label}: {name} {dotted(error.path)}: {error.message}"
+                problems.append(src.problem(hatch.path, message, "invalid-output"))
+        elif errors:
             documents = load_documents(files[name], f"{out_dir}/{name}")
             problems += locate.problems(documents, errors, f" (rendered from {src.file})", "invalid-output")
     return problems
@@ -72,12 +77,12 @@ def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, l
     output = parse.build(builtin)
     if directory is not None:
         user = overrides.render_templates(deployment, directory, (*replaced, *added), src)
-        files = parse.build({**builtin, **user})
+        files = overrides.parse_templates({**builtin, **user}, src)
         problems, origins = overrides.template_problems(profile, src, output, files, (*replaced, *added))
         output = files
     if profile.patches:
         output, more, patched = overrides.apply_patches(profile, src, output)
-        problems += more
+        problems += more + overrides.duplicates(src, ("patches",), output)
         origins.update(patched)
     return output, problems, origins
 

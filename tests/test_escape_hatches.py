@@ -29,12 +29,13 @@ BASE = {
     "service": {"type": "ClusterIP"},
 }
 GATEWAY = {"enabled": True, "parentRefs": [{"name": "inference-gateway", "namespace": "gateways"}]}
-SIDECAR = {"name": "log-shipper", "image": "fluent/fluent-bit:3.2.4", "resources": {"limits": {"memory": "128Mi"}}}
+LIMITS = {"limits": {"cpu": "200m", "memory": "128Mi"}}
+SIDECAR = {"name": "log-shipper", "image": "fluent/fluent-bit:3.2.4", "resources": LIMITS}
 PROXY = {
     "name": "auth-proxy",
     "image": "quay.io/oauth2-proxy/oauth2-proxy:v7.8.1",
     "ports": [{"name": "auth", "containerPort": 4180}],
-    "resources": {"limits": {"memory": "256Mi"}},
+    "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}},
 }
 
 
@@ -169,13 +170,18 @@ def test_sidecars_are_hardened_like_lwsgens_own_unless_they_say_otherwise(render
             "volumeMounts[0].mountPath: /dev/shm/x overlaps where lwsgen mounts shared memory",
         ),
         ({"volumeMounts": [{"name": "nope", "mountPath": "/x"}]}, "volumeMounts[0].name: no volume 'nope'"),
-        ({"containers": [{"name": "s", "image": "a:1"}]}, "containers[0]: needs resources.limits.memory"),
+        ({"containers": [{"name": "s", "image": "a:1"}]}, "containers[0]: needs resources.limits.cpu"),
+        ({"containers": [{**SIDECAR, "resources": {"limits": {"cpu": 1}}}]}, "needs resources.limits.memory"),
         (
-            {"containers": [{**SIDECAR, "resources": {"requests": {"memory": "64Mi"}, "limits": {"memory": "1Gi"}}}]},
+            {
+                "containers": [
+                    {**SIDECAR, "resources": {"requests": {"memory": "64Mi"}, "limits": {"cpu": 1, "memory": "1Gi"}}}
+                ]
+            },
             "containers[0].resources.requests.memory: requests memory below or without its limit",
         ),
         (
-            {"containers": [{**SIDECAR, "resources": {"limits": {"memory": "1Gi", "nvidia.com/gpu": 1}}}]},
+            {"containers": [{**SIDECAR, "resources": {"limits": {"cpu": 1, "memory": "1Gi", "nvidia.com/gpu": 1}}}]},
             "containers[0].resources: nvidia.com/gpu is the engine's",
         ),
         (
@@ -266,7 +272,11 @@ def test_service_port_extra_ports_and_traffic_policy(render):
                 "loadBalancerSourceRanges": ["10.0.0.0/8"],
                 "extraPorts": [{"name": "auth", "port": 443}, {"name": "dns", "port": 53, "protocol": "UDP"}],
             },
-            leader={"containers": [{**PROXY, "ports": [*PROXY["ports"], {"name": "dns", "containerPort": 53}]}]},
+            leader={
+                "containers": [
+                    {**PROXY, "ports": [*PROXY["ports"], {"name": "dns", "containerPort": 53, "protocol": "UDP"}]}
+                ]
+            },
         )
     )
     objects = objects_of(rendered)
@@ -289,13 +299,18 @@ def test_service_port_extra_ports_and_traffic_policy(render):
     ("service", "expected"),
     [
         ({"externalTrafficPolicy": "Local"}, "only applies to service.type LoadBalancer or NodePort"),
-        ({"extraPorts": [{"name": "nope", "port": 9}]}, "extraPorts[0].name: no container port 'nope' on the leader"),
+        ({"extraPorts": [{"name": "nope", "port": 9}]}, "extraPorts[0].name: no sidecar port 'nope' on the leader pod"),
+        ({"extraPorts": [{"name": "x", "port": 9, "targetPort": "master"}]}, "no sidecar port 'master'"),
+        (
+            {"extraPorts": [{"name": "auth", "port": 9, "protocol": "UDP"}]},
+            "'auth' is a TCP port; this Service port is UDP",
+        ),
         ({"extraPorts": [{"name": "http", "port": 9, "targetPort": "http"}]}, "'http' is the serving port's name"),
-        ({"port": 81, "extraPorts": [{"name": "x", "port": 81, "targetPort": 8000}]}, "port 81 is already a port"),
+        ({"port": 81, "extraPorts": [{"name": "auth", "port": 81}]}, "port 81 is already a port"),
     ],
 )
 def test_service_hatches_that_cannot_work_are_refused(render, service, expected):
-    errors = _errors(render, _with(service={"type": "ClusterIP", **service}))
+    errors = _errors(render, _with(service={"type": "ClusterIP", **service}, leader={"containers": [PROXY]}))
     assert any(expected in e for e in errors), errors
 
 
@@ -333,11 +348,14 @@ def test_keda_scales_to_zero_behind_the_gateway_and_wakes_on_held_requests(rende
     assert spec["minReplicaCount"] == 0
     main, wake = spec["triggers"]
     assert main["metadata"]["activationThreshold"] == "1"
-    assert wake["name"] == "wake"
+    assert wake["name"] == "active"
     assert wake["metadata"]["query"] == (
-        'sum(llm_d_epp_flow_control_queue_size{namespace="inference", inference_pool="example"})'
+        '(sum(llm_d_epp_flow_control_queue_size{namespace="inference", inference_pool="example"}) or vector(0))'
+        ' + (max(llm_d_epp_average_queue_size{namespace="inference", name="example"}) or vector(0))'
+        ' + (max(llm_d_epp_average_running_requests{namespace="inference", name="example"}) or vector(0))'
     )
-    assert wake["metadata"]["threshold"] == "4" and wake["metadata"]["activationThreshold"] == "0"
+    assert wake["metadata"]["threshold"] == "1000000" and wake["metadata"]["activationThreshold"] == "0"
+    assert spec["cooldownPeriod"] == 600  # the profile's scaleDownStabilizationSeconds, not KEDA's 300
     picker = next(d for d in objects["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
     config = yaml.safe_load(next(iter(picker["data"].values())))
     assert config["featureGates"] == ["flowControl"]
@@ -641,7 +659,7 @@ def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
                     }
                 },
             },
-            "patches[0]: patch 1: leaderworkerset.yaml",
+            "containers[0].ports; lwsgen derives it from runtime (the engine's ports)",
         ),
         (
             {
@@ -737,12 +755,12 @@ def test_a_template_replaces_lwsgens_and_keeps_what_it_derives(render, tmp_path)
         ({"kustomization": PDB}, "lwsgen builds kustomization.yaml from the files"),
         ({"Bad_Name": PDB}, "a kind's name is lower-case letters"),
         (
-            {"widget": "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"},
+            {"widget": "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: inference}\n"},
             "no schema for example.com/v1 Widget",
         ),
         (
             {"widget": PDB.replace("spec:\n", "spec:\n  template: {spec: {hostPID: true, containers: []}}\n", 1)},
-            "hostPID: lwsgen never runs a pod in the node's PID namespace",
+            "hostPID: lwsgen never runs a pod's containers in the node's PID namespace",
         ),
     ],
 )
@@ -798,38 +816,439 @@ def test_every_example_in_the_docs_renders_or_is_refused_as_shown(render, tmp_pa
 
 
 @pytest.mark.tools
-def test_the_wake_query_counts_only_this_pools_held_requests(render, tmp_path):
-    """The ScaledObject's wake query, evaluated by promtool over the picker's gauge: this pool's
-    requests in every priority band, not a look-alike pool's or another namespace's."""
+def test_the_active_query_counts_every_request_of_this_pool_and_zero_when_none(render, tmp_path):
+    """The ScaledObject's `active` query, evaluated by promtool over the picker's gauges: this pool's
+    held, waiting and running requests (not a look-alike pool's or another namespace's), and 0, not
+    nothing, when the pool has no endpoints (absent averages) or the picker holds nothing."""
     query = objects_of(render(_to_zero()))["scaledobject.yaml"]["spec"]["triggers"][1]["metadata"]["query"]
     (tmp_path / "rules.yaml").write_text(
-        yaml.safe_dump({"groups": [{"name": "wake", "rules": [{"record": "test:wake:sum", "expr": query}]}]})
+        yaml.safe_dump({"groups": [{"name": "active", "rules": [{"record": "test:active:sum", "expr": query}]}]})
     )
-    gauge = "llm_d_epp_flow_control_queue_size"
-    series = [
-        ('namespace="inference", inference_pool="example", priority="0", fairness_id="a"', "3+0x4"),
-        ('namespace="inference", inference_pool="example", priority="-1", fairness_id="b"', "2+0x4"),
-        ('namespace="inference", inference_pool="example-1", priority="0", fairness_id="a"', "40+0x4"),
-        ('namespace="staging", inference_pool="example", priority="0", fairness_id="a"', "50+0x4"),
+    held, queue, running = (
+        "llm_d_epp_flow_control_queue_size",
+        "llm_d_epp_average_queue_size",
+        "llm_d_epp_average_running_requests",
+    )
+    busy = [
+        (held, 'namespace="inference", inference_pool="example", priority="0", fairness_id="a"', "3+0x4"),
+        (held, 'namespace="inference", inference_pool="example", priority="-1", fairness_id="b"', "2+0x4"),
+        (held, 'namespace="inference", inference_pool="example-1", priority="0", fairness_id="a"', "40+0x4"),
+        (held, 'namespace="staging", inference_pool="example", priority="0", fairness_id="a"', "50+0x4"),
+        (queue, 'namespace="inference", name="example", pod="epp-a"', "1+0x4"),
+        (queue, 'namespace="inference", name="example", pod="epp-b"', "1+0x4"),  # two picker replicas: max
+        (running, 'namespace="inference", name="example", pod="epp-a"', "7+0x4"),
+        (running, 'namespace="inference", name="example-1", pod="epp-c"', "90+0x4"),
     ]
-    test = {
-        "rule_files": ["rules.yaml"],
-        "tests": [
+    idle = [(running, 'namespace="staging", name="example", pod="epp-d"', "9+0x4")]
+    for series, expected in ((busy, 13), (idle, 0)):
+        test = {
+            "rule_files": ["rules.yaml"],
+            "tests": [
+                {
+                    "interval": "15s",
+                    "input_series": [{"series": f"{g}{{{labels}}}", "values": v} for g, labels, v in series],
+                    "promql_expr_test": [
+                        {
+                            "expr": "test:active:sum",
+                            "eval_time": "30s",
+                            "exp_samples": [{"labels": "test:active:sum", "value": expected}],
+                        }
+                    ],
+                }
+            ],
+        }
+        (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
+        result = subprocess.run(
+            [tool("promtool"), "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- what an independent review found open, now closed ------------------------------------------
+
+LWS_POD = {"spec": {"leaderWorkerTemplate": {"leaderTemplate": {"spec": {}}}}}
+
+
+def _pod_patch(**spec) -> dict:
+    return {
+        "target": {"kind": "LeaderWorkerSet"},
+        "patch": merged(LWS_POD, **{f"spec.leaderWorkerTemplate.leaderTemplate.spec.{k}": v for k, v in spec.items()}),
+    }
+
+
+def _leader_json(path: str, value, op="replace") -> dict:
+    return {
+        "target": {"kind": "LeaderWorkerSet"},
+        "jsonPatch": [
             {
-                "interval": "15s",
-                "input_series": [{"series": f"{gauge}{{{labels}}}", "values": values} for labels, values in series],
-                "promql_expr_test": [
-                    {
-                        "expr": "test:wake:sum",
-                        "eval_time": "30s",
-                        "exp_samples": [{"labels": "test:wake:sum", "value": 5}],
-                    }
-                ],
+                "op": op,
+                "path": f"/spec/leaderWorkerTemplate/leaderTemplate/spec/{path}",
+                **({} if op == "remove" else {"value": value}),
             }
         ],
     }
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
-    result = subprocess.run(
-        [tool("promtool"), "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True
+
+
+ENGINE = {"name": "leader"}
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            _pod_patch(
+                containers=[ENGINE, {"name": "miner", "image": "a:1", "resources": {"limits": {"nvidia.com/gpu": 8}}}]
+            ),
+            "containers[1].resources: nvidia.com/gpu is the engine's",
+        ),
+        (_pod_patch(containers=[ENGINE, {"name": "s", "image": "a:1"}]), "containers[1]: needs resources.limits.cpu"),
+        (
+            _pod_patch(containers=[{**ENGINE, "ports": [{"containerPort": 9000, "hostPort": 9000}]}]),
+            "lwsgen derives it from runtime (the engine's ports)",
+        ),
+        (
+            _pod_patch(containers=[ENGINE, {**SIDECAR, "ports": [{"containerPort": 9000, "hostPort": 9000}]}]),
+            "containers[1].ports[0].hostPort: a hostPort takes a port of the node",
+        ),
+        (
+            _pod_patch(
+                containers=[ENGINE, {**SIDECAR, "envFrom": [{"secretRef": {"name": "s"}}], "args": ["--t=$(token)"]}]
+            ),
+            "containers[1].args[0]: $(token) puts a Secret on the process's command line",
+        ),
+        (_leader_json("containers/0/securityContext", None, op="remove"), "lwsgen derives it from security.*"),
+        (
+            _pod_patch(securityContext={"seccompProfile": {"type": "Unconfined"}}),
+            "lwsgen derives it from security.runAsUser",
+        ),
+        (
+            _pod_patch(shareProcessNamespace=True),
+            "shareProcessNamespace: lwsgen never runs a pod's containers in one process",
+        ),
+        (
+            _leader_json("containers/0/args/0", "sleep"),
+            "lwsgen derives it from model.extraArgs, leader.args and worker.args",
+        ),
+        (_leader_json("containers/0/startupProbe/failureThreshold", 1), "lwsgen derives it from model.startSeconds"),
+        (_leader_json("affinity", None, op="remove"), "lwsgen derives it from affinity and node.gpuProduct"),
+        (_leader_json("tolerations", [], op="replace"), "lwsgen derives it from node.tolerations"),
+        (_leader_json("volumes/0", None, op="remove"), "lwsgen derives it from storage.* and node.shmSize"),
+        (
+            {
+                "target": {"kind": "PrometheusRule"},
+                "jsonPatch": [{"op": "replace", "path": "/spec/groups/0/rules/0/expr", "value": "vector(1000)"}],
+            },
+            "lwsgen derives it from monitoring.*",
+        ),
+        (
+            {
+                "target": {"kind": "LeaderWorkerSet"},
+                "patch": {"metadata": {"annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": "zone"}}},
+            },
+            "lwsgen derives it from the scheduling fields",
+        ),
+        (
+            _pod_patch(containers=[{**ENGINE, "env": [{"name": "LWSGEN_LEADER_PORT", "value": "1"}]}]),
+            "lwsgen derives it from env (lwsgen's own variables)",
+        ),
+        (
+            {
+                "target": {"kind": "LeaderWorkerSet"},
+                "patch": {
+                    "spec": {"leaderWorkerTemplate": {"leaderTemplate": {"spec": {"containers": [{"name": ["x"]}]}}}}
+                },
+            },
+            "the merge key 'name' must be a string or a number",
+        ),
+        (
+            {"target": {"kind": "Service"}, "jsonPatch": [{"op": "replace", "path": "", "value": [1, 2]}]},
+            "leaves no object, but a list",
+        ),
+    ],
+)
+def test_patches_cannot_reach_what_lwsgen_derives_or_keeps_shut(render, entry, expected):
+    errors = _errors(render, _with(patches=[entry]))
+    assert any(expected in e for e in errors), errors
+
+
+def test_a_patch_may_still_add_a_sidecar_that_follows_the_rules(render):
+    rendered = render(
+        _with(
+            patches=[
+                _pod_patch(
+                    containers=[
+                        ENGINE,
+                        {
+                            **SIDECAR,
+                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                        },
+                    ]
+                )
+            ]
+        )
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    leader, _ = _pods(rendered)
+    assert [c["name"] for c in leader["spec"]["containers"]] == ["leader", "log-shipper"]
+
+
+def test_an_error_a_patch_causes_in_another_object_is_said_at_the_patch(render):
+    entry = {
+        "target": {"kind": "LeaderWorkerSet"},
+        "patch": {"spec": {"leaderWorkerTemplate": {"leaderTemplate": {"metadata": {"labels": {"team": "x"}}}}}},
+    }
+    profile = _with(
+        patches=[
+            entry,
+            {
+                "target": {"kind": "Service"},
+                "jsonPatch": [{"op": "add", "path": "/spec/publishNotReadyAddresses", "value": "no"}],
+            },
+        ]
+    )
+    errors = _errors(render, profile)
+    assert all(e.startswith("patches[1]") for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (
+            {"containers": [{**SIDECAR, "ports": [{"containerPort": 80, "hostPort": 80}]}]},
+            "hostPort takes a port of the node",
+        ),
+        (
+            {"containers": [{**SIDECAR, "envFrom": [{"secretRef": {"name": "s"}}], "args": ["$(PASSWORD)"]}]},
+            "$(PASSWORD) puts a Secret",
+        ),
+        (
+            {"podAnnotations": {"container.apparmor.security.beta.kubernetes.io/leader": "unconfined"}},
+            "the containers keep the runtime's AppArmor",
+        ),
+        (
+            {"containers": [{**SIDECAR, "securityContext": {"seccompProfile": {"type": "Unconfined"}}}]},
+            "Unconfined lifts the runtime's default",
+        ),
+        ({"containers": [{**SIDECAR, "securityContext": {"procMount": "Unmasked"}}]}, "an unmasked /proc"),
+        (
+            {"containers": [{**SIDECAR, "volumeMounts": [{"name": "model", "mountPath": "/m"}]}]},
+            "lwsgen's volume 'model' is mounted read-only",
+        ),
+        (
+            {"containers": [{**SIDECAR, "volumeMounts": [{"name": "nope", "mountPath": "/m"}]}]},
+            "containers[0].volumeMounts[0].name: no volume 'nope'",
+        ),
+        (
+            {"security": {"runAsUser": 1000}, "containers": [{**SIDECAR, "securityContext": {"runAsUser": 0}}]},
+            "cannot run as root in them",
+        ),
+        (
+            {"containers": [SIDECAR, {**SIDECAR, "image": "evil:1"}]},
+            "containers[1].name: a second entry with name 'log-shipper'",
+        ),
+        ({"volumes": [{"name": "Bad_Vol", "emptyDir": {}}]}, "'Bad_Vol' is not a DNS-1123 label"),
+        (
+            {"containers": [{**SIDECAR, "ports": [{"name": "http", "containerPort": 81}]}]},
+            "the engine's container has a port named 'http'",
+        ),
+        (
+            {"containers": [{**SIDECAR, "ports": [{"name": "Web_UI", "containerPort": 81}]}]},
+            "'Web_UI' is not a port name",
+        ),
+    ],
+)
+def test_pod_field_holes_an_independent_review_found_are_refused(render, fields, expected):
+    errors = _errors(render, _with(**fields))
+    assert any(expected in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        (
+            _with(autoscaling={"behavior": {"scaleUp": {"selectPolicy": "Max"}}}),
+            "autoscaling.behavior: behavior applies to an autoscaler",
+        ),
+        (
+            _with(autoscaling={"enabled": True, "engine": "keda", "activationTarget": 1}),
+            "it applies with minReplicas 0 or idleReplicas 0",
+        ),
+    ],
+)
+def test_scaling_fields_that_would_do_nothing_are_refused(render, profile, expected):
+    assert any(expected in e for e in _errors(render, profile))
+
+
+def test_scale_to_zero_past_the_gateway_is_warned_about(render):
+    rendered = render(
+        merged(_to_zero(), **{"service.type": "LoadBalancer", "service.loadBalancerSourceRanges": ["10.0.0.0/8"]})
+    )
+    assert any(w.code == "bypass" for w in rendered.warnings)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"ssti": "data: {{ cycler.__init__.__globals__.os.popen('id').read() | q }}\n"}, "unsafe"),
+        (
+            {"leak": '{% filter replace("NAME", v.profile.model.path) %}k: NAME{% endfilter %}\n'},
+            "a filter block writes its text",
+        ),
+        (
+            {
+                "open": (
+                    "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n"
+                    "metadata: {name: all, namespace: inference}\nspec: {podSelector: {}, ingress: [{}]}\n"
+                )
+            },
+            "policies add up",
+        ),
+        (
+            {
+                "admin": (
+                    "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: x}\n"
+                    "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n"
+                    "subjects: []\n"
+                )
+            },
+            "is cluster-scoped",
+        ),
+        (
+            {"away": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: kube-system}\n"},
+            "must be the profile's namespace 'inference'",
+        ),
+        (
+            {
+                "expose": (
+                    "apiVersion: v1\nkind: Service\nmetadata: {name: x, namespace: inference}\n"
+                    "spec: {type: LoadBalancer, selector: {leaderworkerset.sigs.k8s.io/name: example}, "
+                    "ports: [{port: 29501}]}\n"
+                )
+            },
+            "use service.extraPorts",
+        ),
+        (
+            {"again": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: example-launch, namespace: inference}\n"},
+            "ConfigMap example-launch is in both",
+        ),
+        ({"listed": "- a\n- b\n"}, "writes a list, not an object"),
+        ({"broken": "a: [\n"}, "writes YAML that does not parse"),
+    ],
+)
+def test_templates_an_independent_review_found_open_are_refused(render, tmp_path, files, expected):
+    _templates(tmp_path, **files)
+    errors = _errors(render, _with(templates="hatch-templates"))
+    assert any(expected in e for e in errors), errors
+
+
+@pytest.mark.tools
+def test_strategic_merge_orders_directives_and_nulls_as_kubectl_kustomize_does(tmp_path):
+    """patch.merge against kustomize on a Deployment (a kind kustomize knows the merge keys of):
+    containers, env, ports and volumes merged by key, new elements first, a deleted element, a null
+    and a directive inside a new map."""
+    base = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "labels": {"a": "1", "drop": "x"}},
+        "spec": {
+            "selector": {"matchLabels": {"a": "1"}},
+            "template": {
+                "metadata": {"labels": {"a": "1"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c1",
+                            "image": "x",
+                            "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                            "ports": [{"containerPort": 80, "name": "http"}],
+                        },
+                        {"name": "c2", "image": "y", "args": ["--a"]},
+                    ],
+                    "volumes": [{"name": "v1", "emptyDir": {}}, {"name": "v2", "emptyDir": {}}],
+                },
+            },
+        },
+    }
+    written = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "labels": {"drop": None, "new": "2"}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "c3", "image": "z"},
+                        {
+                            "name": "c1",
+                            "env": [{"name": "N", "value": "n"}, {"name": "A", "$patch": "delete"}],
+                            "ports": [{"containerPort": 81, "name": "metrics"}],
+                        },
+                        {"name": "c2", "args": ["--b"]},
+                    ],
+                    "volumes": [{"name": "v2", "$patch": "delete"}],
+                    "dnsConfig": {"options": [{"name": "ndots", "value": "2"}], "searches": None},
+                }
+            }
+        },
+    }
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "d.yaml").write_text(yaml.safe_dump(base))
+    (tmp_path / "base" / "kustomization.yaml").write_text("resources: [d.yaml]\n")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(written))
+    (tmp_path / "kustomization.yaml").write_text("resources: [base]\npatches: [{path: p.yaml}]\n")
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path)], capture_output=True, text=True, check=True)
+    assert patch.merge(base, written) == yaml.safe_load(built.stdout)
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "profiles").glob("*.yaml")), ids=lambda p: p.stem)
+def test_what_lwsgen_derives_has_none_of_the_holes_a_hatch_is_refused_for(path):
+    """The hole rules hold for lwsgen's own objects: a template that writes lwsgen's object as it
+    is, or a patch that changes nothing, is never refused."""
+    from lwsgen.output import protected
+    from lwsgen.pipeline import render_profile
+
+    rendered = render_profile(path)
+    for name, text in rendered.files.items():
+        if name == "nccl-test.yaml":
+            continue  # its MPI workers run sshd, which keeps a few capabilities: only new holes count there
+        for obj in yaml.safe_load_all(text):
+            if isinstance(obj, dict):
+                assert list(protected.holes(rendered.profile, obj, obj)) == [], name
+
+
+@pytest.mark.parametrize(
+    "key", ["leaderworkerset", "nccl-test", "service", "networkpolicy", "endpoint-picker", "scaledobject"]
+)
+def test_lwsgens_own_template_as_a_profile_template_renders_the_same_bytes(render, tmp_path, key):
+    """The sandbox and the hatch rules accept lwsgen's own templates unchanged."""
+    profile = _to_zero(minReplicas=1)
+    profile["ncclTest"] = {"enabled": True, "launcher": "mpijob", "image": "ghcr.io/example/nccl-tests:2.16"}
+    plain = render(profile)
+    _templates(tmp_path, **{key: (REPO / "templates" / f"{key}.yaml.j2").read_text(encoding="utf-8")})
+    assert render({**profile, "templates": "hatch-templates"}).files == plain.files
+
+
+def test_a_patch_gives_exactly_one_of_its_two_forms(write_profile, tmp_path, capsys):
+    from lwsgen.cli import main
+
+    text = yaml.safe_dump(_with(), sort_keys=False) + (
+        "patches:\n- target: {kind: Service}\n  patch: {spec: {}}\n  jsonPatch: [{op: add, path: /spec/a, value: 1}]\n"
+        "- target: {kind: Service}\n"
+    )
+    assert main(["render", str(write_profile(text)), "-o", str(tmp_path / "out")]) == 1
+    lines = len(text.splitlines())
+    err = capsys.readouterr().err
+    assert f"profile.yaml:{lines - 3}:3: patches[0]: give exactly one of 'patch' or 'jsonPatch'" in err
+    assert f"profile.yaml:{lines}:3: patches[1]: give exactly one of 'patch' or 'jsonPatch'" in err
+
+
+def test_templates_are_found_beside_the_profile_that_names_them(write_profile, tmp_path):
+    """A base in another folder that sets templates: its folder, not the overlay's, holds them."""
+    from lwsgen.pipeline import render_profile
+
+    base = tmp_path / "bases"
+    (base / "hatch-templates").mkdir(parents=True)
+    (base / "hatch-templates" / "poddisruptionbudget.yaml.j2").write_text(PDB, encoding="utf-8")
+    write_profile(_with(templates="hatch-templates"), "bases/base.yaml")
+    overlay = write_profile({"extends": "bases/base.yaml", "name": "other"}, "overlay.yaml")
+    rendered = render_profile(overlay)
+    assert objects_of(rendered)["poddisruptionbudget.yaml"]["metadata"]["name"] == "other-poddisruptionbudget"

@@ -54,56 +54,86 @@ def definition_problems(src: Source, version: str) -> list[Problem]:
     return out
 
 
-def _leader_ports(profile: Profile) -> tuple[dict[str, int], dict[int, str]]:
-    from lwsgen import runtimes
-
-    ports = {p.name: p.number for p in runtimes.get(profile.runtime).parts(profile).leader.ports}
-    for entry in pods.settings(profile, "leader").sidecars:
-        ports.update({p["name"]: p.get("containerPort") for p in entry.value.get("ports") or [] if p.get("name")})
-        ports.update({f"#{p['containerPort']}": p["containerPort"] for p in entry.value.get("ports") or []})
-    numbers = {number: name for name, number in ports.items()}
-    return {k: v for k, v in ports.items() if not k.startswith("#")}, numbers
+def _sidecar_ports(profile: Profile) -> dict[str, str]:
+    """Named container ports of the leader's sidecars -> their protocol: what extra ports may target
+    (the engine's own ports besides the serving one are its group's, never a Service's)."""
+    return {
+        port["name"]: port.get("protocol", "TCP")
+        for entry in pods.settings(profile, "leader").sidecars
+        for port in entry.value.get("ports") or []
+        if isinstance(port, dict) and port.get("name")
+    }
 
 
 def port_problems(profile: Profile, src: Source) -> list[Problem]:
     from lwsgen import runtimes
 
+    service = profile.service
+    if service.port is None and not service.extra_ports:
+        return []
     parts = runtimes.get(profile.runtime).parts(profile)
-    names, numbers = _leader_ports(profile)
-    serving = {name: profile.service.port or names.get(name) for name in parts.service_ports}
-    out, used = [], {*serving.values()}
-    fronted = profile.gateway.enabled and profile.service.type == "ClusterIP"
-    if (
-        profile.service.extra_ports
-        and fronted
-        and not (profile.service.allowed_sources or profile.service.allowed_namespaces)
-    ):
+    numbers = {p.name: p.number for p in parts.leader.ports}
+    first, *others = parts.service_ports
+    used = {service.port or numbers[first]: first, **{numbers[name]: name for name in others}}
+    out = []
+    if service.port is not None and service.port in used and used[service.port] != first:
+        message = f"port {service.port} is already the Service's {used[service.port]!r} port"
+        out.append(src.problem(("service", "port"), message, "taken"))
+    fronted = profile.gateway.enabled and service.type == "ClusterIP"
+    if service.extra_ports and fronted and not (service.allowed_sources or service.allowed_namespaces):
         message = (
             "behind the gateway the NetworkPolicy admits only the Gateway's proxies and the endpoint picker: say who "
             "reaches them in service.allowedSources or service.allowedNamespaces"
         )
         out.append(src.problem(("service", "extraPorts"), message, "unreachable"))
-    for index, extra in enumerate(profile.service.extra_ports):
-        at = ("service", "extraPorts", index)
-        if extra.name in serving:
-            out.append(src.problem((*at, "name"), f"{extra.name!r} is the serving port's name", "taken"))
-        if extra.port in used:
-            out.append(src.problem((*at, "port"), f"port {extra.port} is already a port of the Service", "taken"))
-        used.add(extra.port)
-        target = extra.name if extra.target_port is None else extra.target_port
-        if (target not in names) if isinstance(target, str) else (target not in numbers):
-            known = ", ".join(f"{n} ({p})" for n, p in sorted(names.items()))
-            message = f"no container port {target!r} on the leader pod; its ports: {known}"
-            out.append(
-                src.problem((*at, "targetPort" if extra.target_port is not None else "name"), message, "no-port")
-            )
+    targets = _sidecar_ports(profile)
+    for index, extra in enumerate(service.extra_ports):
+        out += _extra_port(src, ("service", "extraPorts", index), extra, parts.service_ports, used, targets)
+    return out
+
+
+def _extra_port(src: Source, at: tuple, extra, serving: tuple, used: dict, targets: dict[str, str]) -> list[Problem]:
+    out = []
+    if extra.name in serving:
+        out.append(src.problem((*at, "name"), f"{extra.name!r} is the serving port's name", "taken"))
+    if extra.port in used:
+        out.append(src.problem((*at, "port"), f"port {extra.port} is already a port of the Service", "taken"))
+    used[extra.port] = extra.name
+    target = extra.target_port or extra.name
+    field = "targetPort" if extra.target_port is not None else "name"
+    if target not in targets:
+        known = ", ".join(sorted(targets)) or "none (add one to a leader sidecar's ports)"
+        message = f"no sidecar port {target!r} on the leader pod; named ports of its sidecars: {known}"
+        out.append(src.problem((*at, field), message, "no-port"))
+    elif targets[target] != extra.protocol:
+        message = f"{target!r} is a {targets[target]} port; this Service port is {extra.protocol}"
+        out.append(src.problem((*at, "protocol"), message, "protocol"))
     return out
 
 
 def scaling_problems(profile: Profile, src: Source) -> list[Problem]:
     scaling, out = profile.autoscaling, []
     if not scaling.enabled:
-        return []
+        given = (
+            ("behavior", scaling.behavior),
+            ("idleReplicas", scaling.idle_replicas),
+            ("activationTarget", scaling.activation_target),
+        )
+        return [
+            src.problem(
+                ("autoscaling", field),
+                f"{field} applies to an autoscaler, and autoscaling.enabled is false",
+                "not-applicable",
+            )
+            for field, value in given
+            if value not in (None, {})
+        ]
+    if scaling.activation_target is not None and not scaling.to_zero:
+        message = (
+            "KEDA's activation decides only between zero groups and some: it applies with minReplicas 0 or "
+            "idleReplicas 0"
+        )
+        out.append(src.problem(("autoscaling", "activationTarget"), message, "not-applicable"))
     keda_only = (
         ("minReplicas", scaling.min_replicas == 0),
         ("idleReplicas", scaling.idle_replicas is not None),
@@ -151,11 +181,17 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     from lwsgen.check.budget import budget
 
     start, timeout = budget(profile).startup_probe, profile.gateway.request_timeout
-    if start <= duration_seconds(timeout):
-        return []
     message = (
         f"from zero, the first group takes up to {start} s to start (its startup budget) and requests wait in the "
         f"endpoint picker at most gateway.requestTimeout ({timeout}): the first ones fail unless clients retry"
     )
     field = "minReplicas" if profile.autoscaling.min_replicas == 0 else "idleReplicas"
-    return [src.problem(("autoscaling", field), message, "cold-start")]
+    out = [src.problem(("autoscaling", field), message, "cold-start")] if start > duration_seconds(timeout) else []
+    if profile.service.type != "ClusterIP":
+        message = (
+            f"a {profile.service.type} Service lets clients past the Gateway: while no group runs, nothing holds "
+            "or counts their requests and they fail; with scale to zero, serve through the Gateway (service.type "
+            "ClusterIP)"
+        )
+        out.append(src.problem(("service", "type"), message, "bypass"))
+    return out

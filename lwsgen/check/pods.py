@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lwsgen.check.delivery import CACHE_MOUNT, gigabytes
+from lwsgen.check import containers
+from lwsgen.check.delivery import CACHE_MOUNT
 from lwsgen.check.metadata import ANNOTATIONS_BYTES, key_problem, label_value_problem
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
@@ -26,17 +27,20 @@ SIDES = ("leader", "worker")
 OWN_VOLUMES = ("dshm", "model", "launch-scripts", "tools", "engine-cache", "model-local")
 OWN_CONTAINERS = ("leader", "worker", "await-model", "cache-model")
 OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/")
-# Pod annotations lwsgen derives, by key prefix: the profile field that sets them instead.
+# Pod annotations lwsgen derives or keeps, by key prefix (a prefix ending in '/' owns every key under
+# it, any other that one key): what to do instead.
 OWN_ANNOTATIONS = (
-    ("k8s.v1.cni.cncf.io/networks", "node.networks"),
-    ("leaderworkerset.sigs.k8s.io/", "scheduling.exclusiveTopology"),
-    ("lwsgen/", "a key of your own (lwsgen/ is lwsgen's)"),
-    ("kueue.x-k8s.io/", "scheduling.requiredTopology"),
-    ("scheduling.volcano.sh/", "scheduling.queue"),
-    ("volcano.sh/", "scheduling.podGroupAnnotations"),
+    ("k8s.v1.cni.cncf.io/networks", "lwsgen derives it; set node.networks instead"),
+    ("leaderworkerset.sigs.k8s.io/", "lwsgen derives it; set scheduling.exclusiveTopology instead"),
+    ("lwsgen/", "lwsgen's own; use a key of your own"),
+    ("kueue.x-k8s.io/", "lwsgen derives it; set scheduling.requiredTopology instead"),
+    ("scheduling.volcano.sh/", "lwsgen derives it; set scheduling.queue instead"),
+    ("volcano.sh/", "lwsgen derives it; set scheduling.podGroupAnnotations instead"),
+    ("container.apparmor.security.beta.kubernetes.io/", "refused: the containers keep the runtime's AppArmor profile"),
+    ("seccomp.security.alpha.kubernetes.io/", "refused: the pods keep seccomp RuntimeDefault"),
 )
-# Device resources a pod gets from the node shape: never from a hatch.
-DEVICE_FIELDS = {"vpc.amazonaws.com/efa": "node.efa"}
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+PORT_NAME = re.compile(r"(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # IANA_SVC_NAME, at most 15
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
@@ -117,7 +121,7 @@ def _metadata(src: Source, pod: PodSettings) -> list[Problem]:
             out.append(src.problem(entry.path, f"pod label {key!r}: {why}", "reserved-label", key=True))
     for key, entry in pod.annotations.items():
         owner = annotation_owner(key)
-        why = key_problem(key) or (owner and f"lwsgen derives it; set {owner} instead")
+        why = key_problem(key) or owner
         if why:
             out.append(src.problem(entry.path, f"pod annotation {key!r}: {why}", "reserved-annotation", key=True))
     size = sum(len(k.encode()) + len(str(e.value).encode()) for k, e in pod.annotations.items())
@@ -151,22 +155,38 @@ def _volumes(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
         name = entry.value.get("name")
         if name in OWN_VOLUMES:
             out.append(src.problem((*entry.path, "name"), f"lwsgen names a volume {name!r}; choose another", "taken"))
+        elif not DNS_LABEL.fullmatch(str(name)) or len(str(name)) > 63:
+            message = f"{name!r} is not a DNS-1123 label: lower-case letters, digits and '-', at most 63"
+            out.append(src.problem((*entry.path, "name"), message, "bad-name"))
         if "hostPath" in entry.value and not profile.security.allow_host_path:
             message = "a hostPath volume reaches into the node's filesystem; set security.allowHostPath to allow it"
             out.append(src.problem((*entry.path, "hostPath"), message, "host-access", key=True))
         names.add(name)
     own_mounts = _own_mounts(profile)
     for entry in pod.volume_mounts:
-        name, path = entry.value.get("name"), str(entry.value.get("mountPath", ""))
-        if name not in names:
-            allowed = ", ".join(sorted(n for n in names if n not in OWN_VOLUMES)) or "none"
-            message = f"no volume {name!r} in this pod; volumes of the profile: {allowed}"
-            out.append(src.problem((*entry.path, "name"), message, "unknown-volume"))
+        out += _mount(src, entry.path, entry.value, names)
+        path = str(entry.value.get("mountPath", ""))
         taken = next((what for mount, what in own_mounts.items() if _overlaps(path, mount)), None)
         if taken:
             message = f"{path} overlaps where lwsgen mounts {taken}; mount elsewhere"
             out.append(src.problem((*entry.path, "mountPath"), message, "taken"))
+    for entry in pod.sidecars:
+        for index, mount in enumerate(entry.value.get("volumeMounts") or []):
+            out += _mount(src, (*entry.path, "volumeMounts", index), mount, names)
     return out
+
+
+def _mount(src: Source, at: tuple, mount: dict, names: set) -> list[Problem]:
+    """A mount names a volume of the pod, and mounts lwsgen's own volumes read-only."""
+    name = mount.get("name")
+    if name not in names:
+        allowed = ", ".join(sorted(n for n in names if n not in OWN_VOLUMES)) or "none"
+        message = f"no volume {name!r} in this pod; volumes of the profile: {allowed}"
+        return [src.problem((*at, "name"), message, "unknown-volume")]
+    if name in OWN_VOLUMES and mount.get("readOnly") is not True:
+        message = f"lwsgen's volume {name!r} is mounted read-only by anything but lwsgen (set readOnly: true)"
+        return [src.problem((*at, "name"), message, "read-only")]
+    return []
 
 
 def _overlaps(path: str, mount: str) -> bool:
@@ -174,100 +194,71 @@ def _overlaps(path: str, mount: str) -> bool:
     return path == mount or path.startswith(mount + "/") or mount.startswith(path + "/")
 
 
-def _container(profile: Profile, src: Source, entry: Entry, taken: set[str]) -> list[Problem]:
-    spec, path, out = entry.value, entry.path, []
+def _container(profile: Profile, src: Source, entry: Entry, taken: set[str], engine_ports: set[str]) -> list[Problem]:
+    spec, path = entry.value, entry.path
+    out = [
+        src.problem((*path, *at), message, code)
+        for at, message, code in containers.container(profile, spec, final=False, added=True)
+    ]
     name = spec.get("name")
     if name in taken:
         out.append(src.problem((*path, "name"), f"lwsgen names a container {name!r}; choose another", "taken"))
-    resources = spec.get("resources") or {}
-    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-    if "memory" not in limits:
-        message = (
-            "needs resources.limits.memory: a container without a memory limit can take the GPU node's memory "
-            "from the engine"
-        )
-        out.append(src.problem((*path, "resources") if "resources" in spec else path, message, "no-limit"))
-    unequal = sorted(r for r, amount in requests.items() if r not in limits or _amount(amount) != _amount(limits[r]))
-    if unequal:
-        message = (
-            f"requests {unequal[0]} below or without its limit: the GPU pods are Guaranteed QoS (every container "
-            "requests what it limits) so the kubelet can pin CPUs and NUMA nodes to the GPUs; give limits only"
-        )
-        out.append(src.problem((*path, "resources", "requests", unequal[0]), message, "not-guaranteed"))
-    devices = sorted(r for r in {**limits, **requests} if _device(profile, r))
-    if devices:
-        message = f"{devices[0]} is the engine's: a pod's devices come from node.gpus, node.efa and node.rdmaResource"
-        out.append(src.problem((*path, "resources"), message, "derived"))
-    out += _security(profile, src, path, spec.get("securityContext") or {})
-    for field, index, name in secret_references(spec):
-        out.append(src.problem((*path, field, index), secret_message(name), "secret-on-command-line"))
+    for index, port in enumerate(spec.get("ports") or []):
+        if isinstance(port, dict) and port.get("name") in engine_ports:
+            message = f"the engine's container has a port named {port['name']!r}; a pod's port names are unique"
+            out.append(src.problem((*path, "ports", index, "name"), message, "taken"))
     return out
 
 
-_REFERENCE = re.compile(r"(?<!\$)\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
-
-
-def secret_references(container: dict) -> list[tuple[str, int, str]]:
-    """(command or args, index, variable) where the kubelet would expand a Secret-sourced variable
-    of the container into its command line."""
-    secrets = {
-        e.get("name")
-        for e in container.get("env") or []
-        if isinstance(e, dict) and (e.get("valueFrom") or {}).get("secretKeyRef")
-    }
-    return [
-        (field, index, name)
-        for field in ("command", "args")
-        for index, arg in enumerate(container.get(field) or [])
-        for name in _REFERENCE.findall(str(arg))[:1]
-        if name in secrets
-    ]
-
-
-def secret_message(name: str) -> str:
-    return (
-        f"$({name}) puts a Secret on the process's command line (any process of the node sees it in ps, and "
-        f"programs log their arguments); read {name} from the environment inside the program, or write $$({name}) "
-        "for the literal text"
-    )
-
-
-def _amount(quantity: object) -> object:
-    try:
-        return gigabytes(quantity)  # type: ignore[arg-type]
-    except (AttributeError, KeyError, ValueError):
-        return str(quantity)
-
-
-def _device(profile: Profile, resource: str) -> bool:
-    node = profile.node
-    return resource in (node.gpu_resource, *DEVICE_FIELDS, *node.rdma_resource) or resource.startswith("nvidia.com/")
-
-
-def _security(profile: Profile, src: Source, path: tuple, context: dict) -> list[Problem]:
-    security, out, at = profile.security, [], (*path, "securityContext")
-    if not security.allow_privileged:
-        for key in ("privileged", "allowPrivilegeEscalation"):
-            if context.get(key):
-                message = f"{key} gives the container the node; set security.allowPrivileged to allow it"
-                out.append(src.problem((*at, key), message, "host-access"))
-    added = (context.get("capabilities") or {}).get("add") or []
-    kept = {"IPC_LOCK", *security.add_capabilities} if profile.node.needs_ipc_lock else set(security.add_capabilities)
-    for index, capability in enumerate(added):
-        if capability not in kept:
-            message = f"capability {capability} is not kept for this profile; list it in security.addCapabilities"
-            out.append(src.problem((*at, "capabilities", "add", index), message, "capability"))
-    return out
-
-
-def _containers(profile: Profile, src: Source, pod: PodSettings, own: set[str]) -> list[Problem]:
-    out, seen = [], set()
+def _containers(
+    profile: Profile, src: Source, pod: PodSettings, own: set[str], engine_ports: set[str]
+) -> list[Problem]:
+    out, seen, ports = [], set(), set()
     for entry in pod.sidecars:
         name = entry.value.get("name")
         if name in seen:
             out.append(src.problem((*entry.path, "name"), f"a second container named {name!r}", "duplicate"))
+        elif not DNS_LABEL.fullmatch(str(name)) or len(str(name)) > 63:
+            message = f"{name!r} is not a DNS-1123 label: lower-case letters, digits and '-', at most 63"
+            out.append(src.problem((*entry.path, "name"), message, "bad-name"))
         seen.add(name)
-        out += _container(profile, src, entry, own)
+        out += _container(profile, src, entry, own, engine_ports)
+        out += _port_names(src, entry, ports)
+    return out
+
+
+def _port_names(src: Source, entry: Entry, seen: set) -> list[Problem]:
+    out = []
+    for index, port in enumerate(entry.value.get("ports") or []):
+        name = port.get("name") if isinstance(port, dict) else None
+        if name is None:
+            continue
+        at = (*entry.path, "ports", index, "name")
+        if not PORT_NAME.fullmatch(str(name)) or len(str(name)) > 15:
+            message = f"{name!r} is not a port name: lower-case letters, digits and '-' with a letter, at most 15"
+            out.append(src.problem(at, message, "bad-name"))
+        elif name in seen:
+            out.append(src.problem(at, f"a second port named {name!r} in this pod", "duplicate"))
+        seen.add(name)
+    return out
+
+
+LISTS = (("volumes", "name"), ("volumeMounts", "mountPath"), ("initContainers", "name"), ("containers", "name"))
+
+
+def _duplicates(src: Source) -> list[Problem]:
+    """One list naming the same thing twice: the later entry would silently replace the earlier."""
+    out = []
+    for owner in ((), *((side,) for side in SIDES)):
+        fields = src.data if not owner else (src.data.get(owner[0]) or {})
+        for field, key in LISTS:
+            seen = set()
+            for index, item in enumerate(fields.get(field) or []):
+                value = item.get(key) if isinstance(item, dict) else None
+                if isinstance(value, (str, int)) and value in seen:
+                    message = f"a second entry with {key} {value!r}"
+                    out.append(src.problem((*owner, field, index, key), message, "duplicate"))
+                seen.add(value)
     return out
 
 
@@ -289,23 +280,45 @@ def _affinity(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
 def _resources(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
     out = []
     for resource, entry in pod.resources.items():
-        if _device(profile, resource):
-            field = DEVICE_FIELDS.get(resource, "node.gpus and parallelism")
+        if containers.is_device(profile, resource):
+            field = containers.DEVICE_FIELDS.get(resource, "node.gpus and parallelism")
             message = f"{resource} comes from the node shape; set {field} instead"
             out.append(src.problem(entry.path, message, "derived", key=True))
     return out
+
+
+POD_FIELDS = (
+    "pod_annotations",
+    "pod_labels",
+    "affinity",
+    "topology_spread_constraints",
+    "volumes",
+    "volume_mounts",
+    "init_containers",
+    "containers",
+    "dns_config",
+)
+
+
+def uses_hatches(profile: Profile) -> bool:
+    """Whether the profile sets any pod field, shared or per role (most do not: nothing to check)."""
+    shared = any(getattr(profile, field) for field in POD_FIELDS)
+    return shared or any(value not in (None, (), {}) for side in SIDES for value in getattr(profile, side))
 
 
 def check(profile: Profile, src: Source) -> list[Problem]:
     from lwsgen import runtimes
     from lwsgen.check.rules import env_problems
 
+    if not uses_hatches(profile):
+        return []
     parts = runtimes.get(profile.runtime).parts(profile)
-    out = []
+    out = _duplicates(src)
     for side in SIDES:
         pod, role = settings(profile, side), getattr(parts, side)
         own = {*OWN_CONTAINERS, *(name for name, _image, _command in role.tool_installers)}
-        out += _metadata(src, pod) + _volumes(profile, src, pod) + _containers(profile, src, pod, own)
+        engine_ports = {port.name for port in role.ports}
+        out += _metadata(src, pod) + _volumes(profile, src, pod) + _containers(profile, src, pod, own, engine_ports)
         out += _affinity(profile, src, pod) + _resources(profile, src, pod)
         out += env_problems(src, (side, "env"), getattr(profile, side).env)
         if pod.args and not role.args:

@@ -116,6 +116,9 @@ def _describe(err, src: Source) -> Problem:
         return src.problem(path + (field,), f"unknown field; allowed here: {allowed}", "unknown-field", key=True)
     if name == "required":
         return src.problem(path, f"missing required field '{kind.property}'", "missing-field", key=True)
+    if name.startswith("oneOf") and all(set(o) == {"required"} for o in _subschema(schema_path)):
+        fields = " or ".join(f"'{o['required'][0]}'" for o in _subschema(schema_path))
+        return src.problem(path, f"give exactly one of {fields}", "one-of")
     if name == "anyOf" and all(set(o) == {"required"} for o in _subschema(schema_path)):
         fields = " or ".join(f"'{o['required'][0]}'" for o in _subschema(schema_path))
         return src.problem(path, f"missing required field {fields}", "missing-field", key=True)

@@ -176,13 +176,14 @@ def behavior(scaling) -> Behavior:
 
 
 class Wake(Record):
-    """KEDA's second trigger of a scale-to-zero LWS: the requests the endpoint picker holds for the
-    pool while no group serves (llm_d_epp_flow_control_queue_size, label inference_pool = the
-    picker's --pool-name: llm-d-router v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go,
-    pkg/epp/flowcontrol/controller/controller.go)."""
+    """KEDA's second trigger of a scale-to-zero LWS, `active`: every request of the pool, held,
+    waiting or running. KEDA goes from zero to one group once a trigger passes its activation and
+    from one to zero only when every trigger is inactive for cooldownPeriod; the metric's own
+    trigger counts waiting requests only, which a group serving without a queue does not have.
+    Its threshold is out of reach, so it never asks for more groups than the metric does."""
 
     query: str
-    threshold: str
+    threshold: str = "1000000"
 
 
 class Autoscaler(Record):
@@ -199,6 +200,7 @@ class Autoscaler(Record):
     server: str | None = None
     query: str | None = None
     threshold: str | None = None
+    cooldown: int | None = None  # KEDA cooldownPeriod: idle seconds before the last group goes
     idle: int | None = None  # KEDA idleReplicaCount
     activation: str | None = None  # KEDA activationThreshold of the metric's trigger
     wake: Wake | None = None
@@ -303,6 +305,7 @@ def scaledobject(ctx: Context, kind) -> Autoscaler | None:
         idle=scaling.idle_replicas,
         activation=None if scaling.activation_target is None else _number(scaling.activation_target),
         wake=_wake(profile) if scaling.to_zero else None,
+        cooldown=scaling.scale_down_stabilization_seconds if scaling.to_zero else None,
     )
 
 
@@ -313,8 +316,15 @@ def _number(value: float) -> str:
 WAKE_GAUGE = "llm_d_epp_flow_control_queue_size"
 
 
+# The picker's pool averages over its endpoints (label name = the pool) and its flow-control queue
+# (label inference_pool = the pool): llm-d-router v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go;
+# the pool is the picker's --pool-name (pkg/epp/flowcontrol/controller/controller.go).
+POOL_AVERAGES = ("llm_d_epp_average_queue_size", "llm_d_epp_average_running_requests")
+
+
 def _wake(profile: Profile) -> Wake:
-    """Held requests per group, against the target where the metric counts waiting requests too."""
-    scaling = profile.autoscaling
-    query = f"sum({WAKE_GAUGE}{_matchers(namespace=profile.namespace, inference_pool=profile.name)})"
-    return Wake(query, _number(scaling.target) if scaling.metric == "router-queue-size" else "1")
+    """Held + waiting + running requests of the pool (each absent series counts 0: no endpoints)."""
+    namespace, name = profile.namespace, profile.name
+    held = f"(sum({WAKE_GAUGE}{_matchers(namespace=namespace, inference_pool=name)}) or vector(0))"
+    pool = [f"(max({gauge}{_matchers(namespace=namespace, name=name)}) or vector(0))" for gauge in POOL_AVERAGES]
+    return Wake(" + ".join((held, *pool)))

@@ -81,8 +81,15 @@ def template_keys(src: Source, directory: Path, emitted: set[str]) -> tuple[tupl
 def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
     """The directory's templates rendered; a template that fails is a problem at `templates`."""
     import jinja2
+    from jinja2.sandbox import SecurityError
 
-    from lwsgen.render import render
+    from lwsgen.render import render, unquoted_blocks
+
+    for key in keys:
+        found = unquoted_blocks(directory, key)
+        if found:
+            message = f"{key}.yaml.j2:{found}: a filter block writes its text without the q filter; use {{{{ x | q }}}}"
+            raise ProblemsError([src.problem(TEMPLATES, message, "unquoted")])
 
     rendered = {}
     for key in keys:
@@ -94,12 +101,87 @@ def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: So
             raise ProblemsError([src.problem(TEMPLATES, message, "bad-template")]) from None
         except TypeError as err:  # finalize: a value placed without the q filter
             raise ProblemsError([src.problem(TEMPLATES, f"{key}.yaml.j2: {err}", "unquoted")]) from None
+        except SecurityError as err:  # the sandbox: what a template may not reach
+            raise ProblemsError([src.problem(TEMPLATES, f"{key}.yaml.j2: {err}", "unsafe")]) from None
     return rendered
 
 
-def _identity(obj: dict) -> tuple[Any, Any]:
+def parse_templates(rendered: dict[str, str], src: Source):
+    """The templates' text parsed back; YAML that is not objects is a problem at `templates`."""
+    import yaml
+
+    from lwsgen.output import parse
+
+    try:
+        return parse.build(rendered)
+    except yaml.YAMLError as err:
+        raise ProblemsError(
+            [src.problem(TEMPLATES, f"a template writes YAML that does not parse: {err}", "bad-template")]
+        ) from None
+
+
+def _identity(obj: Any) -> tuple[Any, Any]:
+    if not isinstance(obj, dict):
+        return None, None
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     return obj.get("kind"), meta.get("name")
+
+
+# Kinds an added template may not write: access (RBAC), fencing (NetworkPolicy) and what is not
+# namespaced, so outside the profile's namespace (by Kubernetes' own scope of each kind).
+REFUSED_KINDS = {
+    "Role": "RBAC is lwsgen's to derive (the runtime's launcher)",
+    "RoleBinding": "RBAC is lwsgen's to derive (the runtime's launcher)",
+    "NetworkPolicy": "policies add up: a second one would admit what lwsgen's fences (service.allowedSources)",
+}
+CLUSTER_SCOPED = {
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "PriorityClass",
+    "StorageClass",
+    "CSIDriver",
+    "CSINode",
+    "VolumeAttachment",
+    "RuntimeClass",
+    "IngressClass",
+    "CustomResourceDefinition",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "CertificateSigningRequest",
+    "FlowSchema",
+    "PriorityLevelConfiguration",
+    "ClusterTrustBundle",
+    "DeviceClass",
+    "ServiceCIDR",
+    "IPAddress",
+    "ResourceSlice",
+    "VolumeAttributesClass",
+}
+
+
+def _added_object(profile: Profile, obj: dict) -> str | None:
+    """Why an object of an added kind may not be written, if it may not."""
+    from lwsgen.derive.naming import LWS_NAME_LABEL
+
+    kind, meta = obj.get("kind"), obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    if kind in REFUSED_KINDS:
+        return f"a {kind}: {REFUSED_KINDS[kind]}"
+    if kind in CLUSTER_SCOPED or str(kind).startswith("Cluster"):
+        return f"a {kind} is cluster-scoped: a profile writes only into its namespace"
+    if meta.get("namespace") != profile.namespace:
+        return f"metadata.namespace must be the profile's namespace {profile.namespace!r} (place meta(v.meta))"
+    selector = (obj.get("spec") or {}).get("selector") if isinstance(obj.get("spec"), dict) else None
+    if kind == "Service" and isinstance(selector, dict) and selector.get(LWS_NAME_LABEL) == profile.name:
+        return "a Service of this LWS's pods would expose them past lwsgen's; use service.extraPorts"
+    return None
 
 
 def _say(path: tuple) -> str:
@@ -129,10 +211,35 @@ def template_problems(
             problems.append(src.problem(TEMPLATES, message, "derived"))
         for index, obj in enumerate(output.objects):
             origins[(output.name, index)] = Hatch(TEMPLATES, label)
+            if not isinstance(obj, dict):
+                problems.append(
+                    src.problem(TEMPLATES, f"{label} writes a {type(obj).__name__}, not an object", "bad-template")
+                )
+                continue
             if _identity(obj) in ours:
                 problems += _changed(src, TEMPLATES, label, ours[_identity(obj)], obj, found)
-            problems += _holes(profile, src, TEMPLATES, label, obj)
-    return problems, origins
+            elif (why := _added_object(profile, obj)) is not None:
+                problems.append(
+                    src.problem(TEMPLATES, f"{label}: {obj.get('kind')} {_identity(obj)[1]}: {why}", "refused")
+                )
+            problems += _holes(profile, src, TEMPLATES, label, obj, ours.get(_identity(obj)))
+    return problems + duplicates(src, TEMPLATES, files), origins
+
+
+def duplicates(src: Source, at: tuple, files: list[OutputFile]) -> list[Problem]:
+    """Two objects of one kind and name: kustomize refuses the set, and a stream applies both."""
+    seen: dict[tuple, str] = {}
+    out = []
+    for output in files:
+        for obj in output.objects:
+            identity = _identity(obj)
+            if None in identity:
+                continue  # a configuration fragment, not an object
+            if identity in seen:
+                message = f"{identity[0]} {identity[1]} is in both {seen[identity]} and {output.name}"
+                out.append(src.problem(at, message, "duplicate"))
+            seen.setdefault(identity, output.name)
+    return out
 
 
 def _changed(src: Source, at: tuple, label: str, before: dict, after: dict, found: set[str]) -> list[Problem]:
@@ -147,11 +254,13 @@ def _changed(src: Source, at: tuple, label: str, before: dict, after: dict, foun
     ]
 
 
-def _holes(profile: Profile, src: Source, at: tuple, label: str, obj: dict) -> list[Problem]:
+def _holes(profile: Profile, src: Source, at: tuple, label: str, obj: dict, before: dict | None) -> list[Problem]:
     kind, name = _identity(obj)
+    derived = set(protected.holes(profile, before, before)) if before is not None else set()  # lwsgen's own
     return [
         src.problem(at, f"{label}: {kind} {name} {_say(path)}: {why}", "host-access")
-        for path, why in protected.holes(profile, obj)
+        for path, why in protected.holes(profile, obj, before)
+        if (path, why) not in derived
     ]
 
 
@@ -201,7 +310,7 @@ def apply_patches(
             continue
         label = f"patch {index + 1}"
         problems += _changed(src, ("patches", index), label, before, after, found)
-        problems += _holes(profile, src, ("patches", index), label, after)
+        problems += _holes(profile, src, ("patches", index), label, after, before)
         objects = list(files[f].objects)
         objects[i] = after
         files[f] = files[f]._replace(objects=tuple(objects))

@@ -52,8 +52,10 @@ def _merge_key(field: str, items: list) -> str | None:
 
 def merge(original: Any, patch: Any, at: tuple = ()) -> Any:
     """original with the strategic-merge patch applied (original is not changed)."""
-    if not isinstance(patch, dict) or not isinstance(original, dict):
+    if not isinstance(patch, dict):
         return copy.deepcopy(patch)
+    if not isinstance(original, dict):
+        original = {}  # a new mapping: the patch's own directives and nulls still apply
     for key in patch:
         if isinstance(key, str) and key.startswith(UNSUPPORTED):
             raise PatchError((*at, key), f"{key.split('/')[0]} is not supported; write the list as it should be")
@@ -86,11 +88,13 @@ def _merge_list(field: str, original: list, patch: list, at: tuple) -> list:
     if key is None:
         return copy.deepcopy(patch)
     # The patch's elements first, in its order, then the original's others (as kustomize orders them).
-    by_key = {old.get(key): old for old in original if isinstance(old, dict) and key in old}
+    by_key = {old.get(key): old for old in original if isinstance(old, dict) and isinstance(old.get(key), (str, int))}
     merged, named = [], set()
     for index, item in enumerate(patch):
         if not isinstance(item, dict) or key not in item:
             raise PatchError((*at, index), f"each element of {field} needs its merge key {key!r}")
+        if not isinstance(item[key], (str, int)) or isinstance(item[key], bool):
+            raise PatchError((*at, index, key), f"the merge key {key!r} must be a string or a number")
         named.add(item[key])
         if item.get(DIRECTIVE) != "delete":
             merged.append(merge(by_key.get(item[key], {}), item, (*at, index)))
@@ -109,4 +113,9 @@ def json_patch(original: dict, operations: list) -> dict:
             result = jsonpatch.JsonPatch([operation]).apply(result)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
             raise PatchError((index,), f"{operation.get('op')} {operation.get('path')}: {err}") from None
+        if not isinstance(result, dict):
+            raise PatchError(
+                (index,),
+                f"{operation.get('op')} {operation.get('path')}: leaves no object, but a {type(result).__name__}",
+            )
     return result

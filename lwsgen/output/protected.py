@@ -8,11 +8,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen.check.pods import OWN_LABEL_PREFIXES, annotation_owner, secret_message, secret_references
+from lwsgen.check import containers
+from lwsgen.check.pods import OWN_LABEL_PREFIXES, OWN_VOLUMES, annotation_owner
 from lwsgen.check.profile import Profile
 from lwsgen.records import Record
 
 ANY, OWN_LABELS, OWN_POD_ANNOTATIONS, DEVICES = "*", "@labels", "@annotations", "@devices"
+PROBES, OWN_ENV, OWN_MOUNTS = "@probes", "@env", "@mounts"
+PROBE_FIELDS = ("startupProbe", "readinessProbe", "livenessProbe")
+# Environment variables lwsgen or LWS sets (check/rules.RESERVED_ENV and lwsgen's own LWSGEN_*).
+RESERVED_ENV = ("LWS_", "LWSGEN_", "HF_TOKEN", "GROUP_KEY", "POD_NAME", "POD_NAMESPACE", "VLLM_HOST_IP")
 POD = ("spec", "leaderWorkerTemplate", ANY, "spec")
 POD_META = ("spec", "leaderWorkerTemplate", ANY, "metadata")
 
@@ -47,6 +52,29 @@ GUARDS = (
     ),
     Guard(("LeaderWorkerSet",), (*POD, "containers", 0, "resources", ANY, DEVICES), "node.gpus, node.efa, parallelism"),
     Guard(("LeaderWorkerSet",), (*POD, "schedulerName"), "scheduling.scheduler"),
+    Guard(
+        ("LeaderWorkerSet",),
+        (*POD, "containers", 0, "args"),
+        "model.extraArgs, leader.args and worker.args (the engine's command line is lwsgen's)",
+    ),
+    Guard(("LeaderWorkerSet",), (*POD, "containers", 0, "ports"), "runtime (the engine's ports)"),
+    Guard(("LeaderWorkerSet",), (*POD, "containers", 0, PROBES), "model.startSeconds and the runtime (the probes)"),
+    Guard(("LeaderWorkerSet",), (*POD, "containers", 0, "securityContext"), "security.*"),
+    Guard(("LeaderWorkerSet",), (*POD, "containers", 0, "env", OWN_ENV), "env (lwsgen's own variables)"),
+    Guard(("LeaderWorkerSet",), (*POD, "containers", 0, "volumeMounts", OWN_MOUNTS), "storage.* (lwsgen's mounts)"),
+    Guard(("LeaderWorkerSet",), (*POD, "volumes", OWN_MOUNTS), "storage.* and node.shmSize (lwsgen's volumes)"),
+    Guard(("LeaderWorkerSet",), (*POD, "securityContext"), "security.runAsUser"),
+    Guard(("LeaderWorkerSet",), (*POD, "affinity"), "affinity and node.gpuProduct"),
+    Guard(("LeaderWorkerSet",), (*POD, "tolerations"), "node.tolerations"),
+    Guard(("LeaderWorkerSet",), (*POD, "nodeSelector"), "node.nodeSelector and node.instanceType"),
+    Guard(("LeaderWorkerSet",), (*POD, "priorityClassName"), "scheduling.priorityClassName"),
+    Guard(("LeaderWorkerSet",), (*POD, "serviceAccountName"), "runtime (the launcher's account)"),
+    Guard(("LeaderWorkerSet",), (*POD, "automountServiceAccountToken"), "runtime (the launcher's account)"),
+    Guard(("LeaderWorkerSet",), ("metadata", "annotations", OWN_POD_ANNOTATIONS), "the scheduling fields"),
+    Guard(("LeaderWorkerSet",), ("metadata", "labels", "kueue.x-k8s.io/queue-name"), "scheduling.queue"),
+    Guard(("PrometheusRule",), ("spec",), "monitoring.* (the records autoscalers and dashboards read)"),
+    Guard(("PodMonitor",), ("spec", "podMetricsEndpoints", ANY, "port"), "the runtime (its metrics port)"),
+    Guard(("PodMonitor",), ("spec", "podMetricsEndpoints", ANY, "path"), "the runtime (its metrics path)"),
     Guard(("Service",), ("spec", "selector"), "name (the Service selects this LWS's leaders)"),
     Guard(("Service",), ("spec", "type"), "service.type"),
     Guard(("Service",), ("spec", "ports"), "service.port and service.extraPorts"),
@@ -88,7 +116,24 @@ def _expand(value: Any, step: Any, devices: set[str]) -> list[Any]:
         return [k for k in keys if annotation_owner(str(k))]
     if step == DEVICES:
         return [k for k in keys if k in devices or str(k).startswith("nvidia.com/")]
+    if step == PROBES:
+        return [k for k in keys if k in PROBE_FIELDS] if isinstance(value, dict) else []
+    if step in (OWN_ENV, OWN_MOUNTS):
+        return [_Named(name) for name in _names(value, step)]
     return [step]
+
+
+class _Named(str):
+    """A list element found by its name, not its place."""
+
+
+def _names(value: Any, step: str) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    names = [str(item.get("name")) for item in value if isinstance(item, dict)]
+    if step == OWN_ENV:
+        return [n for n in names if n.startswith(RESERVED_ENV)]
+    return [n for n in names if n in OWN_VOLUMES]
 
 
 def _paths(obj: Any, path: tuple, devices: set[str], at: tuple = ()) -> Iterator[tuple]:
@@ -96,21 +141,31 @@ def _paths(obj: Any, path: tuple, devices: set[str], at: tuple = ()) -> Iterator
         yield at
         return
     for key in _expand(obj, path[0], devices):
-        child = obj[key] if isinstance(obj, dict) and key in obj else _MISSING
-        if isinstance(obj, list) and isinstance(key, int) and key < len(obj):
-            child = obj[key]
+        child = _step(obj, key)
         if child is _MISSING and len(path) > 1:
             continue
         yield from _paths(child, path[1:], devices, (*at, key))
 
 
+def _step(obj: Any, key: Any) -> Any:
+    if isinstance(key, _Named):
+        found = (
+            [item for item in obj if isinstance(item, dict) and str(item.get("name")) == key]
+            if isinstance(obj, list)
+            else []
+        )
+        return found[0] if found else _MISSING
+    if isinstance(obj, dict) and key in obj:
+        return obj[key]
+    if isinstance(obj, list) and isinstance(key, int) and not isinstance(key, bool) and key < len(obj):
+        return obj[key]
+    return _MISSING
+
+
 def _get(obj: Any, path: tuple) -> Any:
     for key in path:
-        if isinstance(obj, dict) and key in obj:
-            obj = obj[key]
-        elif isinstance(obj, list) and isinstance(key, int) and key < len(obj):
-            obj = obj[key]
-        else:
+        obj = _step(obj, key)
+        if obj is _MISSING:
             return _MISSING
     return obj
 
@@ -148,36 +203,39 @@ def _pod_specs(value: Any, at: tuple = ()) -> Iterator[tuple[tuple, dict]]:
 HOST_FIELDS = {"hostNetwork": "security.allowHostNetwork", "hostIPC": "security.allowHostIPC"}
 
 
-def holes(profile: Profile, obj: dict) -> Iterator[tuple[tuple, str]]:
-    """(path, what is wrong) for every way the object's pods get more than the profile allows."""
-    security = profile.security
-    allowed = {"hostNetwork": security.allow_host_network, "hostIPC": security.allow_host_ipc}
-    kept = {*security.add_capabilities, *(("IPC_LOCK",) if profile.node.needs_ipc_lock else ())}
+def holes(profile: Profile, obj: dict, before: dict | None = None) -> Iterator[tuple[tuple, str]]:
+    """(path, what is wrong) for every way the object's pods get more than the profile allows; a
+    container not in `before` (what lwsgen derived, if anything) is held to the sidecar rules too."""
+    derived = {at: spec for at, spec in _pod_specs(before)} if before is not None else {}
     for at, spec in _pod_specs(obj):
-        for field, setting in HOST_FIELDS.items():
-            if spec.get(field) and not allowed[field]:
-                yield (*at, field), f"{field} is not allowed for this profile; set {setting} to allow it"
-        if spec.get("hostPID"):
-            yield (*at, "hostPID"), "lwsgen never runs a pod in the node's PID namespace"
-        for index, volume in enumerate(spec.get("volumes") or []):
-            if isinstance(volume, dict) and "hostPath" in volume and not security.allow_host_path:
-                yield (*at, "volumes", index, "hostPath"), "hostPath is not allowed; set security.allowHostPath"
+        yield from _pod_holes(profile, spec, at)
+        theirs = {
+            c.get("name")
+            for g in ("initContainers", "containers")
+            for c in derived.get(at, {}).get(g) or []
+            if isinstance(c, dict)
+        }
         for group in ("initContainers", "containers"):
             for index, container in enumerate(spec.get(group) or []):
-                if isinstance(container, dict):
-                    yield from _container_holes(profile, container, (*at, group, index), kept)
+                if not isinstance(container, dict):
+                    continue
+                added = container.get("name") not in theirs
+                for path, message, _code in containers.container(profile, container, final=True, added=added):
+                    yield (*at, group, index, *path), message
 
 
-def _container_holes(profile: Profile, container: dict, at: tuple, kept: set[str]) -> Iterator[tuple[tuple, str]]:
-    context = container.get("securityContext") or {}
-    for key in ("privileged", "allowPrivilegeEscalation"):
-        if context.get(key) and not profile.security.allow_privileged:
-            yield (*at, "securityContext", key), f"{key} is not allowed; set security.allowPrivileged"
-    for index, capability in enumerate((context.get("capabilities") or {}).get("add") or []):
-        if capability not in kept:
-            yield (
-                (*at, "securityContext", "capabilities", "add", index),
-                (f"capability {capability} is not kept for this profile; list it in security.addCapabilities"),
-            )
-    for field, index, name in secret_references(container):
-        yield (*at, field, index), secret_message(name)
+def _pod_holes(profile: Profile, spec: dict, at: tuple) -> Iterator[tuple[tuple, str]]:
+    security = profile.security
+    allowed = {"hostNetwork": security.allow_host_network, "hostIPC": security.allow_host_ipc}
+    for field, setting in HOST_FIELDS.items():
+        if spec.get(field) and not allowed[field]:
+            yield (*at, field), f"{field} is not allowed for this profile; set {setting} to allow it"
+    for field, why in (("hostPID", "the node's PID namespace"), ("shareProcessNamespace", "one process namespace")):
+        if spec.get(field):
+            yield (*at, field), f"lwsgen never runs a pod's containers in {why}"
+    for index, volume in enumerate(spec.get("volumes") or []):
+        if isinstance(volume, dict) and "hostPath" in volume and not security.allow_host_path:
+            yield (*at, "volumes", index, "hostPath"), "hostPath is not allowed; set security.allowHostPath"
+    context = spec.get("securityContext") or {}
+    for path, message, _code in containers.confinement(profile, context, ("securityContext",)):
+        yield (*at, *path), message

@@ -190,12 +190,15 @@ def _references(config: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
             yield path, f"pluginRef {ref!r} names no plugin of this config"
 
 
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _picker_config(config_map: dict[str, Any]) -> Iterator[OutputError]:
     for key, text in (config_map.get("data") or {}).items():
         if not isinstance(text, str) or PICKER_CONFIG_KIND not in text:
             continue
         try:
-            config = yaml.safe_load(text)
+            config = yaml.load(text, Loader=_FAST_LOADER)  # libyaml: the pure-Python parser cost a whole render
         except yaml.YAMLError as err:
             yield OutputError(("data", key), f"is not YAML: {err}")
             continue

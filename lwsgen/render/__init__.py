@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from lwsgen.derive.model import Deployment
 from lwsgen.files import cache_dir
@@ -84,9 +85,11 @@ def compiled_stamp() -> str:
 
 
 def make_environment(
-    loader: jinja2.BaseLoader, bytecode_cache: jinja2.BytecodeCache | None = None
+    loader: jinja2.BaseLoader,
+    bytecode_cache: jinja2.BytecodeCache | None = None,
+    environment_class: type[jinja2.Environment] = _Environment,
 ) -> jinja2.Environment:
-    env = _Environment(
+    env = environment_class(
         loader=loader,
         bytecode_cache=bytecode_cache,
         undefined=jinja2.StrictUndefined,
@@ -124,12 +127,31 @@ def compile_into(templates: Path, target: Path) -> None:
     (target / COMPILED_STAMP).write_text(compiled_stamp(), encoding="utf-8")
 
 
+class _Sandboxed(ImmutableSandboxedEnvironment):
+    """A profile's own templates run sandboxed: no attribute of Python's internals, no method that
+    changes a value (a template is data in a repository, not code to trust)."""
+
+    concat = staticmethod(lambda parts: Quoted("".join(parts)))
+
+
 @lru_cache(maxsize=8)
 def user_environment(directory: str) -> jinja2.Environment:
     """The profile's `templates:` directory before lwsgen's own templates (which its templates may
-    import, `_k8s.yaml.j2` say): the same filter, finalize and StrictUndefined."""
+    import, `_k8s.yaml.j2` say): the same filter, finalize and StrictUndefined, in a sandbox."""
     builtin = environment().loader
-    return make_environment(jinja2.ChoiceLoader([jinja2.FileSystemLoader(directory), builtin]))
+    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(directory), builtin])
+    return make_environment(loader, environment_class=_Sandboxed)
+
+
+def unquoted_blocks(directory: Path, key: str) -> int | None:
+    """The line of a `{% filter %}` block in a profile's template, if any: a filter applied to a
+    block's text places its result without the q filter (finalize sees only `{{ }}`)."""
+    from jinja2 import nodes
+
+    env = user_environment(str(directory))
+    source = (directory / f"{key}.yaml.j2").read_text(encoding="utf-8")
+    found = next(iter(env.parse(source).find_all(nodes.FilterBlock)), None)
+    return None if found is None else found.lineno
 
 
 def user_templates(directory: Path) -> tuple[str, ...]:

@@ -1,0 +1,145 @@
+"""What any container lwsgen writes may ask for, whichever hatch it came through: a profile sidecar
+or init container (check/pods.py, positioned at the profile) or a container a patch or template
+produced (output/protected.py, positioned at the hatch). Each rule gives (path inside the
+container, what is wrong, code).
+
+- security: privilege, privilege escalation and capabilities only as security.* allows; never an
+  unconfined seccomp or AppArmor profile or an unmasked /proc; not root where security.runAsUser
+  makes the pods non-root;
+- no hostPort (the node's ports are not a container's to take);
+- no Secret on a command line: $(VAR) of a variable from a Secret (secretKeyRef, or any variable
+  an envFrom secretRef may define);
+- a container lwsgen did not derive states CPU and memory limits and requests only what it limits
+  (the GPU pods are Guaranteed QoS), and never a GPU, EFA or RDMA device (those are the engine's)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lwsgen.check.delivery import gigabytes
+from lwsgen.check.profile import Profile
+
+Found = tuple[tuple, str, str]
+DEVICE_FIELDS = {"vpc.amazonaws.com/efa": "node.efa"}
+UNCONFINED = "Unconfined"
+_REFERENCE = re.compile(r"(?<!\$)\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+
+
+def kept_capabilities(profile: Profile) -> set[str]:
+    return {*profile.security.add_capabilities, *(("IPC_LOCK",) if profile.node.needs_ipc_lock else ())}
+
+
+def is_device(profile: Profile, resource: str) -> bool:
+    node = profile.node
+    return resource in (node.gpu_resource, *DEVICE_FIELDS, *node.rdma_resource) or resource.startswith("nvidia.com/")
+
+
+def security(profile: Profile, context: dict, final: bool) -> list[Found]:
+    """final: the container as written out (an absent allowPrivilegeEscalation is true there, and
+    every capability must be dropped); otherwise lwsgen still fills in its defaults."""
+    allowed, out, at = profile.security.allow_privileged, [], ("securityContext",)
+    for key in ("privileged", "allowPrivilegeEscalation"):
+        if context.get(key) and not allowed:
+            out.append(
+                (
+                    (*at, key),
+                    f"{key} gives the container the node; set security.allowPrivileged to allow it",
+                    "host-access",
+                )
+            )
+    if final and not allowed and context.get("allowPrivilegeEscalation") is not False:
+        out.append(((*at, "allowPrivilegeEscalation"), "must be false (Kubernetes' default is true)", "host-access"))
+    capabilities = context.get("capabilities") or {}
+    for index, capability in enumerate(capabilities.get("add") or []):
+        if capability not in kept_capabilities(profile):
+            message = f"capability {capability} is not kept for this profile; list it in security.addCapabilities"
+            out.append(((*at, "capabilities", "add", index), message, "capability"))
+    if final and "ALL" not in (capabilities.get("drop") or []):
+        out.append(
+            ((*at, "capabilities", "drop"), "must drop ALL, as every container lwsgen writes does", "capability")
+        )
+    return out + confinement(profile, context, at)
+
+
+def confinement(profile: Profile, context: dict, at: tuple) -> list[Found]:
+    """A container's or a pod's securityContext: no unconfined profile, no root in a non-root profile."""
+    out = []
+    for key in ("seccompProfile", "appArmorProfile"):
+        if (context.get(key) or {}).get("type") == UNCONFINED:
+            out.append(((*at, key, "type"), f"{UNCONFINED} lifts the runtime's default {key}", "host-access"))
+    if context.get("procMount") == "Unmasked":
+        out.append(((*at, "procMount"), "an unmasked /proc shows the node's kernel interfaces", "host-access"))
+    if profile.security.run_as_user and (context.get("runAsUser") == 0 or context.get("runAsNonRoot") is False):
+        message = "security.runAsUser makes these pods non-root; a container cannot run as root in them"
+        out.append(((*at, "runAsUser" if context.get("runAsUser") == 0 else "runAsNonRoot"), message, "root"))
+    return out
+
+
+def secret_references(container: dict) -> list[tuple[str, int, str]]:
+    """(command or args, index, variable) where the kubelet would expand a variable that may come
+    from a Secret into the command line: a secretKeyRef one, or with an envFrom secretRef, any
+    variable the container does not set plainly itself."""
+    env = [e for e in container.get("env") or [] if isinstance(e, dict)]
+    secret = {e.get("name") for e in env if (e.get("valueFrom") or {}).get("secretKeyRef")}
+    plain = {e.get("name") for e in env if "value" in e or (e.get("valueFrom") or {}).get("fieldRef")}
+    from_secret = any(isinstance(s, dict) and s.get("secretRef") for s in container.get("envFrom") or [])
+    return [
+        (field, index, name)
+        for field in ("command", "args")
+        for index, arg in enumerate(container.get(field) or [])
+        for name in _REFERENCE.findall(str(arg))[:1]
+        if name in secret or (from_secret and name not in plain)
+    ]
+
+
+def secret_message(name: str) -> str:
+    return (
+        f"$({name}) puts a Secret on the process's command line (any process of the node sees it in ps, and "
+        f"programs log their arguments); read {name} from the environment inside the program, or write $$({name}) "
+        "for the literal text"
+    )
+
+
+def _amount(quantity: object) -> object:
+    try:
+        return gigabytes(quantity)  # type: ignore[arg-type]
+    except (AttributeError, KeyError, ValueError, TypeError):
+        return str(quantity)
+
+
+def resources(profile: Profile, spec: dict) -> list[Found]:
+    """A container lwsgen did not derive: CPU and memory limits, requests = limits, no devices."""
+    written = spec.get("resources") or {}
+    limits, requests, out = written.get("limits") or {}, written.get("requests") or {}, []
+    missing = [r for r in ("cpu", "memory") if r not in limits]
+    if missing:
+        message = (
+            f"needs resources.limits.{missing[0]}: the GPU pods are Guaranteed QoS (every container limits CPU and "
+            "memory and requests what it limits), and an unlimited container can take the node from the engine"
+        )
+        out.append((("resources",) if written else (), message, "no-limit"))
+    for resource, amount in requests.items():
+        if resource not in limits or _amount(amount) != _amount(limits[resource]):
+            message = f"requests {resource} below or without its limit: give limits only (Guaranteed QoS)"
+            out.append((("resources", "requests", resource), message, "not-guaranteed"))
+    devices = sorted(r for r in {**limits, **requests} if is_device(profile, r))
+    if devices:
+        message = f"{devices[0]} is the engine's: a pod's devices come from node.gpus, node.efa and node.rdmaResource"
+        out.append((("resources",), message, "derived"))
+    return out
+
+
+def container(profile: Profile, spec: dict[str, Any], *, final: bool, added: bool) -> list[Found]:
+    """Every rule for one container; added: lwsgen did not derive it (a sidecar, a hatch's own)."""
+    out = security(profile, spec.get("securityContext") or {}, final)
+    for index, port in enumerate(spec.get("ports") or []):
+        if isinstance(port, dict) and port.get("hostPort"):
+            out.append(
+                (("ports", index, "hostPort"), "a hostPort takes a port of the node; use a Service", "host-access")
+            )
+    out += [
+        ((field, index), secret_message(name), "secret-on-command-line")
+        for field, index, name in secret_references(spec)
+    ]
+    return out + (resources(profile, spec) if added else [])
