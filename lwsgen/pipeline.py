@@ -8,7 +8,7 @@ from lwsgen.check.profile import Profile
 from lwsgen.derive import derive
 from lwsgen.load import load
 from lwsgen.load.source import dotted, load_documents
-from lwsgen.output import locate, overrides, parse, relations, validate
+from lwsgen.output import locate, overrides, parse, relations, usertemplates, validate
 from lwsgen.problems import Problem, ProblemsError
 from lwsgen.records import Record
 from lwsgen.render import render
@@ -36,7 +36,13 @@ def load_profile(path: Path, display: str | None = None):
 
 
 def _output_problems(
-    out_dir: str, files: dict[str, str], parsed: dict[str, tuple], version: str, src, origins: overrides.Origins
+    out_dir: str,
+    files: dict[str, str],
+    parsed: dict[str, tuple],
+    version: str,
+    src,
+    origins: overrides.Origins,
+    src_profile: Profile | None = None,
 ) -> list[Problem]:
     found: dict[str, list[tuple[int, locate.OutputError]]] = {}
     for name, docs in parsed.items():
@@ -46,6 +52,13 @@ def _output_problems(
         found.setdefault(name, []).append((index, error))
     problems = []
     for name, errors in sorted(found.items()):
+        placed = []
+        for index, error in errors:  # what a pod field of the profile put there: said at that field
+            at = overrides.field_origin(src_profile, parsed[name][index], tuple(error.path)) if src_profile else None
+            if at is not None:
+                problems.append(src.problem(at, error.message, "invalid-output"))
+                placed.append((index, error))
+        errors = [e for e in errors if e not in placed]
         hatched = [(index, error) for index, error in errors if (name, index) in origins]
         for index, error in hatched:  # an escape hatch made it: said at the hatch, in the profile
             hatch, where = origins[(name, index)], dotted(error.path)
@@ -54,31 +67,31 @@ def _output_problems(
             )
         errors = [(index, error) for index, error in errors if (name, index) not in origins]
         if errors and origins:  # an object no hatch touched disagrees with one a hatch did: said at the hatches
-            hatch = list(origins.values())[-1]
+            field = ("patches",) if src.data.get("patches") else ("templates",)
             for _, error in errors:
-                message = f"{hatch.label}: {name} {dotted(error.path)}: {error.message}"
-                problems.append(src.problem(hatch.path, message, "invalid-output"))
+                message = f"after the {field[0]}, {name} {dotted(error.path)}: {error.message}"
+                problems.append(src.problem(field, message, "invalid-output"))
         elif errors:
             documents = load_documents(files[name], f"{out_dir}/{name}")
             problems += locate.problems(documents, errors, f" (rendered from {src.file})", "invalid-output")
-    return problems
+    return list(dict.fromkeys(problems))  # a shared pod field's problem once, not once per role
 
 
 def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, list[Problem], overrides.Origins]:
     """The output files with the profile's templates and patches applied (output/overrides.py)."""
-    directory = overrides.templates_dir(profile, src, path)
+    directory = usertemplates.templates_dir(profile, src, path)
     replaced = added = ()
     if directory is not None:
         emitted = set(deployment_for(()).objects)
-        replaced, added = overrides.template_keys(src, directory, emitted)
+        replaced, added = usertemplates.template_keys(src, directory, emitted)
     deployment = deployment_for(added)
     builtin = render(deployment, keys=tuple(k for k in deployment.objects if k not in added))
     problems, origins = [], {}
     output = parse.build(builtin)
     if directory is not None:
-        user = overrides.render_templates(deployment, directory, (*replaced, *added), src)
-        files = overrides.parse_templates({**builtin, **user}, src)
-        problems, origins = overrides.template_problems(profile, src, output, files, (*replaced, *added))
+        user = usertemplates.render_templates(deployment, directory, (*replaced, *added), src)
+        files = usertemplates.parse_templates({**builtin, **user}, src)
+        problems, origins = usertemplates.template_problems(profile, src, output, files, (*replaced, *added))
         output = files
     if profile.patches:
         output, more, patched = overrides.apply_patches(profile, src, output)
@@ -99,7 +112,7 @@ def render_profile(path: Path, out_root: str = "out", display: str | None = None
     parsed = {f.name: f.objects for f in output}
     files = {f.name: parse.dump(f.objects, f.header) for f in output}
     out_dir = f"{out_root}/{profile.name}"
-    problems = _output_problems(out_dir, files, parsed, profile.kubernetes_version, src, origins)
+    problems = _output_problems(out_dir, files, parsed, profile.kubernetes_version, src, origins, profile)
     if problems:
         raise ProblemsError(problems)
     name_at = (src.file_of(("name",)), *src.position(("name",)))

@@ -480,8 +480,14 @@ def test_patches_apply_before_validation(render):
             patches=PATCHES
             + [
                 {
-                    "target": {"kind": "PodMonitor"},
-                    "jsonPatch": [{"op": "replace", "path": "/spec/podMetricsEndpoints/0/interval", "value": "30s"}],
+                    "target": {"kind": "LeaderWorkerSet"},
+                    "jsonPatch": [
+                        {
+                            "op": "add",
+                            "path": "/spec/leaderWorkerTemplate/workerTemplate/spec/terminationGracePeriodSeconds",
+                            "value": 90,
+                        }
+                    ],
                 }
             ]
         )
@@ -493,7 +499,7 @@ def test_patches_apply_before_validation(render):
     assert leader["spec"]["containers"][0]["command"]  # merged into, not replaced
     assert worker["spec"]["containers"][0]["env"][0] == {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT"}
     assert objects["service.yaml"]["spec"]["sessionAffinity"] == "ClientIP"
-    assert objects["podmonitor.yaml"]["spec"]["podMetricsEndpoints"][0]["interval"] == "30s"
+    assert worker["spec"]["terminationGracePeriodSeconds"] == 90
 
 
 def _openapi_with_lws() -> dict:
@@ -640,7 +646,7 @@ def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
         ),
         (
             {"target": {"kind": "Service"}, "patch": {"spec": {"sessionAffinityConfig": {"bogus": 1}}}},
-            "patches[0]: patch 1: service.yaml spec.sessionAffinityConfig.bogus: unknown field 'bogus'",
+            "patches[0]: patch 1: Service example-leader spec.sessionAffinityConfig.bogus: unknown field 'bogus'",
         ),
         (
             {
@@ -730,11 +736,11 @@ def test_a_template_replaces_lwsgens_and_keeps_what_it_derives(render, tmp_path)
     service = (
         (REPO / "templates" / "service.yaml.j2")
         .read_text()
-        .replace("spec:\n", "spec:\n  publishNotReadyAddresses: false\n", 1)
+        .replace("spec:\n", "spec:\n  sessionAffinity: ClientIP\n", 1)
     )
     _templates(tmp_path, service=service)
     spec = objects_of(render(_with(templates="hatch-templates")))["service.yaml"]["spec"]
-    assert spec["publishNotReadyAddresses"] is False
+    assert spec["sessionAffinity"] == "ClientIP"
 
 
 @pytest.mark.parametrize(
@@ -759,7 +765,13 @@ def test_a_template_replaces_lwsgens_and_keeps_what_it_derives(render, tmp_path)
             "no schema for example.com/v1 Widget",
         ),
         (
-            {"widget": PDB.replace("spec:\n", "spec:\n  template: {spec: {hostPID: true, containers: []}}\n", 1)},
+            {
+                "widget": (
+                    "apiVersion: batch/v1\nkind: Job\nmetadata: {name: w, namespace: inference}\nspec:\n  template:\n"
+                    "    spec:\n      restartPolicy: Never\n      hostPID: true\n      containers:\n      - name: w\n"
+                    "        image: busybox:1.37\n"
+                )
+            },
             "hostPID: lwsgen never runs a pod's containers in the node's PID namespace",
         ),
     ],
@@ -991,22 +1003,29 @@ def test_a_patch_may_still_add_a_sidecar_that_follows_the_rules(render):
     assert [c["name"] for c in leader["spec"]["containers"]] == ["leader", "log-shipper"]
 
 
-def test_an_error_a_patch_causes_in_another_object_is_said_at_the_patch(render):
-    entry = {
-        "target": {"kind": "LeaderWorkerSet"},
-        "patch": {"spec": {"leaderWorkerTemplate": {"leaderTemplate": {"metadata": {"labels": {"team": "x"}}}}}},
+def test_an_error_in_an_object_no_hatch_touched_is_said_at_the_hatches(write_profile):
+    """Cross-object errors in an object lwsgen wrote as it was, once a hatch changed another: at
+    `patches`, since the written files (where they would point) are never written."""
+    from lwsgen.load import load
+    from lwsgen.output.overrides import Hatch
+    from lwsgen.pipeline import _output_problems
+
+    src = load(write_profile(_with(patches=[PATCHES[1]])))
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "example-leader", "namespace": "inference"},
+        "spec": {
+            "selector": {"leaderworkerset.sigs.k8s.io/name": "gone", "leaderworkerset.sigs.k8s.io/worker-index": "0"},
+            "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
+        },
     }
-    profile = _with(
-        patches=[
-            entry,
-            {
-                "target": {"kind": "Service"},
-                "jsonPatch": [{"op": "add", "path": "/spec/publishNotReadyAddresses", "value": "no"}],
-            },
-        ]
+    files = {"service.yaml": yaml.safe_dump(service)}
+    origins = {("other.yaml", 0): Hatch(("patches", 0), "patch 1")}
+    problems = _output_problems("out/example", files, {"service.yaml": (service,)}, "1.33", src, origins)
+    assert problems and all(
+        p.path == "patches" and p.message.startswith("after the patches, service.yaml") for p in problems
     )
-    errors = _errors(render, profile)
-    assert all(e.startswith("patches[1]") for e in errors), errors
 
 
 @pytest.mark.parametrize(
@@ -1091,7 +1110,7 @@ def test_scale_to_zero_past_the_gateway_is_warned_about(render):
         ({"ssti": "data: {{ cycler.__init__.__globals__.os.popen('id').read() | q }}\n"}, "unsafe"),
         (
             {"leak": '{% filter replace("NAME", v.profile.model.path) %}k: NAME{% endfilter %}\n'},
-            "a filter block writes its text",
+            "block writes its text without the q filter",
         ),
         (
             {
@@ -1252,3 +1271,298 @@ def test_templates_are_found_beside_the_profile_that_names_them(write_profile, t
     overlay = write_profile({"extends": "bases/base.yaml", "name": "other"}, "overlay.yaml")
     rendered = render_profile(overlay)
     assert objects_of(rendered)["poddisruptionbudget.yaml"]["metadata"]["name"] == "other-poddisruptionbudget"
+
+
+# --- what a second review found open, now closed ------------------------------------------------
+
+TRITON = "triton-llama3-405b.yaml"
+
+
+def _example(name: str, **changes) -> dict:
+    return {**yaml.safe_load((REPO / "profiles" / name).read_text(encoding="utf-8")), **changes}
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        (
+            _example(
+                TRITON,
+                patches=[
+                    {
+                        "target": {"kind": "Role"},
+                        "jsonPatch": [
+                            {
+                                "op": "add",
+                                "path": "/rules/-",
+                                "value": {"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]},
+                            }
+                        ],
+                    }
+                ],
+            ),
+            "lwsgen derives it from runtime (what its launcher may do)",
+        ),
+        (
+            _example(
+                TRITON,
+                patches=[
+                    {
+                        "target": {"kind": "RoleBinding"},
+                        "jsonPatch": [
+                            {"op": "add", "path": "/subjects/-", "value": {"kind": "ServiceAccount", "name": "default"}}
+                        ],
+                    }
+                ],
+            ),
+            "lwsgen derives it from runtime (who may act as its launcher)",
+        ),
+        (
+            _with(
+                gateway=GATEWAY,
+                patches=[
+                    {
+                        "target": {"kind": "Deployment"},
+                        "jsonPatch": [
+                            {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "evil:1"}
+                        ],
+                    }
+                ],
+            ),
+            "a hatch adds to what lwsgen writes; it does not change or remove it",
+        ),
+        (
+            _with(
+                gateway=GATEWAY,
+                patches=[
+                    {
+                        "target": {"kind": "Deployment"},
+                        "jsonPatch": [{"op": "add", "path": "/spec/template/spec/nodeName", "value": "gpu-1"}],
+                    }
+                ],
+            ),
+            "nodeName skips the scheduler",
+        ),
+        (
+            _with(patches=[_pod_patch(resourceClaims=[{"name": "gpu", "resourceClaimName": "x"}])]),
+            "DRA claims are not lwsgen's",
+        ),
+        (
+            _with(
+                containers=[SIDECAR],
+                patches=[
+                    _pod_patch(
+                        containers=[
+                            ENGINE,
+                            {
+                                "name": "log-shipper",
+                                "resources": {"$patch": "replace", "limits": {"nvidia.com/gpu": "8"}},
+                            },
+                        ]
+                    )
+                ],
+            ),
+            "containers[1].resources: nvidia.com/gpu is the engine's",
+        ),
+        (
+            _with(patches=[{"target": {"kind": "Service"}, "patch": {"spec": {"externalIPs": ["203.0.113.9"]}}}]),
+            "a Service's addresses are lwsgen's",
+        ),
+        (
+            {**_to_zero(), "patches": [{"target": {"kind": "ScaledObject"}, "patch": {"spec": {"cooldownPeriod": 0}}}]},
+            "lwsgen derives it from autoscaling.*",
+        ),
+        (
+            _with(
+                gateway=GATEWAY,
+                patches=[{"target": {"kind": "HTTPRoute"}, "patch": {"spec": {"hostnames": ["x.example"]}}}],
+            ),
+            "from gateway.*",
+        ),
+        (
+            _with(
+                env={"FI_EFA_USE_DEVICE_RDMA": "1"},
+                patches=[
+                    {
+                        "target": {"kind": "LeaderWorkerSet"},
+                        "patch": {
+                            "spec": {
+                                "leaderWorkerTemplate": {
+                                    "leaderTemplate": {
+                                        "spec": {
+                                            "containers": [
+                                                {
+                                                    "name": "leader",
+                                                    "env": [{"name": "FI_EFA_USE_DEVICE_RDMA", "$patch": "delete"}],
+                                                }
+                                            ]
+                                        }
+                                    }
+                                }
+                            }
+                        },
+                    }
+                ],
+            ),
+            "does not change or remove it",
+        ),
+        (
+            _with(
+                patches=[
+                    {"target": {"kind": "Service"}, "jsonPatch": [{"op": "replace", "path": "/spec", "value": [1]}]}
+                ]
+            ),
+            "spec: [1] is not of types",
+        ),
+        (_with(patches=[_pod_patch(containers=[ENGINE, "sidecar"])]), "each element of containers needs its merge key"),
+        (_with(patches=[_pod_patch(containers=[{**ENGINE, "securityContext": ["x"]}])]), "patches[0]: patch 1"),
+    ],
+)
+def test_patches_a_second_review_found_open_are_refused(render, profile, expected):
+    errors = _errors(render, profile)
+    assert any(expected in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"containers": [{**SIDECAR, "ports": [{"name": "x", "containerPort": 29501}]}]}, "port 29501 is the engine's"),
+        ({"containers": [{**SIDECAR, "ports": [{"name": "x", "containerPort": 8080}]}]}, "port 8080 is the engine's"),
+        (
+            {"volumes": [{"name": "mine", "persistentVolumeClaim": {"claimName": "models"}}]},
+            "'models' is the model's claim",
+        ),
+        (
+            {"containers": [{**SIDECAR, "resources": {"limits": {"cpu": "lots", "memory": "1Gi"}}}]},
+            "'lots' is not a Kubernetes quantity",
+        ),
+        (
+            {"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}]},
+            "maxSkew must be 1 or more",
+        ),
+        ({"podLabels": {"kueue.x-k8s.io/queue-name": "q"}}, "set by lwsgen, LeaderWorkerSet or Kueue"),
+    ],
+)
+def test_pod_fields_a_second_review_found_open_are_refused(render, fields, expected):
+    errors = _errors(render, _with(**fields))
+    assert any(expected in e for e in errors), errors
+
+
+DEPLOYMENT = (
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: x, namespace: inference}}\nspec:\n"
+    "  selector: {{matchLabels: {labels}}}\n  template:\n    metadata: {{labels: {labels}}}\n    spec:\n"
+    "      containers: [{{name: x, image: 'busybox:1.37'}}]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {
+                "_m": '{% macro m(x) %}{% filter replace("N", x) %}k: N{% endfilter %}{% endmacro %}\n',
+                "uses": '{% from "_m.yaml.j2" import m %}{{ m(v.profile.model.path) }}\n',
+            },
+            "without the q filter",
+        ),
+        (
+            {
+                "slice": (
+                    "apiVersion: discovery.k8s.io/v1\n"
+                    "kind: EndpointSlice\n"
+                    "metadata: {name: s, namespace: inference}\n"
+                    "addressType: IPv4\n"
+                    "endpoints: []\n"
+                )
+            },
+            "a EndpointSlice: traffic reaches the pods through lwsgen's Service",
+        ),
+        (
+            {
+                "ing": (
+                    "apiVersion: networking.k8s.io/v1\n"
+                    "kind: Ingress\n"
+                    "metadata: {name: i, namespace: inference}\n"
+                    "spec: {}\n"
+                )
+            },
+            "a Ingress",
+        ),
+        (
+            {
+                "token": (
+                    "apiVersion: v1\n"
+                    "kind: Secret\n"
+                    "metadata: {name: t, namespace: inference}\n"
+                    "type: kubernetes.io/service-account-token\n"
+                )
+            },
+            "a ServiceAccount token is the cluster's",
+        ),
+        (
+            {
+                "pods": DEPLOYMENT.format(
+                    labels='{"leaderworkerset.sigs.k8s.io/name": example, '
+                    '"leaderworkerset.sigs.k8s.io/worker-index": "0"}'
+                )
+            },
+            "its pods carry labels lwsgen's Services",
+        ),
+        ({"kustomizeconfig": "x: 1\n"}, "lwsgen builds kustomizeconfig.yaml"),
+        ({"syntax": "{{ \n"}, "TemplateSyntaxError"),
+        ({"divide": "a: {{ (1 // 0) | q }}\n"}, "ZeroDivisionError"),
+        (
+            {
+                "dated": (
+                    "apiVersion: v1\n"
+                    "kind: ConfigMap\n"
+                    "metadata: {name: d, namespace: inference}\n"
+                    "data: {when: 2024-01-01}\n"
+                )
+            },
+            "(quote it)",
+        ),
+    ],
+)
+def test_templates_a_second_review_found_open_are_refused(render, tmp_path, files, expected):
+    _templates(tmp_path, **files)
+    errors = _errors(render, _with(templates="hatch-templates"))
+    assert any(expected in e for e in errors), errors
+
+
+def test_a_template_cannot_include_a_file_outside_its_directory(render, tmp_path):
+    secret = tmp_path.parent / f"{tmp_path.name}-outside"
+    secret.mkdir()
+    (secret / "token").write_text("s3cr3t", encoding="utf-8")
+    _templates(tmp_path, leak='data: {% include "out/token" %}\n')
+    (tmp_path / "hatch-templates" / "out").symlink_to(secret)
+    errors = _errors(render, _with(templates="hatch-templates"))
+    assert any("TemplateNotFound" in e for e in errors) and not any("s3cr3t" in e for e in errors), errors
+
+
+def test_a_template_that_is_not_utf8_is_a_problem(render, tmp_path):
+    _templates(tmp_path)
+    (tmp_path / "hatch-templates" / "latin.yaml.j2").write_bytes(b"a: \xe9\n")
+    assert any("latin.yaml.j2" in e for e in _errors(render, _with(templates="hatch-templates")))
+
+
+def test_strategic_merge_keeps_ports_of_two_protocols_and_drops_directives_of_new_lists():
+    original = {"ports": [{"containerPort": 53, "protocol": "UDP"}]}
+    result = patch.merge(
+        original, {"ports": [{"containerPort": 53, "protocol": "TCP"}], "volumes": [{"name": "v", "$patch": "delete"}]}
+    )
+    assert result == {
+        "ports": [{"containerPort": 53, "protocol": "TCP"}, {"containerPort": 53, "protocol": "UDP"}],
+        "volumes": [],
+    }
+
+
+def test_an_output_error_in_a_profile_sidecar_is_said_at_the_sidecar(write_profile, tmp_path, capsys):
+    from lwsgen.cli import main
+
+    sidecar = {**SIDECAR, "ports": [{"name": "web", "containerPort": 70000}]}
+    text = yaml.safe_dump(_with(containers=[sidecar]), sort_keys=False)
+    assert main(["render", str(write_profile(text)), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "profile.yaml:" in err and "containers[0].ports[0].containerPort: 70000 is not a port" in err
+    assert err.count("70000") == 1 and "out/" not in err

@@ -24,6 +24,7 @@ Found = tuple[tuple, str, str]
 DEVICE_FIELDS = {"vpc.amazonaws.com/efa": "node.efa"}
 UNCONFINED = "Unconfined"
 _REFERENCE = re.compile(r"(?<!\$)\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+QUANTITY = re.compile(r"([0-9]+(\.[0-9]+)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][0-9]+)?")
 
 
 def kept_capabilities(profile: Profile) -> set[str]:
@@ -35,10 +36,12 @@ def is_device(profile: Profile, resource: str) -> bool:
     return resource in (node.gpu_resource, *DEVICE_FIELDS, *node.rdma_resource) or resource.startswith("nvidia.com/")
 
 
-def security(profile: Profile, context: dict, final: bool) -> list[Found]:
+def security(profile: Profile, context: Any, final: bool) -> list[Found]:
     """final: the container as written out (an absent allowPrivilegeEscalation is true there, and
     every capability must be dropped); otherwise lwsgen still fills in its defaults."""
     allowed, out, at = profile.security.allow_privileged, [], ("securityContext",)
+    if not isinstance(context, dict) or not isinstance(context.get("capabilities") or {}, dict):
+        return [(at, "a securityContext is a mapping (capabilities too)", "bad-value")]
     for key in ("privileged", "allowPrivilegeEscalation"):
         if context.get(key) and not allowed:
             out.append(
@@ -112,6 +115,13 @@ def resources(profile: Profile, spec: dict) -> list[Found]:
     """A container lwsgen did not derive: CPU and memory limits, requests = limits, no devices."""
     written = spec.get("resources") or {}
     limits, requests, out = written.get("limits") or {}, written.get("requests") or {}, []
+    if not isinstance(limits, dict) or not isinstance(requests, dict):
+        return [(("resources",), "limits and requests are mappings of resource names to amounts", "bad-value")]
+    for side, amounts in (("limits", limits), ("requests", requests)):
+        for resource, amount in amounts.items():
+            if not QUANTITY.fullmatch(str(amount)):
+                message = f"{amount!r} is not a Kubernetes quantity such as 500m, 2 or 512Mi"
+                out.append((("resources", side, resource), message, "bad-quantity"))
     missing = [r for r in ("cpu", "memory") if r not in limits]
     if missing:
         message = (

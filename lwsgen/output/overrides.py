@@ -1,13 +1,11 @@
 """The two escape hatches that reach the generated objects themselves, between parse back and
-validate: the profile's `templates:` (a directory whose <kind>.yaml.j2 replaces lwsgen's template
-or adds a kind) and its `patches:` (output/patch.py). Whatever they produce is validated like the
-rest; what they may not change or open (output/protected.py), and every error in an object they
-touched, is a problem at the hatch in the profile: the `templates` field or the patch."""
+validate: the profile's `patches:` (here; output/patch.py applies one) and its `templates:`
+(output/usertemplates.py). What they produce is checked against its strict schema first, then for
+what it may not change or open (output/protected.py, output/kept.py); every problem, and every
+error in an object they touched, is said at the hatch in the profile."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from lwsgen.check.profile import Profile, thaw
@@ -18,7 +16,6 @@ from lwsgen.problems import Problem, ProblemsError
 from lwsgen.records import Record
 
 TEMPLATES = ("templates",)
-NOT_REPLACEABLE = ("kustomization",)  # built from the other files
 
 
 class Hatch(Record):
@@ -31,157 +28,39 @@ class Hatch(Record):
 Origins = dict[tuple[str, int], Hatch]
 
 
-def templates_dir(profile: Profile, src: Source, profile_path: Path) -> Path | None:
-    """The `templates:` directory, resolved from the profile file that sets it and confined to that
-    profile's directory or git work tree (as `extends` is); raises ProblemsError."""
-    from lwsgen.load.inherit import work_tree
-
-    if profile.templates is None:
-        return None
-    setter = src.file_of(TEMPLATES)
-    base = profile_path if setter == src.file else Path(setter)
-    directory = (base.parent / profile.templates).resolve()
-    roots = [base.resolve().parent, *filter(None, [work_tree(base)])]
-    if os.path.isabs(profile.templates) or not any(directory.is_relative_to(root) for root in roots):
-        message = "must be a relative path inside this profile's directory or its git work tree"
-        raise ProblemsError([src.problem(TEMPLATES, message, "templates-outside")])
-    if not directory.is_dir():
-        raise ProblemsError(
-            [src.problem(TEMPLATES, f"no directory {profile.templates!r} beside the profile", "missing")]
-        )
-    return directory
-
-
-def template_keys(src: Source, directory: Path, emitted: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(lwsgen's kinds replaced, kinds added) by the directory's <key>.yaml.j2 files; `_*` files are
-    macros to import, not kinds."""
-    import re
-
-    from lwsgen.derive.kinds import BY_KEY
-    from lwsgen.render import user_templates
-
-    keys = [key for key in user_templates(directory) if not key.startswith("_")]
-    problems = []
-    for key in keys:
-        if key in NOT_REPLACEABLE:
-            problems.append(src.problem(TEMPLATES, f"{key}.yaml.j2: lwsgen builds {key}.yaml from the files", "taken"))
-        elif key in BY_KEY and key not in emitted:
-            message = f"{key}.yaml.j2 replaces lwsgen's {key}, which this profile does not emit ({BY_KEY[key].when})"
-            problems.append(src.problem(TEMPLATES, message, "not-emitted"))
-        elif key not in BY_KEY and not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", key):
-            message = f"{key}.yaml.j2: a kind's name is lower-case letters, digits and '-' (its file is {key}.yaml)"
-            problems.append(src.problem(TEMPLATES, message, "bad-name"))
-    if problems:
-        raise ProblemsError(problems)
-    if not keys:
-        raise ProblemsError([src.problem(TEMPLATES, f"no <kind>.yaml.j2 in {directory}", "missing")])
-    return tuple(k for k in keys if k in BY_KEY), tuple(k for k in keys if k not in BY_KEY)
-
-
-def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
-    """The directory's templates rendered; a template that fails is a problem at `templates`."""
-    import jinja2
-    from jinja2.sandbox import SecurityError
-
-    from lwsgen.render import render, unquoted_blocks
-
-    for key in keys:
-        found = unquoted_blocks(directory, key)
-        if found:
-            message = f"{key}.yaml.j2:{found}: a filter block writes its text without the q filter; use {{{{ x | q }}}}"
-            raise ProblemsError([src.problem(TEMPLATES, message, "unquoted")])
-
-    rendered = {}
-    for key in keys:
-        try:
-            rendered.update(render(deployment, directory, (key,)))
-        except jinja2.TemplateError as err:
-            line = f":{err.lineno}" if getattr(err, "lineno", None) else ""
-            message = f"{key}.yaml.j2{line}: {type(err).__name__}: {err.message or err}"
-            raise ProblemsError([src.problem(TEMPLATES, message, "bad-template")]) from None
-        except TypeError as err:  # finalize: a value placed without the q filter
-            raise ProblemsError([src.problem(TEMPLATES, f"{key}.yaml.j2: {err}", "unquoted")]) from None
-        except SecurityError as err:  # the sandbox: what a template may not reach
-            raise ProblemsError([src.problem(TEMPLATES, f"{key}.yaml.j2: {err}", "unsafe")]) from None
-    return rendered
-
-
-def parse_templates(rendered: dict[str, str], src: Source):
-    """The templates' text parsed back; YAML that is not objects is a problem at `templates`."""
-    import yaml
-
-    from lwsgen.output import parse
-
-    try:
-        return parse.build(rendered)
-    except yaml.YAMLError as err:
-        raise ProblemsError(
-            [src.problem(TEMPLATES, f"a template writes YAML that does not parse: {err}", "bad-template")]
-        ) from None
-
-
-def _identity(obj: Any) -> tuple[Any, Any]:
+def identity(obj: Any) -> tuple[Any, Any]:
     if not isinstance(obj, dict):
         return None, None
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     return obj.get("kind"), meta.get("name")
 
 
-# Kinds an added template may not write: access (RBAC), fencing (NetworkPolicy) and what is not
-# namespaced, so outside the profile's namespace (by Kubernetes' own scope of each kind).
-REFUSED_KINDS = {
-    "Role": "RBAC is lwsgen's to derive (the runtime's launcher)",
-    "RoleBinding": "RBAC is lwsgen's to derive (the runtime's launcher)",
-    "NetworkPolicy": "policies add up: a second one would admit what lwsgen's fences (service.allowedSources)",
-}
-CLUSTER_SCOPED = {
-    "Namespace",
-    "Node",
-    "PersistentVolume",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "PriorityClass",
-    "StorageClass",
-    "CSIDriver",
-    "CSINode",
-    "VolumeAttachment",
-    "RuntimeClass",
-    "IngressClass",
-    "CustomResourceDefinition",
-    "APIService",
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-    "MutatingAdmissionPolicy",
-    "MutatingAdmissionPolicyBinding",
-    "CertificateSigningRequest",
-    "FlowSchema",
-    "PriorityLevelConfiguration",
-    "ClusterTrustBundle",
-    "DeviceClass",
-    "ServiceCIDR",
-    "IPAddress",
-    "ResourceSlice",
-    "VolumeAttributesClass",
-}
+def _plain(value: Any) -> bool:
+    """YAML that is JSON's data: what every object lwsgen writes is made of (no dates, no odd keys)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _added_object(profile: Profile, obj: dict) -> str | None:
-    """Why an object of an added kind may not be written, if it may not."""
-    from lwsgen.derive.naming import LWS_NAME_LABEL
+def malformed(profile: Profile, src: Source, at: tuple, label: str, file: str, obj: Any) -> list[Problem]:
+    """What a hatch produced checked first against its strict schema: the rules after it read
+    objects of the right shape."""
+    from lwsgen.output.validate import schema_errors
 
-    kind, meta = obj.get("kind"), obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    if kind in REFUSED_KINDS:
-        return f"a {kind}: {REFUSED_KINDS[kind]}"
-    if kind in CLUSTER_SCOPED or str(kind).startswith("Cluster"):
-        return f"a {kind} is cluster-scoped: a profile writes only into its namespace"
-    if meta.get("namespace") != profile.namespace:
-        return f"metadata.namespace must be the profile's namespace {profile.namespace!r} (place meta(v.meta))"
-    selector = (obj.get("spec") or {}).get("selector") if isinstance(obj.get("spec"), dict) else None
-    if kind == "Service" and isinstance(selector, dict) and selector.get(LWS_NAME_LABEL) == profile.name:
-        return "a Service of this LWS's pods would expose them past lwsgen's; use service.extraPorts"
-    return None
+    if not isinstance(obj, dict):
+        return [src.problem(at, f"{label} writes a {type(obj).__name__}, not an object", "bad-template")]
+    if not _plain(obj):
+        message = (
+            f"{label}: {file} holds a value YAML reads as neither text, number, boolean, list nor mapping (quote it)"
+        )
+        return [src.problem(at, message, "bad-value")]
+    kind, name = identity(obj)
+    return [
+        src.problem(at, f"{label}: {kind} {name} {_say(error.path)}: {error.message}", "invalid-output")
+        for error in schema_errors(obj, profile.kubernetes_version, file)
+    ]
 
 
 def _say(path: tuple) -> str:
@@ -190,60 +69,24 @@ def _say(path: tuple) -> str:
     return dotted(path)
 
 
-def template_problems(
-    profile: Profile, src: Source, builtin: list[OutputFile], files: list[OutputFile], keys: tuple[str, ...]
-) -> tuple[list[Problem], Origins]:
-    """A replacing template must keep every object of lwsgen's and every value it derives."""
-    from lwsgen.derive.kinds import file_of
-
-    found = protected.devices(profile)
-    before = {f.name: f for f in builtin}
-    problems, origins = [], {}
-    for output in files:
-        key = output.name[: -len(".yaml")]
-        if key not in keys:
-            continue
-        label = f"templates/{key}.yaml.j2"
-        ours = {_identity(o): o for o in (before[output.name].objects if output.name in before else ())}
-        theirs = {_identity(o): o for o in output.objects}
-        for identity in ours.keys() - theirs.keys():
-            message = f"{label} leaves out {identity[0]} {identity[1]} of {file_of(key)}; lwsgen derives it"
-            problems.append(src.problem(TEMPLATES, message, "derived"))
-        for index, obj in enumerate(output.objects):
-            origins[(output.name, index)] = Hatch(TEMPLATES, label)
-            if not isinstance(obj, dict):
-                problems.append(
-                    src.problem(TEMPLATES, f"{label} writes a {type(obj).__name__}, not an object", "bad-template")
-                )
-                continue
-            if _identity(obj) in ours:
-                problems += _changed(src, TEMPLATES, label, ours[_identity(obj)], obj, found)
-            elif (why := _added_object(profile, obj)) is not None:
-                problems.append(
-                    src.problem(TEMPLATES, f"{label}: {obj.get('kind')} {_identity(obj)[1]}: {why}", "refused")
-                )
-            problems += _holes(profile, src, TEMPLATES, label, obj, ours.get(_identity(obj)))
-    return problems + duplicates(src, TEMPLATES, files), origins
-
-
 def duplicates(src: Source, at: tuple, files: list[OutputFile]) -> list[Problem]:
     """Two objects of one kind and name: kustomize refuses the set, and a stream applies both."""
     seen: dict[tuple, str] = {}
     out = []
     for output in files:
         for obj in output.objects:
-            identity = _identity(obj)
-            if None in identity:
+            key = identity(obj)
+            if None in key:
                 continue  # a configuration fragment, not an object
-            if identity in seen:
-                message = f"{identity[0]} {identity[1]} is in both {seen[identity]} and {output.name}"
+            if key in seen:
+                message = f"{key[0]} {key[1]} is in both {seen[key]} and {output.name}"
                 out.append(src.problem(at, message, "duplicate"))
-            seen.setdefault(identity, output.name)
+            seen.setdefault(key, output.name)
     return out
 
 
-def _changed(src: Source, at: tuple, label: str, before: dict, after: dict, found: set[str]) -> list[Problem]:
-    kind, name = _identity(before)
+def changed(src: Source, at: tuple, label: str, before: dict, after: dict, found: set[str]) -> list[Problem]:
+    kind, name = identity(before)
     return [
         src.problem(
             at,
@@ -254,8 +97,8 @@ def _changed(src: Source, at: tuple, label: str, before: dict, after: dict, foun
     ]
 
 
-def _holes(profile: Profile, src: Source, at: tuple, label: str, obj: dict, before: dict | None) -> list[Problem]:
-    kind, name = _identity(obj)
+def opened(profile: Profile, src: Source, at: tuple, label: str, obj: dict, before: dict | None) -> list[Problem]:
+    kind, name = identity(obj)
     derived = set(protected.holes(profile, before, before)) if before is not None else set()  # lwsgen's own
     return [
         src.problem(at, f"{label}: {kind} {name} {_say(path)}: {why}", "host-access")
@@ -271,11 +114,11 @@ def _target(src: Source, index: int, target: dict, files: list[OutputFile]) -> t
         (f, i)
         for f, output in enumerate(files)
         for i, obj in enumerate(output.objects)
-        if obj.get("kind") == kind and (name is None or _identity(obj)[1] == name)
+        if obj.get("kind") == kind and (name is None or identity(obj)[1] == name)
     ]
     if len(matches) == 1:
         return matches[0]
-    same_kind = sorted(str(_identity(o)[1]) for f in files for o in f.objects if o.get("kind") == kind)
+    same_kind = sorted(str(identity(o)[1]) for f in files for o in f.objects if o.get("kind") == kind)
     if not matches and not same_kind:
         kinds = sorted({str(o.get("kind")) for f in files for o in f.objects if o.get("kind")})
         message = f"no {kind} in the output; its kinds: {', '.join(kinds)}"
@@ -309,10 +152,35 @@ def apply_patches(
             problems.append(src.problem(("patches", index, *field, *err.path), err.message, "bad-patch"))
             continue
         label = f"patch {index + 1}"
-        problems += _changed(src, ("patches", index), label, before, after, found)
-        problems += _holes(profile, src, ("patches", index), label, after, before)
+        shape = malformed(profile, src, ("patches", index), label, files[f].name, after)
+        if shape:
+            problems += shape
+            continue
+        problems += changed(src, ("patches", index), label, before, after, found)
+        problems += opened(profile, src, ("patches", index), label, after, before)
         objects = list(files[f].objects)
         objects[i] = after
         files[f] = files[f]._replace(objects=tuple(objects))
         origins[(files[f].name, i)] = Hatch(("patches", index), label)
     return files, problems, origins
+
+
+SIDE_OF = {"leaderTemplate": "leader", "workerTemplate": "worker"}
+HATCH_LISTS = {"containers": "containers", "initContainers": "init_containers", "volumes": "volumes"}
+
+
+def field_origin(profile: Profile, obj: dict, path: tuple) -> tuple | None:
+    """Where in the profile a pod hatch set what an output error points at (a sidecar, an init
+    container or a volume of the profile, in a LeaderWorkerSet's template), as a profile path."""
+    from lwsgen.check.pods import settings
+
+    if obj.get("kind") != "LeaderWorkerSet" or len(path) < 6 or path[:2] != ("spec", "leaderWorkerTemplate"):
+        return None
+    side, group, index = SIDE_OF.get(path[2]), path[4], path[5]
+    if side is None or path[3] != "spec" or group not in HATCH_LISTS or not isinstance(index, int):
+        return None
+    items = obj["spec"]["leaderWorkerTemplate"][path[2]]["spec"].get(group) or []
+    name = items[index].get("name") if index < len(items) and isinstance(items[index], dict) else None
+    entries = getattr(settings(profile, side), HATCH_LISTS[group])
+    entry = next((e for e in entries if e.value.get("name") == name), None)
+    return None if entry is None else (*entry.path, *path[6:])

@@ -43,11 +43,22 @@ class PatchError(Exception):
         self.path, self.message = path, message
 
 
-def _merge_key(field: str, items: list) -> str | None:
+def _merge_key(field: str, items: list) -> tuple[str, ...] | None:
+    """The fields an element is known by: Kubernetes' patchMergeKey, with the list-map keys kustomize
+    also uses for ports (and protocol) and topology spread (and whenUnsatisfiable)."""
     if field == "ports":  # a container's ports merge on containerPort, a Service's on port
         sample = next((item for item in items if isinstance(item, dict)), {})
-        return "containerPort" if "containerPort" in sample else "port"
-    return MERGE_KEYS.get(field)
+        return ("containerPort", "protocol") if "containerPort" in sample else ("port", "protocol")
+    if field == "topologySpreadConstraints":
+        return ("topologyKey", "whenUnsatisfiable")
+    return (MERGE_KEYS[field],) if field in MERGE_KEYS else None
+
+
+DEFAULTS = {"protocol": "TCP"}
+
+
+def _identity(item: dict, keys: tuple[str, ...]) -> tuple:
+    return tuple(item.get(k, DEFAULTS.get(k)) for k in keys)
 
 
 def merge(original: Any, patch: Any, at: tuple = ()) -> Any:
@@ -74,8 +85,10 @@ def merge(original: Any, patch: Any, at: tuple = ()) -> Any:
             result.pop(key, None)
         elif isinstance(value, dict) and value.get(DIRECTIVE) == "delete":
             result.pop(key, None)
-        elif isinstance(value, list) and isinstance(result.get(key), list):
-            result[key] = _merge_list(key, result[key], value, (*at, key))
+        elif isinstance(value, list):  # into an absent list too: its directives still apply
+            result[key] = _merge_list(
+                key, result.get(key) if isinstance(result.get(key), list) else [], value, (*at, key)
+            )
         else:
             result[key] = merge(result.get(key), value, (*at, key))
     return result
@@ -84,21 +97,22 @@ def merge(original: Any, patch: Any, at: tuple = ()) -> Any:
 def _merge_list(field: str, original: list, patch: list, at: tuple) -> list:
     if any(isinstance(item, dict) and item.get(DIRECTIVE) == "replace" for item in patch):
         return [copy.deepcopy(i) for i in patch if not (isinstance(i, dict) and i.get(DIRECTIVE) == "replace")]
-    key = _merge_key(field, original + patch)
-    if key is None:
+    keys = _merge_key(field, original + patch)
+    if keys is None:
         return copy.deepcopy(patch)
+    key = keys[0]
     # The patch's elements first, in its order, then the original's others (as kustomize orders them).
-    by_key = {old.get(key): old for old in original if isinstance(old, dict) and isinstance(old.get(key), (str, int))}
+    by_key = {_identity(old, keys): old for old in original if isinstance(old, dict)}
     merged, named = [], set()
     for index, item in enumerate(patch):
         if not isinstance(item, dict) or key not in item:
             raise PatchError((*at, index), f"each element of {field} needs its merge key {key!r}")
-        if not isinstance(item[key], (str, int)) or isinstance(item[key], bool):
+        if any(not isinstance(v, (str, int)) or isinstance(v, bool) for v in _identity(item, keys) if v is not None):
             raise PatchError((*at, index, key), f"the merge key {key!r} must be a string or a number")
-        named.add(item[key])
+        named.add(_identity(item, keys))
         if item.get(DIRECTIVE) != "delete":
-            merged.append(merge(by_key.get(item[key], {}), item, (*at, index)))
-    rest = [copy.deepcopy(old) for old in original if not (isinstance(old, dict) and old.get(key) in named)]
+            merged.append(merge(by_key.get(_identity(item, keys), {}), item, (*at, index)))
+    rest = [copy.deepcopy(o) for o in original if not (isinstance(o, dict) and _identity(o, keys) in named)]
     return merged + rest
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from lwsgen.check import containers
 from lwsgen.check.pods import OWN_LABEL_PREFIXES, OWN_VOLUMES, annotation_owner
 from lwsgen.check.profile import Profile
+from lwsgen.output import kept
 from lwsgen.records import Record
 
 ANY, OWN_LABELS, OWN_POD_ANNOTATIONS, DEVICES = "*", "@labels", "@annotations", "@devices"
@@ -73,6 +74,15 @@ GUARDS = (
     Guard(("LeaderWorkerSet",), ("metadata", "annotations", OWN_POD_ANNOTATIONS), "the scheduling fields"),
     Guard(("LeaderWorkerSet",), ("metadata", "labels", "kueue.x-k8s.io/queue-name"), "scheduling.queue"),
     Guard(("PrometheusRule",), ("spec",), "monitoring.* (the records autoscalers and dashboards read)"),
+    Guard(("Role",), ("rules",), "runtime (what its launcher may do)"),
+    Guard(("RoleBinding",), ("roleRef",), "runtime (what its launcher may do)"),
+    Guard(("RoleBinding",), ("subjects",), "runtime (who may act as its launcher)"),
+    Guard(("ServiceAccount",), (), "runtime (its launcher's account)"),
+    Guard(("Service",), ("spec", "externalIPs"), "service.type (a Service's addresses are lwsgen's)"),
+    Guard(("Service",), ("spec", "externalTrafficPolicy"), "service.externalTrafficPolicy"),
+    Guard(("Service",), ("spec", "publishNotReadyAddresses"), "nothing: only ready leaders serve"),
+    Guard(("HorizontalPodAutoscaler", "ScaledObject"), ("spec",), "autoscaling.*"),
+    Guard(("HTTPRoute",), ("spec",), "gateway.*"),
     Guard(("PodMonitor",), ("spec", "podMetricsEndpoints", ANY, "port"), "the runtime (its metrics port)"),
     Guard(("PodMonitor",), ("spec", "podMetricsEndpoints", ANY, "path"), "the runtime (its metrics path)"),
     Guard(("Service",), ("spec", "selector"), "name (the Service selects this LWS's leaders)"),
@@ -175,8 +185,20 @@ def devices(profile: Profile) -> set[str]:
     return {node.gpu_resource, "vpc.amazonaws.com/efa", *node.rdma_resource}
 
 
+ADDS_ONLY = "the profile (a hatch adds to what lwsgen writes; it does not change or remove it)"
+
+
 def changes(before: dict, after: dict, found: set[str]) -> Iterator[tuple[tuple, str]]:
-    """(path, profile field) for every derived value the hatch changed, added or removed."""
+    """(path, profile field) for every value lwsgen wrote that the hatch changed or removed, and
+    every change at all (additions too) inside what is frozen (GUARDS)."""
+    said = list(_guarded(before, after, found))
+    yield from said
+    for path in kept.lost(before, after):
+        if not any(path[: len(p)] == p or p[: len(path)] == path for p, _ in said):
+            yield path, ADDS_ONLY
+
+
+def _guarded(before: dict, after: dict, found: set[str]) -> Iterator[tuple[tuple, str]]:
     kind, moved = before.get("kind"), []
     for guard in GUARDS:
         if guard.kinds and kind not in guard.kinds:
@@ -206,22 +228,17 @@ HOST_FIELDS = {"hostNetwork": "security.allowHostNetwork", "hostIPC": "security.
 def holes(profile: Profile, obj: dict, before: dict | None = None) -> Iterator[tuple[tuple, str]]:
     """(path, what is wrong) for every way the object's pods get more than the profile allows; a
     container not in `before` (what lwsgen derived, if anything) is held to the sidecar rules too."""
-    derived = {at: spec for at, spec in _pod_specs(before)} if before is not None else {}
     for at, spec in _pod_specs(obj):
         yield from _pod_holes(profile, spec, at)
-        theirs = {
-            c.get("name")
-            for g in ("initContainers", "containers")
-            for c in derived.get(at, {}).get(g) or []
-            if isinstance(c, dict)
-        }
         for group in ("initContainers", "containers"):
             for index, container in enumerate(spec.get(group) or []):
                 if not isinstance(container, dict):
                     continue
-                added = container.get("name") not in theirs
-                for path, message, _code in containers.container(profile, container, final=True, added=added):
+                engine = group == "containers" and index == 0  # its amounts are the node shape's: guarded
+                for path, message, _code in containers.container(profile, container, final=True, added=not engine):
                     yield (*at, group, index, *path), message
+                if (container.get("resources") or {}).get("claims"):
+                    yield (*at, group, index, "resources", "claims"), "a pod's devices come from node.*, not claims"
 
 
 def _pod_holes(profile: Profile, spec: dict, at: tuple) -> Iterator[tuple[tuple, str]]:
@@ -233,6 +250,13 @@ def _pod_holes(profile: Profile, spec: dict, at: tuple) -> Iterator[tuple[tuple,
     for field, why in (("hostPID", "the node's PID namespace"), ("shareProcessNamespace", "one process namespace")):
         if spec.get(field):
             yield (*at, field), f"lwsgen never runs a pod's containers in {why}"
+    if spec.get("nodeName"):
+        yield (
+            (*at, "nodeName"),
+            "nodeName skips the scheduler (gang scheduling, node.gpuProduct); set node.nodeSelector",
+        )
+    if spec.get("resourceClaims"):
+        yield (*at, "resourceClaims"), "a pod's devices come from node.* (DRA claims are not lwsgen's to hand out)"
     for index, volume in enumerate(spec.get("volumes") or []):
         if isinstance(volume, dict) and "hostPath" in volume and not security.allow_host_path:
             yield (*at, "volumes", index, "hostPath"), "hostPath is not allowed; set security.allowHostPath"

@@ -127,11 +127,38 @@ def compile_into(templates: Path, target: Path) -> None:
     (target / COMPILED_STAMP).write_text(compiled_stamp(), encoding="utf-8")
 
 
+class UnquotedBlock(jinja2.TemplateSyntaxError):
+    """A `{% filter %}` block: it places its filtered text without the q filter."""
+
+
 class _Sandboxed(ImmutableSandboxedEnvironment):
     """A profile's own templates run sandboxed: no attribute of Python's internals, no method that
-    changes a value (a template is data in a repository, not code to trust)."""
+    changes a value (a template is data in a repository, not code to trust). Every template it
+    parses (the profile's, the macros they import or include) is refused a `{% filter %}` block,
+    whose text finalize (which sees only `{{ }}`) would never check."""
 
     concat = staticmethod(lambda parts: Quoted("".join(parts)))
+
+    def _parse(self, source: str, name: str | None, filename: str | None):
+        from jinja2 import nodes
+
+        tree = super()._parse(source, name, filename)
+        found = next(iter(tree.find_all(nodes.FilterBlock)), None)
+        if found is not None:
+            message = "a {% filter %} block writes its text without the q filter; use {{ x | q }}"
+            raise UnquotedBlock(message, found.lineno, name, filename)
+        return tree
+
+
+class _Confined(jinja2.FileSystemLoader):
+    """Templates of one directory only: a link that leads out of it is not followed."""
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        root = Path(self.searchpath[0]).resolve()
+        path = (root / template).resolve()
+        if not path.is_relative_to(root):
+            raise jinja2.TemplateNotFound(template)
+        return super().get_source(environment, template)
 
 
 @lru_cache(maxsize=8)
@@ -139,19 +166,8 @@ def user_environment(directory: str) -> jinja2.Environment:
     """The profile's `templates:` directory before lwsgen's own templates (which its templates may
     import, `_k8s.yaml.j2` say): the same filter, finalize and StrictUndefined, in a sandbox."""
     builtin = environment().loader
-    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(directory), builtin])
+    loader = jinja2.ChoiceLoader([_Confined(directory), builtin])
     return make_environment(loader, environment_class=_Sandboxed)
-
-
-def unquoted_blocks(directory: Path, key: str) -> int | None:
-    """The line of a `{% filter %}` block in a profile's template, if any: a filter applied to a
-    block's text places its result without the q filter (finalize sees only `{{ }}`)."""
-    from jinja2 import nodes
-
-    env = user_environment(str(directory))
-    source = (directory / f"{key}.yaml.j2").read_text(encoding="utf-8")
-    found = next(iter(env.parse(source).find_all(nodes.FilterBlock)), None)
-    return None if found is None else found.lineno
 
 
 def user_templates(directory: Path) -> tuple[str, ...]:

@@ -1,0 +1,84 @@
+"""What the objects a profile's templates add may not be: access (RBAC, a launcher's account or
+its token), fencing (a NetworkPolicy: policies add up), traffic to lwsgen's pods past lwsgen's
+Services and route (a Service, Endpoints, an Ingress or route, or pods that lwsgen's selectors
+would pick up), or anything outside the profile's namespace (a cluster-scoped kind)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from lwsgen.check.profile import Profile
+
+REFUSED_KINDS = {
+    "Role": "RBAC is lwsgen's to derive (the runtime's launcher)",
+    "RoleBinding": "RBAC is lwsgen's to derive (the runtime's launcher)",
+    "NetworkPolicy": "policies add up: a second one would admit what lwsgen's fences (service.allowedSources)",
+    "Service": "traffic reaches the pods through lwsgen's Service: use service.extraPorts",
+    "Endpoints": "traffic reaches the pods through lwsgen's Service: use service.extraPorts",
+    "EndpointSlice": "traffic reaches the pods through lwsgen's Service: use service.extraPorts",
+    "Ingress": "traffic comes in through lwsgen's Service or route: use service.type or gateway.*",
+    "HTTPRoute": "traffic comes in through lwsgen's route: use gateway.*",
+    "GRPCRoute": "traffic comes in through lwsgen's route: use gateway.*",
+    "TLSRoute": "traffic comes in through lwsgen's route: use gateway.*",
+    "TCPRoute": "traffic comes in through lwsgen's route: use gateway.*",
+    "UDPRoute": "traffic comes in through lwsgen's route: use gateway.*",
+}
+# Kubernetes' cluster-scoped kinds (a namespace written on them is ignored when applied).
+CLUSTER_SCOPED = {
+    *("Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "PriorityClass"),
+    *("StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "RuntimeClass", "IngressClass"),
+    *("CustomResourceDefinition", "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"),
+    *("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy"),
+    *("MutatingAdmissionPolicyBinding", "CertificateSigningRequest", "FlowSchema", "PriorityLevelConfiguration"),
+    *("ClusterTrustBundle", "DeviceClass", "ServiceCIDR", "IPAddress", "ResourceSlice", "VolumeAttributesClass"),
+    *("GatewayClass",),
+}
+
+
+def _pod_templates(value: Any) -> Iterable[dict]:
+    """Every pod template (metadata + spec with containers) in an object."""
+    if isinstance(value, dict):
+        spec = value.get("spec")
+        if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
+            yield value
+        for child in value.values():
+            yield from _pod_templates(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from _pod_templates(child)
+
+
+def refusal(profile: Profile, obj: dict, selectors: list[dict], accounts: set[str]) -> str | None:
+    """Why an object of an added kind may not be written (None: it may). selectors: the label
+    selectors lwsgen's objects use; accounts: lwsgen's ServiceAccounts."""
+    kind, meta = obj.get("kind"), obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    if kind in REFUSED_KINDS:
+        return f"a {kind}: {REFUSED_KINDS[kind]}"
+    if kind in CLUSTER_SCOPED or str(kind).startswith("Cluster"):
+        return f"a {kind} is cluster-scoped: a profile writes only into its namespace"
+    if meta.get("namespace") != profile.namespace:
+        return f"metadata.namespace must be the profile's namespace {profile.namespace!r} (place meta(v.meta))"
+    if kind == "Secret" and obj.get("type") == "kubernetes.io/service-account-token":
+        return "a ServiceAccount token is the cluster's to issue, not a profile's to write"
+    for template in _pod_templates(obj):
+        spec = template["spec"]
+        if spec.get("serviceAccountName") in accounts or spec.get("serviceAccount") in accounts:
+            return f"its pods would run as lwsgen's ServiceAccount {spec.get('serviceAccountName')!r}"
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        if any(selector and all(labels.get(k) == v for k, v in selector.items()) for selector in selectors):
+            return "its pods carry labels lwsgen's Services, monitors or policies select: they would pass for lwsgen's"
+    return None
+
+
+def selectors_of(objects: Iterable[dict]) -> list[dict]:
+    """The matchLabels-style selectors lwsgen's own objects use."""
+    out = []
+    for obj in objects:
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        for candidate in (spec.get("selector"), spec.get("podSelector")):
+            if isinstance(candidate, dict):
+                labels = candidate.get("matchLabels", candidate)
+                if isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values()):
+                    out.append(labels)
+    return out

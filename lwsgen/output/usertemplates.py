@@ -1,0 +1,142 @@
+"""The profile's `templates:`: a directory whose <kind>.yaml.j2 replaces lwsgen's template for that
+kind or adds a kind (output/overrides.py applies the rules every hatch shares)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lwsgen.check.profile import Profile
+from lwsgen.load.source import Source
+from lwsgen.output import added, protected
+from lwsgen.output.overrides import TEMPLATES, Hatch, Origins, changed, duplicates, identity, malformed, opened
+from lwsgen.output.parse import OutputFile
+from lwsgen.problems import Problem, ProblemsError
+
+NOT_REPLACEABLE = ("kustomization", "kustomizeconfig")  # built from the other files; kustomize's own rules
+
+
+def templates_dir(profile: Profile, src: Source, profile_path: Path) -> Path | None:
+    """The `templates:` directory, resolved from the profile file that sets it and confined to that
+    profile's directory or git work tree (as `extends` is); raises ProblemsError."""
+    from lwsgen.load.inherit import work_tree
+
+    if profile.templates is None:
+        return None
+    setter = src.file_of(TEMPLATES)
+    base = profile_path if setter == src.file else Path(setter)
+    directory = (base.parent / profile.templates).resolve()
+    roots = [base.resolve().parent, *filter(None, [work_tree(base)])]
+    if os.path.isabs(profile.templates) or not any(directory.is_relative_to(root) for root in roots):
+        message = "must be a relative path inside this profile's directory or its git work tree"
+        raise ProblemsError([src.problem(TEMPLATES, message, "templates-outside")])
+    if not directory.is_dir():
+        raise ProblemsError(
+            [src.problem(TEMPLATES, f"no directory {profile.templates!r} beside the profile", "missing")]
+        )
+    return directory
+
+
+def template_keys(src: Source, directory: Path, emitted: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(lwsgen's kinds replaced, kinds added) by the directory's <key>.yaml.j2 files; `_*` files are
+    macros to import, not kinds."""
+    import re
+
+    from lwsgen.derive.kinds import BY_KEY
+    from lwsgen.render import user_templates
+
+    keys = [key for key in user_templates(directory) if not key.startswith("_")]
+    problems = []
+    for key in keys:
+        if key in NOT_REPLACEABLE:
+            problems.append(src.problem(TEMPLATES, f"{key}.yaml.j2: lwsgen builds {key}.yaml from the files", "taken"))
+        elif key in BY_KEY and key not in emitted:
+            message = f"{key}.yaml.j2 replaces lwsgen's {key}, which this profile does not emit ({BY_KEY[key].when})"
+            problems.append(src.problem(TEMPLATES, message, "not-emitted"))
+        elif key not in BY_KEY and not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", key):
+            message = f"{key}.yaml.j2: a kind's name is lower-case letters, digits and '-' (its file is {key}.yaml)"
+            problems.append(src.problem(TEMPLATES, message, "bad-name"))
+    if problems:
+        raise ProblemsError(problems)
+    if not keys:
+        raise ProblemsError([src.problem(TEMPLATES, f"no <kind>.yaml.j2 in {directory}", "missing")])
+    return tuple(k for k in keys if k in BY_KEY), tuple(k for k in keys if k not in BY_KEY)
+
+
+def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
+    """The directory's templates rendered; a template that fails is a problem at `templates`."""
+    import jinja2
+    from jinja2.sandbox import SecurityError
+
+    from lwsgen.render import render
+
+    rendered = {}
+    for key in keys:
+        try:
+            rendered.update(render(deployment, directory, (key,)))
+        except jinja2.TemplateError as err:
+            line = f":{err.lineno}" if getattr(err, "lineno", None) else ""
+            message = (
+                f"{getattr(err, 'name', None) or key + '.yaml.j2'}{line}: {type(err).__name__}: {err.message or err}"
+            )
+            raise ProblemsError([src.problem(TEMPLATES, message, "bad-template")]) from None
+        except TypeError as err:  # finalize: a value placed without the q filter
+            raise ProblemsError([src.problem(TEMPLATES, f"{key}.yaml.j2: {err}", "unquoted")]) from None
+        except SecurityError as err:  # the sandbox: what a template may not reach
+            raise ProblemsError([src.problem(TEMPLATES, f"{key}.yaml.j2: {err}", "unsafe")]) from None
+        except Exception as err:  # a template is the profile's code: whatever it does wrong is a problem
+            message = f"{key}.yaml.j2: {type(err).__name__}: {err}"
+            raise ProblemsError([src.problem(TEMPLATES, message, "bad-template")]) from None
+    return rendered
+
+
+def parse_templates(rendered: dict[str, str], src: Source):
+    """The templates' text parsed back; YAML that is not objects is a problem at `templates`."""
+    import yaml
+
+    from lwsgen.output import parse
+
+    try:
+        return parse.build(rendered)
+    except yaml.YAMLError as err:
+        raise ProblemsError(
+            [src.problem(TEMPLATES, f"a template writes YAML that does not parse: {err}", "bad-template")]
+        ) from None
+
+
+def template_problems(
+    profile: Profile, src: Source, builtin: list[OutputFile], files: list[OutputFile], keys: tuple[str, ...]
+) -> tuple[list[Problem], Origins]:
+    """A replacing template must keep every object of lwsgen's and every value it derives."""
+    from lwsgen.derive.kinds import file_of
+
+    found = protected.devices(profile)
+    before = {f.name: f for f in builtin}
+    lwsgens = [o for f in builtin for o in f.objects if isinstance(o, dict)]
+    selectors = added.selectors_of(lwsgens)
+    accounts = {identity(o)[1] for o in lwsgens if o.get("kind") == "ServiceAccount"}
+    problems, origins = [], {}
+    for output in files:
+        key = output.name[: -len(".yaml")]
+        if key not in keys:
+            continue
+        label = f"{profile.templates}/{key}.yaml.j2"
+        ours = {identity(o): o for o in (before[output.name].objects if output.name in before else ())}
+        theirs = {identity(o): o for o in output.objects}
+        for kind, name in ours.keys() - theirs.keys():
+            message = f"{label} leaves out {kind} {name} of {file_of(key)}; lwsgen derives it"
+            problems.append(src.problem(TEMPLATES, message, "derived"))
+        for index, obj in enumerate(output.objects):
+            origins[(output.name, index)] = Hatch(TEMPLATES, label)
+            shape = malformed(profile, src, TEMPLATES, label, output.name, obj)
+            if shape:
+                problems += shape
+                continue
+            if identity(obj) in ours:
+                problems += changed(src, TEMPLATES, label, ours[identity(obj)], obj, found)
+            elif (why := added.refusal(profile, obj, selectors, accounts)) is not None:
+                problems.append(
+                    src.problem(TEMPLATES, f"{label}: {obj.get('kind')} {identity(obj)[1]}: {why}", "refused")
+                )
+            problems += opened(profile, src, TEMPLATES, label, obj, ours.get(identity(obj)))
+    return problems + duplicates(src, TEMPLATES, files), origins
