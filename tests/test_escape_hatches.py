@@ -1222,7 +1222,7 @@ def test_strategic_merge_orders_directives_and_nulls_as_kubectl_kustomize_does(t
 def test_what_lwsgen_derives_has_none_of_the_holes_a_hatch_is_refused_for(path):
     """The hole rules hold for lwsgen's own objects: a template that writes lwsgen's object as it
     is, or a patch that changes nothing, is never refused."""
-    from lwsgen.output import protected
+    from lwsgen.output import podholes
     from lwsgen.pipeline import render_profile
 
     rendered = render_profile(path)
@@ -1231,7 +1231,7 @@ def test_what_lwsgen_derives_has_none_of_the_holes_a_hatch_is_refused_for(path):
             continue  # its MPI workers run sshd, which keeps a few capabilities: only new holes count there
         for obj in yaml.safe_load_all(text):
             if isinstance(obj, dict):
-                assert list(protected.holes(rendered.profile, obj, obj)) == [], name
+                assert list(podholes.holes(rendered.profile, obj, obj)) == [], name
 
 
 @pytest.mark.parametrize(
@@ -1566,3 +1566,155 @@ def test_an_output_error_in_a_profile_sidecar_is_said_at_the_sidecar(write_profi
     err = capsys.readouterr().err
     assert "profile.yaml:" in err and "containers[0].ports[0].containerPort: 70000 is not a port" in err
     assert err.count("70000") == 1 and "out/" not in err
+
+
+# --- what a third review found open, now closed -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        (
+            _with(
+                volumes=[{"name": "evil", "configMap": {"name": "evil"}}],
+                patches=[
+                    _pod_patch(
+                        containers=[
+                            {
+                                **ENGINE,
+                                "volumeMounts": [
+                                    {"name": "evil", "mountPath": "/lwsgen/scripts/await-leader.sh", "subPath": "x.sh"}
+                                ],
+                            }
+                        ]
+                    )
+                ],
+            ),
+            "overlaps /lwsgen/scripts, where lwsgen mounts its own",
+        ),
+        (
+            _with(
+                gateway=GATEWAY,
+                patches=[
+                    {
+                        "target": {"kind": "Deployment"},
+                        "patch": {
+                            "spec": {
+                                "template": {
+                                    "metadata": {
+                                        "labels": {
+                                            "leaderworkerset.sigs.k8s.io/name": "example",
+                                            "leaderworkerset.sigs.k8s.io/worker-index": "0",
+                                        }
+                                    }
+                                }
+                            }
+                        },
+                    }
+                ],
+            ),
+            "lwsgen derives it from podLabels",
+        ),
+        (
+            _with(
+                patches=[_pod_patch(hostAliases=[{"ip": "203.0.113.9", "hostnames": ["example-0.example.inference"]}])]
+            ),
+            "names resolve as the cluster's DNS says",
+        ),
+        (
+            _with(patches=[_pod_patch(dnsPolicy="None", dnsConfig={"nameservers": ["203.0.113.9"]})]),
+            "lwsgen derives it from dnsConfig",
+        ),
+        (_with(patches=[_pod_patch(runtimeClassName="nvidia")]), "the GPU runtime is the node's"),
+        (_with(patches=[_pod_patch(priority=1000000)]), "scheduling.priorityClassName"),
+        (
+            _with(
+                patches=[
+                    _pod_patch(containers=[ENGINE, {**SIDECAR, "volumeMounts": [{"name": "model", "mountPath": "/m"}]}])
+                ]
+            ),
+            "lwsgen's volume 'model' is mounted read-only",
+        ),
+    ],
+)
+def test_patches_a_third_review_found_open_are_refused(render, profile, expected):
+    errors = _errors(render, profile)
+    assert any(expected in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (
+            {"containers": [{**SIDECAR, "securityContext": {"seLinuxOptions": {"type": "spc_t"}}}]},
+            "SELinux type spc_t lifts",
+        ),
+        (
+            {"containers": [{**SIDECAR, "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]},
+            "hand this container the node's GPUs",
+        ),
+        (
+            {"volumes": [{"name": "g", "gitRepo": {"repository": "https://example.com/x.git"}}]},
+            "a gitRepo volume runs git on the node",
+        ),
+        (
+            {"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]},
+            "a ServiceAccount token",
+        ),
+        (
+            {
+                "containers": [
+                    {**SIDECAR, "resources": {"limits": {"cpu": 1, "memory": "1Gi"}, "claims": [{"name": "gpu"}]}}
+                ]
+            },
+            "not claims",
+        ),
+    ],
+)
+def test_pod_fields_a_third_review_found_open_are_refused(render, fields, expected):
+    errors = _errors(render, _with(**fields))
+    assert any(expected in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {
+                "gpus": DEPLOYMENT.format(labels="{app: mine}").replace(
+                    "image: 'busybox:1.37'", "image: 'busybox:1.37', resources: {limits: {nvidia.com/gpu: 8}}"
+                )
+            },
+            "nvidia.com/gpu is the engine's",
+        ),
+        (
+            {
+                "weights": "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: inference}\nspec:\n"
+                "  containers: [{name: p, image: 'busybox:1.37', resources: {limits: {cpu: 1, memory: 1Gi}}, "
+                "securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]\n"
+                "  volumes: [{name: w, persistentVolumeClaim: {claimName: models}}]\n"
+            },
+            "the model's claim 'models' is lwsgen's to mount",
+        ),
+        (
+            {"bad": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {a: b}, namespace: inference}\n"},
+            "patches" if False else "ConfigMap",
+        ),
+        ({"listkey": "? [a]\n: b\n"}, "does not parse"),
+    ],
+)
+def test_templates_a_third_review_found_open_are_refused(render, tmp_path, files, expected):
+    _templates(tmp_path, **files)
+    errors = _errors(render, _with(templates="hatch-templates"))
+    assert any(expected in e for e in errors), errors
+
+
+def test_a_sidecar_in_a_pod_with_the_launchers_token_is_warned_about(render):
+    profile = _example(TRITON, containers=[SIDECAR])
+    rendered = render(profile)
+    assert any(w.code == "shares-token" for w in rendered.warnings)
+
+
+def test_patch_or_template_malformed_containers_are_problems_not_crashes(render, tmp_path):
+    ports = _pod_patch(containers=[{**ENGINE, "ports": ["http"]}])
+    assert _errors(render, _with(patches=[ports]))

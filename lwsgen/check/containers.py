@@ -23,6 +23,9 @@ from lwsgen.check.profile import Profile
 Found = tuple[tuple, str, str]
 DEVICE_FIELDS = {"vpc.amazonaws.com/efa": "node.efa"}
 UNCONFINED = "Unconfined"
+# What Pod Security "baseline" allows as an SELinux type; the variables that hand a container GPUs.
+SELINUX_TYPES = ("container_t", "container_init_t", "container_kvm_t", "container_engine_t")
+GPU_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_VISIBLE_DEVICES")
 _REFERENCE = re.compile(r"(?<!\$)\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
 QUANTITY = re.compile(r"([0-9]+(\.[0-9]+)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][0-9]+)?")
 
@@ -71,6 +74,11 @@ def confinement(profile: Profile, context: dict, at: tuple) -> list[Found]:
     for key in ("seccompProfile", "appArmorProfile"):
         if (context.get(key) or {}).get("type") == UNCONFINED:
             out.append(((*at, key, "type"), f"{UNCONFINED} lifts the runtime's default {key}", "host-access"))
+    selinux = context.get("seLinuxOptions") or {}
+    if isinstance(selinux, dict) and selinux.get("type") not in (None, *SELINUX_TYPES):
+        out.append(
+            ((*at, "seLinuxOptions", "type"), f"SELinux type {selinux['type']} lifts confinement", "host-access")
+        )
     if context.get("procMount") == "Unmasked":
         out.append(((*at, "procMount"), "an unmasked /proc shows the node's kernel interfaces", "host-access"))
     if profile.security.run_as_user and (context.get("runAsUser") == 0 or context.get("runAsNonRoot") is False):
@@ -152,4 +160,9 @@ def container(profile: Profile, spec: dict[str, Any], *, final: bool, added: boo
         ((field, index), secret_message(name), "secret-on-command-line")
         for field, index, name in secret_references(spec)
     ]
+    if isinstance(spec.get("resources"), dict) and spec["resources"].get("claims"):
+        out.append((("resources", "claims"), "a pod's devices come from node.*, not claims", "derived"))
+    for index, env in enumerate(spec.get("env") or []):
+        if added and isinstance(env, dict) and env.get("name") in GPU_ENV:
+            out.append((("env", index, "name"), f"{env['name']} would hand this container the node's GPUs", "derived"))
     return out + (resources(profile, spec) if added else [])

@@ -40,6 +40,13 @@ def volumes(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
         if profile.storage is not None and claim == profile.storage.claim_name:
             message = f"{claim!r} is the model's claim (storage.claimName): lwsgen mounts it, as storage.readOnly says"
             out.append(src.problem((*entry.path, "persistentVolumeClaim", "claimName"), message, "taken"))
+        if "gitRepo" in entry.value:
+            message = "a gitRepo volume runs git on the node; clone in an init container"
+            out.append(src.problem((*entry.path, "gitRepo"), message, "host-access", key=True))
+        sources = (entry.value.get("projected") or {}).get("sources") or []
+        if any(isinstance(s, dict) and "serviceAccountToken" in s for s in sources):
+            message = "a ServiceAccount token is the pod's launcher's, not a sidecar's"
+            out.append(src.problem((*entry.path, "projected"), message, "token"))
         if "hostPath" in entry.value and not profile.security.allow_host_path:
             message = "a hostPath volume reaches into the node's filesystem; set security.allowHostPath to allow it"
             out.append(src.problem((*entry.path, "hostPath"), message, "host-access", key=True))

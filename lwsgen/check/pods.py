@@ -220,7 +220,23 @@ def check(profile: Profile, src: Source) -> list[Problem]:
 
 
 def warnings(profile: Profile, src: Source) -> list[Problem]:
-    if not profile.security.allow_host_path:
-        return []
-    message = "hostPath volumes reach into the node's filesystem: a compromised container can read or change the node"
-    return [src.problem(("security", "allowHostPath"), message, "host-access")]
+    out = []
+    if profile.security.allow_host_path:
+        message = (
+            "hostPath volumes reach into the node's filesystem: a compromised container can read or change the node"
+        )
+        out.append(src.problem(("security", "allowHostPath"), message, "host-access"))
+    if not uses_hatches(profile):
+        return out
+    from lwsgen import runtimes
+
+    parts = runtimes.get(profile.runtime).parts(profile)
+    for side in SIDES:
+        entries = settings(profile, side).sidecars
+        if entries and getattr(parts, side).api_access:
+            message = (
+                f"the {side} pod mounts its launcher's ServiceAccount token (pods/exec on the group) into every "
+                "container: this sidecar can exec into the workers"
+            )
+            out.append(src.problem(entries[0].path, message, "shares-token"))
+    return list(dict.fromkeys(out))

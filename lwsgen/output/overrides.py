@@ -10,7 +10,7 @@ from typing import Any
 
 from lwsgen.check.profile import Profile, thaw
 from lwsgen.load.source import Source
-from lwsgen.output import patch, protected
+from lwsgen.output import patch, podholes, protected
 from lwsgen.output.parse import OutputFile
 from lwsgen.problems import Problem, ProblemsError
 from lwsgen.records import Record
@@ -32,7 +32,8 @@ def identity(obj: Any) -> tuple[Any, Any]:
     if not isinstance(obj, dict):
         return None, None
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    return obj.get("kind"), meta.get("name")
+    kind, name = obj.get("kind"), meta.get("name")
+    return (kind if isinstance(kind, str) else None), (name if isinstance(name, str) else None)
 
 
 def _plain(value: Any) -> bool:
@@ -99,10 +100,10 @@ def changed(src: Source, at: tuple, label: str, before: dict, after: dict, found
 
 def opened(profile: Profile, src: Source, at: tuple, label: str, obj: dict, before: dict | None) -> list[Problem]:
     kind, name = identity(obj)
-    derived = set(protected.holes(profile, before, before)) if before is not None else set()  # lwsgen's own
+    derived = set(podholes.holes(profile, before, before)) if before is not None else set()  # lwsgen's own
     return [
         src.problem(at, f"{label}: {kind} {name} {_say(path)}: {why}", "host-access")
-        for path, why in protected.holes(profile, obj, before)
+        for path, why in podholes.holes(profile, obj, before)
         if (path, why) not in derived
     ]
 

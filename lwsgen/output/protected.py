@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen.check import containers
 from lwsgen.check.pods import OWN_LABEL_PREFIXES, OWN_VOLUMES, annotation_owner
 from lwsgen.check.profile import Profile
 from lwsgen.output import kept
@@ -186,12 +185,50 @@ def devices(profile: Profile) -> set[str]:
 
 
 ADDS_ONLY = "the profile (a hatch adds to what lwsgen writes; it does not change or remove it)"
+# Pod fields lwsgen (or a profile field) decides, in every pod it writes: a hatch neither sets nor changes them.
+DECIDED = {
+    "hostAliases": "nothing: names resolve as the cluster's DNS says (LWS_LEADER_ADDRESS too)",
+    "dnsPolicy": "dnsConfig",
+    "dnsConfig": "dnsConfig",
+    "hostname": "nothing: LeaderWorkerSet names the pods",
+    "subdomain": "nothing: LeaderWorkerSet names the pods",
+    "setHostnameAsFQDN": "nothing: LeaderWorkerSet names the pods",
+    "priority": "scheduling.priorityClassName",
+    "priorityClassName": "scheduling.priorityClassName",
+    "preemptionPolicy": "scheduling.priorityClassName",
+    "runtimeClassName": "nothing: the GPU runtime is the node's",
+    "schedulerName": "scheduling.scheduler",
+    "overhead": "node.*",
+    "hostUsers": "nothing: the pods keep the node's default user namespaces",
+    "serviceAccountName": "runtime (the launcher's account)",
+    "serviceAccount": "runtime (the launcher's account)",
+    "automountServiceAccountToken": "runtime (the launcher's account)",
+    "securityContext": "security.runAsUser",
+    "os": "nothing: the GPU nodes are Linux",
+}
+
+
+def _decided(before: dict, after: dict) -> Iterator[tuple[tuple, str]]:
+    """The pod fields lwsgen decides, and its pod templates' labels (what selectors see)."""
+    from lwsgen.output.podholes import pod_specs
+
+    for at, spec in pod_specs(before):
+        theirs = _get(after, at)
+        if not isinstance(theirs, dict):
+            continue
+        for field, owner in DECIDED.items():
+            if spec.get(field, _MISSING) != theirs.get(field, _MISSING):
+                yield (*at, field), owner
+        labels = (*at[:-1], "metadata", "labels")
+        if at and at[-1] == "spec" and _get(before, labels) != _get(after, labels):
+            yield labels, "podLabels (the selectors of lwsgen's Services, monitors and policies read pod labels)"
 
 
 def changes(before: dict, after: dict, found: set[str]) -> Iterator[tuple[tuple, str]]:
     """(path, profile field) for every value lwsgen wrote that the hatch changed or removed, and
-    every change at all (additions too) inside what is frozen (GUARDS)."""
+    every change at all (additions too) inside what is frozen (GUARDS, DECIDED, pod labels)."""
     said = list(_guarded(before, after, found))
+    said += [(p, f) for p, f in _decided(before, after) if not any(p[: len(s)] == s for s, _ in said)]
     yield from said
     for path in kept.lost(before, after):
         if not any(path[: len(p)] == p or p[: len(path)] == path for p, _ in said):
@@ -209,57 +246,3 @@ def _guarded(before: dict, after: dict, found: set[str]) -> Iterator[tuple[tuple
                 yield path, guard.field
                 if path[-1] == "name" and "containers" in path:  # another container first: said once
                     moved.append(path[:-1])
-
-
-def _pod_specs(value: Any, at: tuple = ()) -> Iterator[tuple[tuple, dict]]:
-    if isinstance(value, dict):
-        if isinstance(value.get("containers"), list):
-            yield at, value
-        for key, child in value.items():
-            yield from _pod_specs(child, (*at, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from _pod_specs(child, (*at, index))
-
-
-HOST_FIELDS = {"hostNetwork": "security.allowHostNetwork", "hostIPC": "security.allowHostIPC"}
-
-
-def holes(profile: Profile, obj: dict, before: dict | None = None) -> Iterator[tuple[tuple, str]]:
-    """(path, what is wrong) for every way the object's pods get more than the profile allows; a
-    container not in `before` (what lwsgen derived, if anything) is held to the sidecar rules too."""
-    for at, spec in _pod_specs(obj):
-        yield from _pod_holes(profile, spec, at)
-        for group in ("initContainers", "containers"):
-            for index, container in enumerate(spec.get(group) or []):
-                if not isinstance(container, dict):
-                    continue
-                engine = group == "containers" and index == 0  # its amounts are the node shape's: guarded
-                for path, message, _code in containers.container(profile, container, final=True, added=not engine):
-                    yield (*at, group, index, *path), message
-                if (container.get("resources") or {}).get("claims"):
-                    yield (*at, group, index, "resources", "claims"), "a pod's devices come from node.*, not claims"
-
-
-def _pod_holes(profile: Profile, spec: dict, at: tuple) -> Iterator[tuple[tuple, str]]:
-    security = profile.security
-    allowed = {"hostNetwork": security.allow_host_network, "hostIPC": security.allow_host_ipc}
-    for field, setting in HOST_FIELDS.items():
-        if spec.get(field) and not allowed[field]:
-            yield (*at, field), f"{field} is not allowed for this profile; set {setting} to allow it"
-    for field, why in (("hostPID", "the node's PID namespace"), ("shareProcessNamespace", "one process namespace")):
-        if spec.get(field):
-            yield (*at, field), f"lwsgen never runs a pod's containers in {why}"
-    if spec.get("nodeName"):
-        yield (
-            (*at, "nodeName"),
-            "nodeName skips the scheduler (gang scheduling, node.gpuProduct); set node.nodeSelector",
-        )
-    if spec.get("resourceClaims"):
-        yield (*at, "resourceClaims"), "a pod's devices come from node.* (DRA claims are not lwsgen's to hand out)"
-    for index, volume in enumerate(spec.get("volumes") or []):
-        if isinstance(volume, dict) and "hostPath" in volume and not security.allow_host_path:
-            yield (*at, "volumes", index, "hostPath"), "hostPath is not allowed; set security.allowHostPath"
-    context = spec.get("securityContext") or {}
-    for path, message, _code in containers.confinement(profile, context, ("securityContext",)):
-        yield (*at, *path), message

@@ -98,7 +98,7 @@ def parse_templates(rendered: dict[str, str], src: Source):
 
     try:
         return parse.build(rendered)
-    except yaml.YAMLError as err:
+    except (yaml.YAMLError, TypeError) as err:  # TypeError: a key YAML reads as a list or mapping
         raise ProblemsError(
             [src.problem(TEMPLATES, f"a template writes YAML that does not parse: {err}", "bad-template")]
         ) from None
