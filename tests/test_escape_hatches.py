@@ -48,6 +48,11 @@ def _pods(rendered) -> tuple[dict, dict]:
     return lwt["leaderTemplate"], lwt["workerTemplate"]
 
 
+def _ops(kind: str, *operations: dict) -> dict:
+    """A JSON 6902 patch of the one object of a kind."""
+    return {"target": {"kind": kind}, "jsonPatch": list(operations)}
+
+
 def _errors(render, profile) -> list[str]:
     with pytest.raises(ProblemsError) as raised:
         render(profile)
@@ -479,16 +484,14 @@ def test_patches_apply_before_validation(render):
         _with(
             patches=PATCHES
             + [
-                {
-                    "target": {"kind": "LeaderWorkerSet"},
-                    "jsonPatch": [
-                        {
-                            "op": "add",
-                            "path": "/spec/leaderWorkerTemplate/workerTemplate/spec/terminationGracePeriodSeconds",
-                            "value": 90,
-                        }
-                    ],
-                }
+                _ops(
+                    "LeaderWorkerSet",
+                    {
+                        "op": "add",
+                        "path": "/spec/leaderWorkerTemplate/workerTemplate/spec/terminationGracePeriodSeconds",
+                        "value": 90,
+                    },
+                )
             ]
         )
     )
@@ -584,32 +587,25 @@ def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
             "from parallelism and node.gpus: change that instead",
         ),
         (
-            {
-                "target": {"kind": "Service"},
-                "jsonPatch": [{"op": "replace", "path": "/spec/selector", "value": {"a": "b"}}],
-            },
+            _ops("Service", {"op": "replace", "path": "/spec/selector", "value": {"a": "b"}}),
             "spec.selector; lwsgen derives it from name",
         ),
         (
-            {
-                "target": {"kind": "LeaderWorkerSet"},
-                "jsonPatch": [
-                    {
-                        "op": "replace",
-                        "path": "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0/image",
-                        "value": "x:1",
-                    }
-                ],
-            },
+            _ops(
+                "LeaderWorkerSet",
+                {
+                    "op": "replace",
+                    "path": "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0/image",
+                    "value": "x:1",
+                },
+            ),
             "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].image; lwsgen derives it from image",
         ),
         (
-            {
-                "target": {"kind": "LeaderWorkerSet"},
-                "jsonPatch": [
-                    {"op": "add", "path": "/spec/leaderWorkerTemplate/leaderTemplate/spec/hostNetwork", "value": True}
-                ],
-            },
+            _ops(
+                "LeaderWorkerSet",
+                {"op": "add", "path": "/spec/leaderWorkerTemplate/leaderTemplate/spec/hostNetwork", "value": True},
+            ),
             "hostNetwork is not allowed for this profile; set security.allowHostNetwork to allow it",
         ),
         (
@@ -641,7 +637,7 @@ def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
             "$(TOKEN) puts a Secret on the process's command line",
         ),
         (
-            {"target": {"kind": "NetworkPolicy"}, "jsonPatch": [{"op": "remove", "path": "/spec/ingress/1"}]},
+            _ops("NetworkPolicy", {"op": "remove", "path": "/spec/ingress/1"}),
             "lwsgen derives it from security.networkPolicy, service.allowedSources",
         ),
         (
@@ -686,7 +682,7 @@ def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
             "no ConfigMap named 'x'; the ConfigMaps: example-launch",
         ),
         (
-            {"target": {"kind": "Service"}, "jsonPatch": [{"op": "test", "path": "/spec/type", "value": "NodePort"}]},
+            _ops("Service", {"op": "test", "path": "/spec/type", "value": "NodePort"}),
             "patches[0].jsonPatch[0]: test /spec/type:",
         ),
     ],
@@ -889,16 +885,14 @@ def _pod_patch(**spec) -> dict:
 
 
 def _leader_json(path: str, value, op="replace") -> dict:
-    return {
-        "target": {"kind": "LeaderWorkerSet"},
-        "jsonPatch": [
-            {
-                "op": op,
-                "path": f"/spec/leaderWorkerTemplate/leaderTemplate/spec/{path}",
-                **({} if op == "remove" else {"value": value}),
-            }
-        ],
-    }
+    return _ops(
+        "LeaderWorkerSet",
+        {
+            "op": op,
+            "path": f"/spec/leaderWorkerTemplate/leaderTemplate/spec/{path}",
+            **({} if op == "remove" else {"value": value}),
+        },
+    )
 
 
 ENGINE = {"name": "leader"}
@@ -946,10 +940,7 @@ ENGINE = {"name": "leader"}
         (_leader_json("tolerations", [], op="replace"), "lwsgen derives it from node.tolerations"),
         (_leader_json("volumes/0", None, op="remove"), "lwsgen derives it from storage.* and node.shmSize"),
         (
-            {
-                "target": {"kind": "PrometheusRule"},
-                "jsonPatch": [{"op": "replace", "path": "/spec/groups/0/rules/0/expr", "value": "vector(1000)"}],
-            },
+            _ops("PrometheusRule", {"op": "replace", "path": "/spec/groups/0/rules/0/expr", "value": "vector(1000)"}),
             "lwsgen derives it from monitoring.*",
         ),
         (
@@ -973,7 +964,7 @@ ENGINE = {"name": "leader"}
             "the merge key 'name' must be a string or a number",
         ),
         (
-            {"target": {"kind": "Service"}, "jsonPatch": [{"op": "replace", "path": "", "value": [1, 2]}]},
+            _ops("Service", {"op": "replace", "path": "", "value": [1, 2]}),
             "leaves no object, but a list",
         ),
     ],
@@ -1289,16 +1280,14 @@ def _example(name: str, **changes) -> dict:
             _example(
                 TRITON,
                 patches=[
-                    {
-                        "target": {"kind": "Role"},
-                        "jsonPatch": [
-                            {
-                                "op": "add",
-                                "path": "/rules/-",
-                                "value": {"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]},
-                            }
-                        ],
-                    }
+                    _ops(
+                        "Role",
+                        {
+                            "op": "add",
+                            "path": "/rules/-",
+                            "value": {"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]},
+                        },
+                    )
                 ],
             ),
             "lwsgen derives it from runtime (what its launcher may do)",
@@ -1307,12 +1296,10 @@ def _example(name: str, **changes) -> dict:
             _example(
                 TRITON,
                 patches=[
-                    {
-                        "target": {"kind": "RoleBinding"},
-                        "jsonPatch": [
-                            {"op": "add", "path": "/subjects/-", "value": {"kind": "ServiceAccount", "name": "default"}}
-                        ],
-                    }
+                    _ops(
+                        "RoleBinding",
+                        {"op": "add", "path": "/subjects/-", "value": {"kind": "ServiceAccount", "name": "default"}},
+                    )
                 ],
             ),
             "lwsgen derives it from runtime (who may act as its launcher)",
@@ -1321,12 +1308,10 @@ def _example(name: str, **changes) -> dict:
             _with(
                 gateway=GATEWAY,
                 patches=[
-                    {
-                        "target": {"kind": "Deployment"},
-                        "jsonPatch": [
-                            {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "evil:1"}
-                        ],
-                    }
+                    _ops(
+                        "Deployment",
+                        {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "evil:1"},
+                    )
                 ],
             ),
             "a hatch adds to what lwsgen writes; it does not change or remove it",
@@ -1334,12 +1319,7 @@ def _example(name: str, **changes) -> dict:
         (
             _with(
                 gateway=GATEWAY,
-                patches=[
-                    {
-                        "target": {"kind": "Deployment"},
-                        "jsonPatch": [{"op": "add", "path": "/spec/template/spec/nodeName", "value": "gpu-1"}],
-                    }
-                ],
+                patches=[_ops("Deployment", {"op": "add", "path": "/spec/template/spec/nodeName", "value": "gpu-1"})],
             ),
             "nodeName skips the scheduler",
         ),
@@ -1407,11 +1387,7 @@ def _example(name: str, **changes) -> dict:
             "does not change or remove it",
         ),
         (
-            _with(
-                patches=[
-                    {"target": {"kind": "Service"}, "jsonPatch": [{"op": "replace", "path": "/spec", "value": [1]}]}
-                ]
-            ),
+            _with(patches=[_ops("Service", {"op": "replace", "path": "/spec", "value": [1]})]),
             "spec: [1] is not of types",
         ),
         (_with(patches=[_pod_patch(containers=[ENGINE, "sidecar"])]), "each element of containers needs its merge key"),
