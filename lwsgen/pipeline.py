@@ -80,11 +80,11 @@ def _output_problems(
 def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, list[Problem], overrides.Origins]:
     """The output files with the profile's templates and patches applied (output/overrides.py)."""
     directory = usertemplates.templates_dir(profile, src, path)
-    replaced = added = ()
-    if directory is not None:
-        emitted = set(deployment_for(()).objects)
-        replaced, added = usertemplates.template_keys(src, directory, emitted)
+    replaced, added = usertemplates.template_keys(directory) if directory is not None else ((), ())
     deployment = deployment_for(added)
+    if directory is not None:  # lwsgen's kinds: what this profile emits besides the added ones
+        emitted = {key for key in deployment.objects if key not in added}
+        usertemplates.check_keys(src, directory, (*replaced, *added), emitted)
     builtin = render(deployment, keys=tuple(k for k in deployment.objects if k not in added))
     problems, origins = [], {}
     output = parse.build(builtin)

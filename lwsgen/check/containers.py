@@ -31,7 +31,10 @@ QUANTITY = re.compile(r"([0-9]+(\.[0-9]+)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T
 
 
 def kept_capabilities(profile: Profile) -> set[str]:
-    return {*profile.security.add_capabilities, *(("IPC_LOCK",) if profile.node.needs_ipc_lock else ())}
+    """What lwsgen's own containers keep (derive/pods.capabilities): all a hatch's may add."""
+    from lwsgen.derive.pods import capabilities
+
+    return set(capabilities(profile))
 
 
 def is_device(profile: Profile, resource: str) -> bool:

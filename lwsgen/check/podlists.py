@@ -27,15 +27,22 @@ def own_mounts(profile: Profile) -> dict[str, str]:
     return mounts
 
 
+def _dns_label(src: Source, entry: Entry, name: object) -> list[Problem]:
+    """A volume's or container's name is a DNS-1123 label."""
+    if DNS_LABEL.fullmatch(str(name)) and len(str(name)) <= 63:
+        return []
+    message = f"{name!r} is not a DNS-1123 label: lower-case letters, digits and '-', at most 63"
+    return [src.problem((*entry.path, "name"), message, "bad-name")]
+
+
 def volumes(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
     out, names = [], set(OWN_VOLUMES)
     for entry in pod.volumes:
         name = entry.value.get("name")
         if name in OWN_VOLUMES:
             out.append(src.problem((*entry.path, "name"), f"lwsgen names a volume {name!r}; choose another", "taken"))
-        elif not DNS_LABEL.fullmatch(str(name)) or len(str(name)) > 63:
-            message = f"{name!r} is not a DNS-1123 label: lower-case letters, digits and '-', at most 63"
-            out.append(src.problem((*entry.path, "name"), message, "bad-name"))
+        else:
+            out += _dns_label(src, entry, name)
         claim = (entry.value.get("persistentVolumeClaim") or {}).get("claimName")
         if profile.storage is not None and claim == profile.storage.claim_name:
             message = f"{claim!r} is the model's claim (storage.claimName): lwsgen mounts it, as storage.readOnly says"
@@ -55,7 +62,7 @@ def volumes(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
     for entry in pod.volume_mounts:
         out += _mount(src, entry.path, entry.value, names)
         path = str(entry.value.get("mountPath", ""))
-        taken = next((what for mount, what in taken_paths.items() if _overlaps(path, mount)), None)
+        taken = next((what for mount, what in taken_paths.items() if overlaps(path, mount)), None)
         if taken:
             message = f"{path} overlaps where lwsgen mounts {taken}; mount elsewhere"
             out.append(src.problem((*entry.path, "mountPath"), message, "taken"))
@@ -78,7 +85,8 @@ def _mount(src: Source, at: tuple, mount: dict, names: set) -> list[Problem]:
     return []
 
 
-def _overlaps(path: str, mount: str) -> bool:
+def overlaps(path: str, mount: str) -> bool:
+    """One path is the other or lies under it (a mount there would hide or be hidden by the other)."""
     path, mount = path.rstrip("/") or "/", mount.rstrip("/") or "/"
     return path == mount or path.startswith(mount + "/") or mount.startswith(path + "/")
 
@@ -114,9 +122,8 @@ def sidecars(
         name = entry.value.get("name")
         if name in seen:
             out.append(src.problem((*entry.path, "name"), f"a second container named {name!r}", "duplicate"))
-        elif not DNS_LABEL.fullmatch(str(name)) or len(str(name)) > 63:
-            message = f"{name!r} is not a DNS-1123 label: lower-case letters, digits and '-', at most 63"
-            out.append(src.problem((*entry.path, "name"), message, "bad-name"))
+        else:
+            out += _dns_label(src, entry, name)
         seen.add(name)
         out += _container(profile, src, entry, own, engine_ports)
         out += _port_names(src, entry, ports)

@@ -11,7 +11,7 @@ from lwsgen.check import pods as settings_of
 from lwsgen.check.profile import Profile
 from lwsgen.check.profile import thaw as _thaw
 from lwsgen.derive import pods
-from lwsgen.derive.model import EnvVar, Resources  # noqa: F401
+from lwsgen.derive.model import EnvVar, Resources
 from lwsgen.records import Record
 from lwsgen.runtimes.base import literal
 

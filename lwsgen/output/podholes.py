@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen.check import containers
+from lwsgen.check.podlists import overlaps
 from lwsgen.check.profile import Profile
 
 HOST_FIELDS = {"hostNetwork": "security.allowHostNetwork", "hostIPC": "security.allowHostIPC"}
@@ -37,11 +38,6 @@ def _mounts(spec: dict) -> list[dict]:
         for m in c.get("volumeMounts") or []
         if isinstance(m, dict)
     ]
-
-
-def _overlaps(path: str, mount: str) -> bool:
-    path, mount = path.rstrip("/") or "/", mount.rstrip("/") or "/"
-    return path == mount or path.startswith(mount + "/") or mount.startswith(path + "/")
 
 
 def holes(profile: Profile, obj: dict, before: dict | None = None) -> Iterator[tuple[tuple, str]]:
@@ -119,7 +115,7 @@ def _mount_holes(spec: dict, at: tuple, before: dict | None, own_volumes: set) -
                     continue
                 where = (*at, group, c, "volumeMounts", m)
                 path = str(mount.get("mountPath", ""))
-                over = next((p for p in paths if _overlaps(path, p)), None)
+                over = next((p for p in paths if overlaps(path, p)), None)
                 if over is not None:
                     yield (*where, "mountPath"), f"{path} overlaps {over}, where lwsgen mounts its own"
                 elif mount.get("name") in own_volumes and mount.get("readOnly") is not True:

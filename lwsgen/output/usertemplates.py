@@ -37,15 +37,23 @@ def templates_dir(profile: Profile, src: Source, profile_path: Path) -> Path | N
     return directory
 
 
-def template_keys(src: Source, directory: Path, emitted: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def template_keys(directory: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(lwsgen's kinds replaced, kinds added) by the directory's <key>.yaml.j2 files; `_*` files are
-    macros to import, not kinds."""
-    import re
-
+    macros to import, not kinds. check_keys says what is wrong with them."""
     from lwsgen.derive.kinds import BY_KEY
     from lwsgen.render import user_templates
 
     keys = [key for key in user_templates(directory) if not key.startswith("_")]
+    return tuple(k for k in keys if k in BY_KEY), tuple(k for k in keys if k not in BY_KEY)
+
+
+def check_keys(src: Source, directory: Path, keys: tuple[str, ...], emitted: set[str]) -> None:
+    """Raises ProblemsError for a key no template may have, one replacing a kind this profile does
+    not emit, a badly named added kind, or a directory with no template at all."""
+    import re
+
+    from lwsgen.derive.kinds import BY_KEY
+
     problems = []
     for key in keys:
         if key in NOT_REPLACEABLE:
@@ -60,7 +68,6 @@ def template_keys(src: Source, directory: Path, emitted: set[str]) -> tuple[tupl
         raise ProblemsError(problems)
     if not keys:
         raise ProblemsError([src.problem(TEMPLATES, f"no <kind>.yaml.j2 in {directory}", "missing")])
-    return tuple(k for k in keys if k in BY_KEY), tuple(k for k in keys if k not in BY_KEY)
 
 
 def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
