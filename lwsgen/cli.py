@@ -273,9 +273,17 @@ def _render(args: argparse.Namespace) -> int:
         out.write(
             f"{report.directory}/: {len(result.files)} files, {len(report.changed)} changed"
             f"{f', {len(report.removed)} removed' if report.removed else ''} "
-            f"(group of {p.group_size} pods x {p.gpus_per_pod} GPUs, world size {p.world_size})\n"
+            f"({_shape(p)})\n"
         )
     return EXIT_OK
+
+
+def _shape(profile) -> str:
+    """One group's shape, or each role's: 'prefill: group of 2 pods x 8 GPUs, world size 16; decode: ...'."""
+    if profile.roles:
+        return "; ".join(f"{role}: {_shape(p)}" for role, p in profile.roles.items())
+    p = profile
+    return f"group of {p.group_size} pods x {p.gpus_per_pod} GPUs, world size {p.world_size}"
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -739,15 +739,22 @@ def test_a_template_replaces_lwsgens_and_keeps_what_it_derives(render, tmp_path)
     assert spec["sessionAffinity"] == "ClientIP"
 
 
+def _lws_template_with_spec_written_out() -> str:
+    """lwsgen's LeaderWorkerSet template with its spec macro (lws_spec, shared with the
+    DisaggregatedSet's roles) written out in place, as a user copying it would."""
+    macros = (REPO / "templates" / "_k8s.yaml.j2").read_text()
+    body = macros.split("{% macro lws_spec(v) %}\n", 1)[1].split("{% endmacro %}", 1)[0]
+    spec = "\n".join(("  " + line) if line else line for line in body.rstrip("\n").split("\n"))
+    text = (REPO / "templates" / "leaderworkerset.yaml.j2").read_text()
+    text = text.replace("import meta, lws_spec", "import meta, pod_template")
+    return text.replace("  {{ lws_spec(v) | indent(2) }}", spec.replace("| indent(4) }}", "| indent(6) }}"))
+
+
 @pytest.mark.parametrize(
     ("files", "expected"),
     [
         (
-            {
-                "leaderworkerset": (REPO / "templates" / "leaderworkerset.yaml.j2")
-                .read_text()
-                .replace("size: {{ v.size | q }}", "size: 4")
-            },
+            {"leaderworkerset": _lws_template_with_spec_written_out().replace("size: {{ v.size | q }}", "size: 4")},
             "templates/leaderworkerset.yaml.j2 changes LeaderWorkerSet example spec.leaderWorkerTemplate.size",
         ),
         ({"service": "apiVersion: v1\nkind: Service\nmetadata: {name: {{ v.meta.name }}}\n"}, "without the q filter"),

@@ -24,7 +24,10 @@ pytestmark = [pytest.mark.tools, pytest.mark.skipif(WHY_NOT is not None, reason=
 # launch scripts): they add no cell the table lacks, only minutes. Each names the one it copies;
 # test_an_example_left_out_launches_as_the_one_it_copies proves the claim.
 SAME_LAUNCH = {"vllm-llama31-70b-scale-to-zero": "vllm-llama31-405b"}
-EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir() if p.name not in SAME_LAUNCH)
+# DisaggregatedSets whose every role's group starts as this example's group does (the same launch
+# scripts, command and image; only engine flags differ): test_each_role_launches_as_the_one_it_copies.
+ROLES_LAUNCH = {"sglang-deepseek-r1-pd": "sglang-deepseek-r1", "vllm-llama33-70b-pd": "vllm-llama31-405b"}
+EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir() if p.name not in {*SAME_LAUNCH, *ROLES_LAUNCH})
 LWS = [(example, s.__name__) for example in EXAMPLES for s in scenarios.LWS_SCENARIOS]
 SINGLE = [(example, "single_pod") for example in EXAMPLES]
 NCCL = [
@@ -266,3 +269,27 @@ def test_an_example_left_out_launches_as_the_one_it_copies(left_out, copied):
         return scripts["data"], commands, images, lwt["restartPolicy"], lws["spec"]["startupPolicy"]
 
     assert launch(left_out) == launch(copied)
+
+
+@pytest.mark.parametrize("left_out, copied", sorted(ROLES_LAUNCH.items()))
+def test_each_role_launches_as_the_one_it_copies(left_out, copied):
+    """Every role's launch scripts are the copied example's (by name and text), as are the
+    container commands (the scripts they run) and the engine image."""
+    import yaml
+
+    def templates(lwt):
+        return [lwt[side] for side in ("leaderTemplate", "workerTemplate")]
+
+    [scripts] = yaml.safe_load_all((REPO / "out" / copied / "configmap.yaml").read_text(encoding="utf-8"))
+    lws = yaml.safe_load((REPO / "out" / copied / "leaderworkerset.yaml").read_text(encoding="utf-8"))
+    commands = {t["spec"]["containers"][0]["command"][-1] for t in templates(lws["spec"]["leaderWorkerTemplate"])}
+    images = {t["spec"]["containers"][0]["image"] for t in templates(lws["spec"]["leaderWorkerTemplate"])}
+    role_scripts = list(yaml.safe_load_all((REPO / "out" / left_out / "configmap.yaml").read_text(encoding="utf-8")))
+    ds = yaml.safe_load((REPO / "out" / left_out / "disaggregatedset.yaml").read_text(encoding="utf-8"))
+    assert len(role_scripts) == len(ds["spec"]["roles"]) == 2
+    for own in role_scripts:
+        assert own["data"] and all(scripts["data"].get(name) == text for name, text in own["data"].items())
+    for role in ds["spec"]["roles"]:
+        for template in templates(role["spec"]["leaderWorkerTemplate"]):
+            engine = template["spec"]["containers"][0]
+            assert engine["command"][-1] in commands and engine["image"] in images

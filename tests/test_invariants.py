@@ -9,7 +9,8 @@ import pytest
 from conftest import REPO
 from lwsgen.cli import main
 
-EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir())
+# The examples of one LeaderWorkerSet (the edits name its file); a DisaggregatedSet's: test_disaggregation.py.
+EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir() if (p / "leaderworkerset.yaml").exists())
 
 
 def _edit(directory, name, old, new, count=1):

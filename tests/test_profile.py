@@ -5,13 +5,13 @@ import pytest
 
 from conftest import merged
 from lwsgen.check import profile as typed
-from lwsgen.check.schema import profile_schema, with_defaults
+from lwsgen.check.schema import profile_schema, referenced, with_defaults
 from lwsgen.pipeline import load_profile
 
 
 def _resolve(node):
     ref = node.get("$ref")
-    return {**profile_schema()["$defs"][ref.rsplit("/", 1)[1]], **node} if ref else node
+    return {**referenced(ref), **node} if ref else node
 
 
 def _record_fields(schema_node, cls, prefix=""):

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import PROFILES, REPO, lws_of, objects_of
-from lwsgen.check.schema import profile_schema
+from lwsgen.check.schema import profile_schema, referenced
 from lwsgen.cli import main
 from runtimes.test_all_runtimes import IMAGES, profile_for
 
@@ -190,9 +190,8 @@ REALISTIC = st.sampled_from(["demo", "/models/m", "8Gi", "team-a", "topology.kub
 def _from_schema(node, junk=False):
     """Values for a schema node: valid by the schema's own types, enums, bounds and patterns; with
     junk=True any field may instead hold a value of the wrong type."""
-    root = profile_schema()
     if "$ref" in node:
-        node = {**root["$defs"][node["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in node.items() if k != "$ref"}}
+        node = {**referenced(node["$ref"]), **{k: v for k, v in node.items() if k != "$ref"}}
     value = _valid_value(node, junk)
     return st.one_of(value, JUNK) if junk else value
 

@@ -42,7 +42,10 @@ def test_deleting_any_key_never_crashes_validate(example, tmp_path):
     for file in sorted(directory.glob("*.yaml")):
         original = file.read_text()
         docs = list(yaml.safe_load_all(original))
+        kinds = [doc.get("kind") if isinstance(doc, dict) else None for doc in docs]
         for index, doc in enumerate(docs):
+            if kinds[index] in kinds[:index]:
+                continue  # a second role's object of the same kind: the first one's keys cover it
             for path in (p for p in _key_paths(doc) if len(p) <= DEPTH):
                 file.write_text(_without(docs, index, path))
                 err = io.StringIO()
@@ -53,5 +56,7 @@ def test_deleting_any_key_never_crashes_validate(example, tmp_path):
     crashed = {where: why for where, why in statuses.items() if why[0] not in (0, 1)}
     assert len(statuses) > 50 and not crashed, crashed
     # and dropping what a deployment needs is an error, not silently accepted
-    assert statuses[("leaderworkerset.yaml", ("spec",))][0] == 1
-    assert statuses[("service.yaml", ("metadata", "name"))][0] == 1
+    workload = "leaderworkerset.yaml" if (directory / "leaderworkerset.yaml").exists() else "disaggregatedset.yaml"
+    assert statuses[(workload, ("spec",))][0] == 1
+    if (directory / "service.yaml").exists():  # a vLLM set of roles is reached through its InferencePool only
+        assert statuses[("service.yaml", ("metadata", "name"))][0] == 1

@@ -1,7 +1,7 @@
 """Stage 2, check: loaded data -> problems (JSON Schema, then business rules) -> the typed, frozen
 Profile (profile.py) with its derived numbers, and the warnings worth saying out loud."""
 
-from lwsgen.check import delivery, hatches, rules, schema
+from lwsgen.check import delivery, disaggregation, hatches, rules, schema
 from lwsgen.check.profile import Profile, from_data
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem, ProblemsError
@@ -9,11 +9,21 @@ from lwsgen.problems import Problem, ProblemsError
 
 def check(src: Source) -> tuple[Profile, list[Problem]]:
     """The profile and its warnings; raises ProblemsError with every error found."""
-    from lwsgen.output.validate import available_versions
-
     problems = schema.check_schema(src) or delivery.model_problems(src)
     if problems:
         raise ProblemsError(problems)
+    if src.data.get("roles"):
+        return disaggregation.check(src, typed)
+    if src.data.get("disaggregation"):
+        message = "takes effect with roles only (prefill and decode): add roles, or leave it out"
+        raise ProblemsError([src.problem(("disaggregation",), message, "not-without-roles")])
+    return typed(src)
+
+
+def typed(src: Source) -> tuple[Profile, list[Problem]]:
+    """A schema-valid profile (or one role's, check/roles.py) through the rules."""
+    from lwsgen.output.validate import available_versions
+
     profile = from_data(schema.with_defaults(src.data))
     if profile.kubernetes_version in available_versions():
         # the hatches' Kubernetes structures first: the rules read into them

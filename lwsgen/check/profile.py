@@ -299,6 +299,27 @@ class RoleSettings(Record):
     dns_config: Any
 
 
+class DisaggregatedPlacement(Record):
+    type: str
+    topology_key: str | None
+
+
+class Router(Record):
+    image: str
+    replicas: int
+    cpu: str | int
+    memory: str | int
+
+
+class Disaggregation(Record):
+    slices: int
+    placement: DisaggregatedPlacement
+    transfer_backend: str | None  # None: the engine's default
+    ib_devices: tuple
+    router: Router
+    sidecar_image: str
+
+
 class Patch(Record):
     target: Map
     patch: Map | None
@@ -343,6 +364,9 @@ class Profile(Record):
     dns_config: Map
     leader: RoleSettings
     worker: RoleSettings
+    # role name -> that role's whole Profile (check/roles.py); empty: one LeaderWorkerSet
+    roles: Map
+    disaggregation: Disaggregation
     patches: tuple[Patch, ...]
     templates: str | None
 

@@ -69,6 +69,8 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
 
 
 def check_name_budget(profile: Profile, src: Source) -> list[Problem]:
+    if getattr(src, "in_set", False):  # a role's names are the DisaggregatedSet's (check/disaggregation.py)
+        return []
     top = profile.highest_group_index
     budget = name_budget(top)
     if len(profile.name) <= budget:

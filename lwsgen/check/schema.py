@@ -228,11 +228,19 @@ def _integers(schema: dict[str, Any], data: Any, path: tuple, src: Source, out: 
             _integers(schema["items"], value, path + (index,), src, out)
 
 
+def referenced(ref: str) -> dict[str, Any]:
+    """The part of the profile schema a local $ref points at: #/$defs/<name> or #/properties/<field>."""
+    node: Any = profile_schema()
+    for part in ref.removeprefix("#/").split("/"):
+        node = node[part]
+    return node
+
+
 def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
     ref = schema.get("$ref")
     if ref is None:
         return schema
-    return {**profile_schema()["$defs"][ref.rsplit("/", 1)[1]], **{k: v for k, v in schema.items() if k != "$ref"}}
+    return {**referenced(ref), **{k: v for k, v in schema.items() if k != "$ref"}}
 
 
 PARTIAL_SCHEMA = "profile-partial.schema.json"
@@ -280,10 +288,9 @@ def check_schema(src: Source) -> list[Problem]:
 
 
 def _fill(schema: dict[str, Any], data: dict[str, Any]) -> None:
-    root = profile_schema()
     for field, sub in schema.get("properties", {}).items():
         if "$ref" in sub:
-            sub = {**root["$defs"][sub["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in sub.items() if k != "$ref"}}
+            sub = _resolve(sub)
         if field not in data and "default" in sub:
             data[field] = copy.deepcopy(sub["default"])
         if isinstance(data.get(field), dict) and sub.get("type") == "object":
@@ -297,8 +304,10 @@ def _fill(schema: dict[str, Any], data: dict[str, Any]) -> None:
 
 def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
     """A copy of a schema-valid profile with every schema default filled in."""
-    filled = copy.deepcopy(data)
+    filled = copy.deepcopy({k: v for k, v in data.items() if k != "roles"})
     _fill(profile_schema(), filled)
+    if "roles" in data:  # a role holds only what it overrides: its profile is filled whole (check/roles.py)
+        filled["roles"] = copy.deepcopy(data["roles"])
     # defaults that depend on other fields: a Gateway in front makes the Service internal; a
     # downloaded model is where the download puts it
     filled["service"].setdefault("type", "ClusterIP" if filled["gateway"]["enabled"] else "LoadBalancer")

@@ -48,6 +48,8 @@ FILES = {
 
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:
     if "$ref" in node:
+        if node["$ref"].startswith("#/properties/"):  # a role's field: the profile's own, documented there
+            return {k: v for k, v in node.items() if k != "$ref"}
         target = profile_schema()["$defs"][node["$ref"].rsplit("/", 1)[1]]
         return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
     return node

@@ -13,13 +13,14 @@ def _objects(result: Rendered) -> dict[str, list[dict[str, Any]]]:
     return {name: [d for d in yaml.safe_load_all(text) if d] for name, text in sorted(result.files.items())}
 
 
-def pods(result: Rendered) -> list[tuple[str, str, range, list[int]]]:
+def pods(result: Rendered, d=None, lws: str | None = None) -> list[tuple[str, str, range, list[int]]]:
     """(pod of group 0, role, its global ranks, the pipeline stages they belong to): rank r is tensor
-    rank r % tensor of pipeline stage r // tensor, and pod r // GPUs per pod."""
-    d = result.profile
+    rank r % tensor of pipeline stage r // tensor, and pod r // GPUs per pod. d, lws: one role of a
+    set and its LeaderWorkerSet's name."""
+    d = d or result.profile
     out = []
     for index in range(d.group_size):
-        name = d.name + "-0" + (f"-{index}" if index else "")
+        name = (lws or d.name) + "-0" + (f"-{index}" if index else "")
         ranks = range(index * d.gpus_per_pod, (index + 1) * d.gpus_per_pod)
         stages = sorted({(rank // d.parallelism.tensor) % d.parallelism.pipeline for rank in ranks})
         out.append((name, "leader" if index == 0 else "worker", ranks, stages))
@@ -52,7 +53,18 @@ def _autoscaling_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 def _traffic_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """client -> Gateway -> HTTPRoute -> InferencePool -> endpoint picker -> leader (gateway.enabled)."""
+    """client -> Gateway -> HTTPRoute -> InferencePool -> endpoint picker -> leader (gateway.enabled);
+    a set of roles behind the SGLang router: client -> (Gateway -> HTTPRoute ->) Service -> router."""
+    if "router.yaml" in objects:
+        service = objects["service.yaml"][0]
+        front = [f"HTTPRoute {objects['httproute.yaml'][0]['metadata']['name']}"] if "httproute.yaml" in objects else []
+        return [
+            "client",
+            *front,
+            f"Service {service['metadata']['name']} ({service['spec']['type']})",
+            "the SGLang router: a prefill leader and a decode leader per request, found by their set and role labels",
+            "the prefill leader computes the KV cache and hands it to the decode leader, which answers",
+        ]
     if "httproute.yaml" not in objects:
         service = objects["service.yaml"][0]
         return [f"client -> Service {service['metadata']['name']} ({service['spec']['type']}) -> a leader"]
@@ -77,7 +89,9 @@ def _traffic_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
         f"InferencePool {pool['metadata']['name']}: pods {selector}, port {ports}",
         f"endpoint picker Service {ref['name']}:{ref['port']['number']} ({picker['spec']['replicas']} replica"
         f"{'s' if picker['spec']['replicas'] > 1 else ''}, {ref['failureMode']}) picks one pod per request",
-        "a leader (it serves its group)",
+        "a leader (it serves its group)"
+        if "disaggregatedset.yaml" not in objects
+        else "a decode leader, whose routing sidecar runs the prefill on the prefill leader the picker chose",
     ]
 
 
@@ -99,23 +113,42 @@ def _parallelism(profile) -> str:
     return f"{data}tensor {par.tensor} x pipeline {par.pipeline}{expert}{all_to_all}"
 
 
+def _shape(d) -> str:
+    groups = "autoscaled" if d.fixed_replicas is None else f"{d.replicas} group" + ("s" if d.replicas != 1 else "")
+    pods = f"{d.group_size} pod{'s' if d.group_size > 1 else ''}"
+    return f"world size {d.world_size} = {pods} x {d.gpus_per_pod} GPUs per group; {groups}"
+
+
+def _group_lines(result: Rendered, d, lws: str | None, pad: str) -> list[str]:
+    lines, group = [], pods(result, d, lws)
+    for i, (name, side, ranks, stages) in enumerate(group):
+        branch = "└─" if i == len(group) - 1 else "├─"
+        stage_text = f"pipeline stage{'s' if len(stages) > 1 else ''} {', '.join(map(str, stages))}"
+        lines.append(f"{pad}{branch} {name} ({side}): ranks {ranks.start}-{ranks.stop - 1}, {stage_text}")
+    return lines
+
+
+def _shape_lines(result: Rendered) -> list[str]:
+    d = result.profile
+    if not d.roles:
+        return [
+            f"├─ {_shape(d)}",
+            f"├─ engine: {_engine(d)}",
+            f"├─ parallelism: {_parallelism(d)}",
+            "├─ group 0",
+            *_group_lines(result, d, None, "│  "),
+        ]
+    lines = [f"├─ engine: {_engine(next(iter(d.roles.values())))}"]
+    for role, p in d.roles.items():  # the controller names the role's LWS <set>-<slice>-<revision>-<role>
+        lines += [f"├─ role {role}: {_shape(p)}", f"│  ├─ parallelism: {_parallelism(p)}", "│  └─ group 0"]
+        lines += _group_lines(result, p, f"{d.name}-0-<revision>-{role}", "│     ")
+    return lines
+
+
 def text(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
-    lines = [
-        f"{d.name} ({d.runtime}) in namespace {d.namespace}",
-        f"├─ world size {d.world_size} = {d.group_size} pod{'s' if d.group_size > 1 else ''} x {d.gpus_per_pod} GPUs "
-        "per group; "
-        f"{'autoscaled' if d.fixed_replicas is None else f'{d.replicas} group' + ('s' if d.replicas != 1 else '')}",
-        f"├─ engine: {_engine(d)}",
-        f"├─ parallelism: {_parallelism(d)}",
-        "├─ group 0",
-    ]
-    group = pods(result)
-    for i, (name, role, ranks, stages) in enumerate(group):
-        branch = "└─" if i == len(group) - 1 else "├─"
-        stage_text = f"pipeline stage{'s' if len(stages) > 1 else ''} {', '.join(map(str, stages))}"
-        lines.append(f"│  {branch} {name} ({role}): ranks {ranks.start}-{ranks.stop - 1}, {stage_text}")
+    lines = [f"{d.name} ({d.runtime}) in namespace {d.namespace}", *_shape_lines(result)]
     lines.append("├─ objects")
     names = list(objects)
     for i, name in enumerate(names):
@@ -129,7 +162,7 @@ def text(result: Rendered) -> str:
             else " (outside the kustomization)"
         )
         lines.append(f"│  {branch} {name}: {kinds}{listed}")
-    selectors = [("Service", objects["service.yaml"][0]["spec"]["selector"])]
+    selectors = [("Service", objects["service.yaml"][0]["spec"]["selector"])] if "service.yaml" in objects else []
     if "podmonitor.yaml" in objects:
         selectors.append(("PodMonitor", objects["podmonitor.yaml"][0]["spec"]["selector"]["matchLabels"]))
     if "inferencepool.yaml" in objects:
@@ -146,10 +179,10 @@ def text(result: Rendered) -> str:
         lines.append(f"│  {'└─' if i == len(traffic) - 1 else '├─'} {step}")
     from lwsgen.check import budget
 
-    plan = budget.budget(d)
+    plan = budget.budget(next(iter(d.roles.values())) if d.roles else d)
     size = "size unknown" if plan.size_gb is None else f"{plan.size_gb:,.0f} GB"
     lines.append(f"├─ start budget (model {size}, {plan.size_from})")
-    start = budget.steps(plan, d)
+    start = budget.steps(plan, next(iter(d.roles.values())) if d.roles else d)
     for i, (step, how) in enumerate(start):
         lines.append(f"│  {'└─' if i == len(start) - 1 else '├─'} {step}: {how}")
     path = _autoscaling_path(objects)

@@ -3,9 +3,9 @@ table of output kinds (kinds.py) and the runtime plugin's parts."""
 
 from lwsgen import runtimes
 from lwsgen.check.profile import Profile
-from lwsgen.derive import delivery, kinds, naming
-from lwsgen.derive.context import Context
-from lwsgen.derive.model import Deployment, Meta
+from lwsgen.derive import delivery, disaggregation, kinds, naming
+from lwsgen.derive.context import Context, single
+from lwsgen.derive.model import Deployment, Meta, Several
 from lwsgen.derive.scheduling import placement
 from lwsgen.records import Record
 
@@ -33,6 +33,7 @@ def context(profile: Profile) -> Context:
         parts,
         naming.object_names(profile.name),
         placement(profile),
+        single(profile.name),
     )
 
 
@@ -52,13 +53,24 @@ def _user_kind(ctx: Context, key: str) -> UserKind:
     )
 
 
+def _per_role(ctx: Context, kind: kinds.Kind):
+    """A per-role kind of a set: each role's object, the same object once."""
+    items = []
+    for role_ctx in ctx.roles.values():
+        values = kind.build(role_ctx, kind)
+        if values is not None and values not in items:
+            items.append(values)
+    return Several(tuple(items)) if items else None
+
+
 def derive(profile: Profile, source: str, user_kinds: tuple[str, ...] = ()) -> Deployment:
     """Profile (checked) -> Deployment: kind key -> template values, for every kind it emits and
-    every kind the profile's templates add (user_kinds)."""
-    ctx = context(profile)
+    every kind the profile's templates add (user_kinds). A profile with roles: what the set shares
+    from its context, the per-role kinds from each role's (derive/disaggregation.py)."""
+    ctx = disaggregation.set_context(profile) if profile.roles else context(profile)
     objects = {}
     for kind in kinds.KINDS:
-        values = kind.build(ctx, kind)
+        values = _per_role(ctx, kind) if kind.per_role and ctx.roles else kind.build(ctx, kind)
         if values is not None:
             objects[kind.key] = values
     for key in user_kinds:

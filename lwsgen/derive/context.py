@@ -2,6 +2,7 @@
 names and placement, and the metadata rule (labels, annotations, Argo CD sync wave)."""
 
 from types import ModuleType
+from typing import Any
 
 from lwsgen.check.profile import Profile
 from lwsgen.derive import naming
@@ -13,6 +14,52 @@ from lwsgen.runtimes.base import Capabilities, RuntimeParts
 SYNC_WAVE_ANNOTATION = "argocd.argoproj.io/sync-wave"
 
 
+class Workload(Record):
+    """What lwsgen's objects select and target: one LeaderWorkerSet, or one role of a DisaggregatedSet
+    (whose pods the controller labels with the set and role, naming.SET_NAME_LABEL, ROLE_LABEL)."""
+
+    pods: dict[str, str]  # every pod of it
+    leaders: dict[str, str]  # its leader pods
+    peers: dict[str, str]  # the pods its pods take any port from: its own, or every role of the set
+    target_labels: tuple[str, ...]  # pod labels the PodMonitor copies onto every series
+    scale_target: tuple[str, str, str]  # apiVersion, kind, name of what an autoscaler scales
+    set_name: str | None = None
+    role: str | None = None
+
+    @property
+    def series(self) -> dict[str, str]:
+        """The series of its pods, by the labels the PodMonitor copied (kube_pod_labels: ksm)."""
+        keys = (naming.LWS_NAME_LABEL,) if self.set_name is None else (naming.SET_NAME_LABEL, naming.ROLE_LABEL)
+        return {naming.series_label(k): self.pods[k] for k in keys}
+
+    @property
+    def ksm(self) -> dict[str, str]:
+        return {f"label_{k}": v for k, v in self.series.items()}
+
+
+def single(name: str) -> Workload:
+    pods = naming.own_pods(name)
+    return Workload(
+        pods,
+        naming.leader_selector(name),
+        pods,
+        (naming.LWS_NAME_LABEL, naming.GROUP_INDEX_LABEL),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name),
+    )
+
+
+def role_of_set(set_name: str, role: str) -> Workload:
+    return Workload(
+        naming.role_pods(set_name, role),
+        naming.role_leaders(set_name, role),
+        naming.set_pods(set_name),
+        (naming.LWS_NAME_LABEL, naming.GROUP_INDEX_LABEL, naming.SET_NAME_LABEL, naming.ROLE_LABEL),
+        ("disaggregatedset.x-k8s.io/v1", "DisaggregatedSetRoleScaler", f"{set_name}-{role}"),
+        set_name,
+        role,
+    )
+
+
 class Context(Record):
     profile: Profile
     plugin: ModuleType
@@ -20,6 +67,9 @@ class Context(Record):
     parts: RuntimeParts
     names: naming.Names
     placement: Placement
+    workload: Workload
+    roles: dict[str, "Context"] | None = None  # a disaggregated profile's set: each role's own context
+    kv: Any = None  # runtimes.base.KvTransfer of a role of a disaggregated profile
 
     def meta(
         self, kind, name: str, *, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None

@@ -64,8 +64,17 @@ class HTTPRoute(Record):
     hostnames: tuple[str, ...] | None
     path_type: str
     path: str
-    pool: str
+    backend: "Backend"
     timeout: str
+
+
+class Backend(Record):
+    """What the route sends to: the InferencePool, or a Service (by port)."""
+
+    group: str
+    kind: str
+    name: str
+    port: int | None
 
 
 class Workload(Record):
@@ -96,6 +105,35 @@ class PickerConfig(Record):
     # Flow control on (a scale-to-zero pool): requests wait in the picker at most this long while no
     # group runs (pkg/epp/flowcontrol/README.md: "the queue acts as a scale-from-zero waiting room").
     flow_control_ttl: str | None = None
+    disaggregated: "Disaggregated | None" = None  # a set of prefill and decode roles
+
+    @property
+    def single(self) -> bool | None:
+        """One scheduling profile (the chart's default), or None: a prefill and a decode one."""
+        return True if self.disaggregated is None else None
+
+    @property
+    def role_profiles(self) -> tuple["SchedulingProfile", ...]:
+        return () if self.disaggregated is None else self.disaggregated.profiles
+
+
+class SchedulingProfile(Record):
+    name: str
+    filter: str | None  # the role filter of a prefill or decode profile
+
+
+class Disaggregated(Record):
+    """The picker's prefill/decode scheduling (llm-d-router v0.10.0 deploy/config/pd-epp-config.yaml;
+    pkg/epp/framework/plugins/scheduling/profilehandler/disagg/README.md): the prefill-filter and
+    decode-filter pick pods by llm-d.ai/role (filter/bylabel/roles.go), disagg-profile-handler runs
+    the prefill profile when prefix-based-pd-decider finds at least non_cached_tokens of the prompt
+    uncached on the chosen decode pod, which approx-prefix-cache-producer's match info tells it."""
+
+    non_cached_tokens: int = 16
+    profiles: tuple[SchedulingProfile, ...] = (
+        SchedulingProfile("prefill", "prefill-filter"),
+        SchedulingProfile("decode", "decode-filter"),
+    )
 
 
 class EndpointPicker(Record):
@@ -118,13 +156,18 @@ def enabled(ctx: Context) -> bool:
     return ctx.profile.gateway.enabled
 
 
+def picks(ctx: Context) -> bool:
+    """The endpoint picker routes to these pods (gateway.enabled, unless the SGLang router fronts a set)."""
+    return enabled(ctx) and not (ctx.kv is not None and ctx.kv.router == "sglang-router")
+
+
 def inferencepool(ctx: Context, kind) -> InferencePool | None:
-    if not enabled(ctx):
+    if not picks(ctx):
         return None
     profile = ctx.profile
     return InferencePool(
         ctx.meta(kind, profile.name),
-        naming.leader_selector(profile.name),
+        ctx.workload.leaders,
         (serving_port(ctx).number,),
         ctx.names.epp,
         GRPC_PORT,
@@ -137,13 +180,19 @@ def httproute(ctx: Context, kind) -> HTTPRoute | None:
         return None
     profile, gateway = ctx.profile, ctx.profile.gateway
     parents = tuple(ParentRef(r["name"], r.get("namespace"), r.get("sectionName")) for r in gateway.parent_refs)
+    if picks(ctx):
+        backend = Backend(POOL_GROUP, "InferencePool", profile.name, None)
+    else:  # the SGLang router in front of a set of roles
+        from lwsgen.derive.disaggregation import ROUTER_PORT
+
+        backend = Backend("", "Service", f"{profile.name}-router", profile.service.port or ROUTER_PORT)
     return HTTPRoute(
         ctx.meta(kind, profile.name),
         parents,
         gateway.hostnames or None,
         gateway.path.type,
         gateway.path.value,
-        profile.name,
+        backend,
         gateway.request_timeout,
     )
 
@@ -166,6 +215,7 @@ def picker_config(ctx: Context) -> PickerConfig:
         metrics,
         metrics.parser,
         ctx.profile.gateway.request_timeout if ctx.profile.autoscaling.to_zero else None,
+        Disaggregated() if ctx.roles is not None else None,
     )
 
 
@@ -299,7 +349,7 @@ def _monitor(ctx: Context, kind, selector: dict[str, str]) -> PodMonitor | None:
 
 
 def endpoint_picker(ctx: Context, kind) -> EndpointPicker | None:
-    if not enabled(ctx):
+    if not picks(ctx):
         return None
     names, picker = ctx.names, ctx.profile.gateway.endpoint_picker
     selector = naming.endpoint_picker_pods(ctx.profile.name)

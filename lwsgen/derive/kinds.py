@@ -10,7 +10,7 @@ profile does not emit the kind. The output tables of README.md and docs/ are gen
 from collections.abc import Callable
 from typing import Any
 
-from lwsgen.derive import cluster, delivery, gateway, monitoring, nccl, network, workload
+from lwsgen.derive import cluster, delivery, disaggregation, gateway, monitoring, nccl, network, workload
 from lwsgen.records import Record
 
 
@@ -33,6 +33,7 @@ class Kind(Record):
     wave: int | None = None  # Argo CD sync wave (gitops.argocd.syncWaves); lower waves apply first
     outside: str = ""  # why the file is not in kustomization.yaml; empty: it is
     header: str = ""  # comment lines at the top of the file, saying what to do with it
+    per_role: bool = False  # with roles: one object per role (the same one once), all in its file
 
     @property
     def file(self) -> str:
@@ -51,12 +52,15 @@ class Kustomization(Record):
     configurations: tuple[str, ...] = ("kustomizeconfig.yaml",)
 
 
-class Static(Record):
-    """A file whose template holds everything (no values)."""
+class TransformerConfig(Record):
+    """kustomizeconfig.yaml: the LeaderWorkerSet's field specs, and a DisaggregatedSet's (set: True)
+    where the profile has roles (None: not written)."""
+
+    set: bool | None = None
 
 
-def _static(_ctx: Any, _kind: "Kind") -> Static:
-    return Static()
+def _transformer_config(ctx: Any, _kind: "Kind") -> TransformerConfig:
+    return TransformerConfig(True if ctx.roles is not None else None)
 
 
 def _kustomization(_ctx: Any, _kind: Kind) -> None:
@@ -108,6 +112,33 @@ KINDS: tuple[Kind, ...] = (
         wave=0,
     ),
     Kind(
+        "disaggregatedset",
+        _own("disaggregatedset.x-k8s.io/v1", "DisaggregatedSet", "disaggregatedset.schema.json"),
+        "`DisaggregatedSet` `<name>`: one role per `roles` entry, each the LeaderWorkerSet template of that role "
+        "(its size, engine flags for KV transfer), slices and placement policy",
+        "`roles` (in place of the LeaderWorkerSet)",
+        disaggregation.disaggregatedset,
+        "inference-server",
+        wave=0,
+    ),
+    Kind(
+        "router",
+        (
+            Document("v1", "ServiceAccount"),
+            Document("rbac.authorization.k8s.io/v1", "Role"),
+            Document("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            Document("apps/v1", "Deployment"),
+            Document("networking.k8s.io/v1", "NetworkPolicy"),
+            Document("monitoring.coreos.com/v1", "PodMonitor", "podmonitor.schema.json"),
+        ),
+        "the SGLang router `<name>-router` in prefill/decode mode, finding each role's leaders by label: "
+        "`ServiceAccount`, `Role` (read pods), `RoleBinding`, `Deployment`, its `NetworkPolicy` and `PodMonitor`",
+        "`roles` with runtime `sglang`",
+        disaggregation.router,
+        "router",
+        wave=1,
+    ),
+    Kind(
         "service",
         _core("v1", "Service"),
         '`Service` `<name>-leader` selecting `leaderworkerset.sigs.k8s.io/name: <name>` + `worker-index: "0"`',
@@ -124,6 +155,7 @@ KINDS: tuple[Kind, ...] = (
         workload.launch_scripts,
         "launch-scripts",
         wave=-1,
+        per_role=True,
     ),
     Kind(
         "persistentvolumeclaim",
@@ -151,6 +183,7 @@ KINDS: tuple[Kind, ...] = (
         workload.service_account,
         "launcher",
         wave=-1,
+        per_role=True,
     ),
     Kind(
         "role",
@@ -160,6 +193,7 @@ KINDS: tuple[Kind, ...] = (
         workload.role,
         "launcher",
         wave=-1,
+        per_role=True,
     ),
     Kind(
         "rolebinding",
@@ -169,6 +203,7 @@ KINDS: tuple[Kind, ...] = (
         workload.role_binding,
         "launcher",
         wave=-1,
+        per_role=True,
     ),
     Kind(
         "networkpolicy",
@@ -179,6 +214,7 @@ KINDS: tuple[Kind, ...] = (
         network.networkpolicy,
         "network-policy",
         wave=-1,
+        per_role=True,
     ),
     Kind(
         "podmonitor",
@@ -188,6 +224,7 @@ KINDS: tuple[Kind, ...] = (
         monitoring.podmonitor,
         "metrics",
         wave=1,
+        per_role=True,
     ),
     Kind(
         "prometheusrule",
@@ -243,6 +280,7 @@ KINDS: tuple[Kind, ...] = (
         monitoring.horizontalpodautoscaler,
         "autoscaler",
         wave=2,
+        per_role=True,
     ),
     Kind(
         "prometheus-adapter-rules",
@@ -262,6 +300,7 @@ KINDS: tuple[Kind, ...] = (
         monitoring.scaledobject,
         "autoscaler",
         wave=2,
+        per_role=True,
     ),
     Kind(
         "volcano-queue",
@@ -272,6 +311,7 @@ KINDS: tuple[Kind, ...] = (
         "queue",
         outside="cluster-scoped and shared by deployments: applied once by its owner",
         header=QUEUE_HEADER,
+        per_role=True,
     ),
     Kind(
         "nccl-test",
@@ -289,6 +329,7 @@ KINDS: tuple[Kind, ...] = (
         "nccl-test",
         outside="a one-off test, applied by hand",
         header=NCCL_HEADER,
+        per_role=True,
     ),
     Kind(
         "eksctl-nodegroup",
@@ -299,13 +340,14 @@ KINDS: tuple[Kind, ...] = (
         "nodes",
         outside="eksctl configuration, not a cluster object",
         header=EKSCTL_HEADER,
+        per_role=True,
     ),
     Kind(
         "kustomizeconfig",
         (Document(None, None, "kustomizeconfig.schema.json"),),
         "kustomize's transformer configuration for LeaderWorkerSet (name references, labels, images)",
         "always: the kustomization names it in `configurations:`, so overlays keep every reference",
-        _static,
+        _transformer_config,
         "kustomization",
         outside="transformer configuration, not a resource",
         header=(

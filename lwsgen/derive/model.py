@@ -12,6 +12,12 @@ from lwsgen.runtimes.base import EnvVar, Port
 __all__ = ["EnvVar", "Port"]  # plugin data (runtimes/base.py), placed by the same templates
 
 
+class Several(Record):
+    """Values of one kind for several objects in its file (one per role of a DisaggregatedSet)."""
+
+    items: tuple
+
+
 class Meta(Record):
     name: str
     namespace: str | None
@@ -99,6 +105,7 @@ class Container(Record):
     security: ContainerSecurity
     liveness_probe: Probe | None = None
     extra_mounts: tuple[dict[str, Any], ...] = ()  # volumeMounts from the profile, as written
+    restart_policy: str | None = None  # Always: an init container that keeps running (a native sidecar)
 
 
 class Pod(Record):

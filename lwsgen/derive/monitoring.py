@@ -11,9 +11,9 @@ from typing import Any
 
 from lwsgen import runtimes
 from lwsgen.check.profile import Profile, thaw
-from lwsgen.derive.context import Context
+from lwsgen.derive import naming
+from lwsgen.derive.context import Context, Workload, single
 from lwsgen.derive.model import Meta
-from lwsgen.derive.naming import GROUP_INDEX_LABEL, LWS_NAME_LABEL, leader_selector, own_pods
 from lwsgen.records import Record
 from lwsgen.runtimes.base import Capabilities, RecordingRule
 
@@ -24,7 +24,6 @@ GROUP_SERIES_LABEL = "leaderworkerset_sigs_k8s_io_group_index"
 KSM_NAME, KSM_GROUP, KSM_WORKER = (
     f"label_{x}" for x in (NAME_SERIES_LABEL, GROUP_SERIES_LABEL, "leaderworkerset_sigs_k8s_io_worker_index")
 )
-RECORD_LABELS = ("namespace", "pod", NAME_SERIES_LABEL, GROUP_SERIES_LABEL)
 GPU_RECORD = "namespace_pod:dcgm_fi_dev_gpu_util:avg_group"
 ADAPTER_FILE = "prometheus-adapter-rules.yaml"
 
@@ -34,41 +33,48 @@ def _matchers(**labels: str) -> str:
     return "{" + ", ".join(f"{key}={json.dumps(value)}" for key, value in labels.items()) + "}"
 
 
-def _leader_pods(namespace: str, name: str) -> str:
-    """kube_pod_labels of this LWS's leader pods (kube-state-metrics' names for the LWS labels)."""
-    return f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name, KSM_WORKER: '0'})}"
+def _leader_pods(namespace: str, workload: Workload) -> str:
+    """kube_pod_labels of the workload's leader pods (kube-state-metrics' names for their labels)."""
+    return f"kube_pod_labels{_matchers(namespace=namespace, **workload.ksm, **{KSM_WORKER: '0'})}"
 
 
-def _lws_labels(expr: str) -> str:
-    """expr with kube-state-metrics' label_ names of the LWS name and group as the records carry them."""
-    return (
-        f'label_replace(label_replace(\n{expr},\n"{NAME_SERIES_LABEL}", "$1", "{KSM_NAME}", "(.*)"),\n'
-        f'"{GROUP_SERIES_LABEL}", "$1", "{KSM_GROUP}", "(.*)")'
-    )
+def _ksm_keys(workload: Workload) -> tuple[str, ...]:
+    """The kube_pod_labels labels a record keeps: the LWS name and group, and the set's where it has one."""
+    return (KSM_NAME, KSM_GROUP, *(k for k in workload.ksm if k != KSM_NAME))
 
 
-def gpu_rule(namespace: str, name: str) -> RecordingRule:
+def record_labels(workload: Workload) -> tuple[str, ...]:
+    return ("namespace", "pod", *(key.removeprefix("label_") for key in _ksm_keys(workload)))
+
+
+def _lws_labels(expr: str, workload: Workload) -> str:
+    """expr with kube-state-metrics' label_ names of the pod labels as the records carry them."""
+    keys = _ksm_keys(workload)
+    renames = [f'"{key.removeprefix("label_")}", "$1", "{key}", "(.*)"' for key in keys]
+    return "label_replace(" * len(keys) + f"\n{expr},\n" + "),\n".join(renames) + ")"
+
+
+def gpu_rule(namespace: str, workload: Workload) -> RecordingRule:
     """Average DCGM GPU utilisation of every GPU of a group (leader and workers), recorded onto the
     leader pod. Pods are attributed through their LWS labels in kube_pod_labels, never by parsing
     pod names (an LWS named <name>-1 has pods that look like group 1 of <name>). DCGM's own
     namespace/pod labels are used whether the exporter is scraped with honorLabels or not."""
-    pods = f"kube_pod_labels{_matchers(namespace=namespace, **{KSM_NAME: name})}"
-    leaders = _leader_pods(namespace, name)
-    pod_labels = f"namespace, pod, {KSM_NAME}, {KSM_GROUP}"
-    group_labels = f"namespace, {KSM_NAME}, {KSM_GROUP}"
+    pods = f"kube_pod_labels{_matchers(namespace=namespace, **workload.ksm)}"
+    leaders = _leader_pods(namespace, workload)
+    kept = ", ".join(_ksm_keys(workload))
+    pod_labels, group_labels = f"namespace, pod, {kept}", f"namespace, {kept}"
     dcgm = (
         'label_replace(label_replace(DCGM_FI_DEV_GPU_UTIL, "namespace", "$1", "exported_namespace", "(.+)"), '
         '"pod", "$1", "exported_pod", "(.+)")'
     )
     per_group = (
-        f"avg by ({group_labels}) (\n  {dcgm}\n  * on (namespace, pod) group_left ({KSM_NAME}, {KSM_GROUP})\n"
+        f"avg by ({group_labels}) (\n  {dcgm}\n  * on (namespace, pod) group_left ({kept})\n"
         f"  max by ({pod_labels}) ({pods})\n)"
     )
     on_leader = f"max by ({pod_labels}) ({leaders})\n* on ({group_labels}) group_left ()\n{per_group}"
-    renamed = _lws_labels(on_leader)
-    return RecordingRule(
-        GPU_RECORD, f"max by ({', '.join(RECORD_LABELS)}) (\n{renamed}\n)", autoscaling="gpu-utilization"
-    )
+    renamed = _lws_labels(on_leader, workload)
+    by = ", ".join(record_labels(workload))
+    return RecordingRule(GPU_RECORD, f"max by ({by}) (\n{renamed}\n)", autoscaling="gpu-utilization")
 
 
 # The endpoint picker's pool gauges (llm-d-router pkg/epp/metrics/llm_d_router_metrics.go@v0.10.0,
@@ -84,9 +90,9 @@ def router_rule(namespace: str, name: str, metric: str) -> RecordingRule:
     leader pod of this LWS, so an HPA over the leaders (or KEDA's sum over groups divided by their
     count) reads the pool's average. Leaders come from kube_pod_labels, as in gpu_rule."""
     gauge = ROUTER_GAUGES[metric]
-    renamed = _lws_labels(_leader_pods(namespace, name))
+    renamed = _lws_labels(_leader_pods(namespace, single(name)), single(name))
     pool = f"max by (namespace) ({gauge}{_matchers(namespace=namespace, name=name)})"
-    expr = f"max by ({', '.join(RECORD_LABELS)}) (\n{renamed}\n* on (namespace) group_left ()\n{pool}\n)"
+    expr = f"max by ({', '.join(record_labels(single(name)))}) (\n{renamed}\n* on (namespace) group_left ()\n{pool}\n)"
     return RecordingRule(f"namespace_pod:{gauge}:pool", expr, autoscaling=metric)
 
 
@@ -94,12 +100,18 @@ def router_rules(namespace: str, name: str) -> tuple[RecordingRule, ...]:
     return tuple(router_rule(namespace, name, metric) for metric in ROUTER_GAUGES)
 
 
-def _expr(rule: RecordingRule, namespace: str, name: str, model: str) -> str:
+def _expr(rule: RecordingRule, namespace: str, workload: Workload, model: str) -> str:
+    series = workload.series
+    if workload.set_name is None:  # the leader pod's name: <lws>-<group index>, the LWS name known here
+        on_leader = ("label_replace(", f', "pod", "{series[NAME_SERIES_LABEL]}-$1", "{GROUP_SERIES_LABEL}", "(.+)")')
+    else:  # a role's LWS name carries the controller's revision hash: joined from the pod's own labels
+        on_leader = ("label_join(", f', "pod", "-", "{NAME_SERIES_LABEL}", "{GROUP_SERIES_LABEL}")')
     return (
-        rule.expr.replace("{sel_model}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name}, model=model))
-        .replace("{sel}", _matchers(namespace=namespace, **{NAME_SERIES_LABEL: name}))
-        .replace("{by}", ", ".join(RECORD_LABELS))
-        .replace("{lws}", name)
+        rule.expr.replace("{sel_model}", _matchers(namespace=namespace, **series, model=model))
+        .replace("{sel}", _matchers(namespace=namespace, **series))
+        .replace("{by}", ", ".join(record_labels(workload)))
+        .replace("{leader_pod[}", on_leader[0])
+        .replace("{]leader_pod}", on_leader[1])
     )
 
 
@@ -109,20 +121,32 @@ class RuleGroup(Record):
 
 
 def rule_groups(
-    caps: Capabilities, namespace: str, name: str, model: str, router: bool = False
+    caps: Capabilities,
+    namespace: str,
+    name: str,
+    model: str,
+    router: bool = False,
+    workload: Workload | None = None,
+    prefix: str = "",
 ) -> tuple[RuleGroup, ...]:
     """PrometheusRule groups: the runtime's records (if it has metrics), the group GPU record, and
     the endpoint picker's pool records where a gateway fronts the groups (`router`); `model` is the
     served model, for records of engines that report every model of a repository."""
-    groups = []
+    groups, workload = [], workload or single(name)
+    # a role's records carry its role as a static label too, so promtool tells two roles' rules apart
+    role_label = None if workload.role is None else {naming.series_label(naming.ROLE_LABEL): workload.role}
     if caps.rules:
         groups.append(
             RuleGroup(
-                f"lwsgen.{namespace}.{name}.runtime",
-                tuple(r._replace(expr=_expr(r, namespace, name, model)) for r in caps.rules),
+                f"lwsgen.{namespace}.{name}.{prefix}runtime",
+                tuple(r._replace(expr=_expr(r, namespace, workload, model), labels=role_label) for r in caps.rules),
             )
         )
-    groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.gpu", (gpu_rule(namespace, name),)))
+    groups.append(
+        RuleGroup(
+            f"lwsgen.{namespace}.{name}.{prefix}gpu", (gpu_rule(namespace, workload)._replace(labels=role_label),)
+        )
+    )
     if router:
         groups.append(RuleGroup(f"lwsgen.{namespace}.{name}.router", router_rules(namespace, name)))
     return tuple(groups)
@@ -130,7 +154,7 @@ def rule_groups(
 
 def autoscaling_record(caps: Capabilities, metric: str, namespace: str, name: str) -> str:
     """The record an autoscaling.metric scales on (checks have refused metrics a runtime lacks)."""
-    every = (*caps.rules, gpu_rule(namespace, name), *router_rules(namespace, name))
+    every = (*caps.rules, gpu_rule(namespace, single(name)), *router_rules(namespace, name))
     return next(r.record for r in every if r.autoscaling == metric)
 
 
@@ -190,7 +214,7 @@ class Autoscaler(Record):
     """A HorizontalPodAutoscaler (metric, average) or a KEDA ScaledObject (server, query, threshold)."""
 
     meta: Meta
-    target: str  # the LeaderWorkerSet, through its scale subresource
+    target: tuple[str, str, str]  # apiVersion, kind, name: the LWS or a role's scaler, through its scale subresource
     min: int
     max: int
     behavior: Behavior
@@ -204,6 +228,10 @@ class Autoscaler(Record):
     idle: int | None = None  # KEDA idleReplicaCount
     activation: str | None = None  # KEDA activationThreshold of the metric's trigger
     wake: Wake | None = None
+
+
+class AdapterRules(Record):
+    rules: tuple["AdapterRule", ...]
 
 
 class AdapterRule(Record):
@@ -224,11 +252,11 @@ def podmonitor(ctx: Context, kind) -> PodMonitor | None:
         return None
     return PodMonitor(
         ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
-        own_pods(profile.name) if caps.metrics_on_every_pod else leader_selector(profile.name),
+        ctx.workload.pods if caps.metrics_on_every_pod else ctx.workload.leaders,
         caps.metrics_port,
         caps.metrics_path,
         profile.monitoring.interval,
-        (LWS_NAME_LABEL, GROUP_INDEX_LABEL),
+        ctx.workload.target_labels,
         profile.service.api_key_secret if caps.metrics_need_api_key else None,
     )
 
@@ -237,9 +265,25 @@ def prometheusrule(ctx: Context, kind) -> PrometheusRule | None:
     profile = ctx.profile
     if not _monitored(ctx):
         return None
+    if ctx.roles is not None:  # one PrometheusRule of the set: each role's groups, <role>_runtime and <role>_gpu
+        groups = tuple(
+            group
+            for role, c in ctx.roles.items()
+            for group in rule_groups(
+                c.caps, profile.namespace, profile.name, runtimes.served_name(c.profile), False, c.workload, f"{role}_"
+            )
+        )
+        return PrometheusRule(ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels), groups)
     return PrometheusRule(
         ctx.meta(kind, profile.name, labels=profile.monitoring.prometheus_labels),
-        rule_groups(ctx.caps, profile.namespace, profile.name, runtimes.served_name(profile), profile.gateway.enabled),
+        rule_groups(
+            ctx.caps,
+            profile.namespace,
+            profile.name,
+            runtimes.served_name(profile),
+            profile.gateway.enabled and ctx.workload.set_name is None,  # a pool of both roles: no role's average
+            ctx.workload,
+        ),
     )
 
 
@@ -262,7 +306,7 @@ def _autoscaler(ctx: Context, kind, **fields) -> Autoscaler:
     profile, scaling = ctx.profile, ctx.profile.autoscaling
     return Autoscaler(
         ctx.meta(kind, profile.name),
-        profile.name,
+        ctx.workload.scale_target,
         scaling.min_replicas,
         scaling.max_replicas,
         behavior(scaling),
@@ -277,16 +321,24 @@ def horizontalpodautoscaler(ctx: Context, kind) -> Autoscaler | None:
     return _autoscaler(ctx, kind, metric=adapter_metric_name(record), average=quantity(ctx.profile.autoscaling.target))
 
 
-def adapter_rules(ctx: Context, kind) -> AdapterRule | None:
-    record = _scaling_record(ctx, "hpa")
-    if record is None:
-        return None
-    return AdapterRule(f'{record}{{namespace!="",pod!=""}}', f"^{record}$", adapter_metric_name(record))
+def adapter_rules(ctx: Context, kind) -> AdapterRules | None:
+    """The rules exposing what the HPA (or each role's HPA) scales on, each record once."""
+    rules = []
+    for c in (ctx.roles or {"": ctx}).values():
+        record = _scaling_record(c, "hpa")
+        rule = (
+            None
+            if record is None
+            else AdapterRule(f'{record}{{namespace!="",pod!=""}}', f"^{record}$", adapter_metric_name(record))
+        )
+        if rule is not None and rule not in rules:
+            rules.append(rule)
+    return AdapterRules(tuple(rules)) if rules else None
 
 
-def keda_query(record: str, namespace: str, name: str) -> str:
-    """The metric summed over every group of this LWS; KEDA divides by the group count (AverageValue)."""
-    return f"sum({record}{_matchers(namespace=namespace, **{NAME_SERIES_LABEL: name})})"
+def keda_query(record: str, namespace: str, name: str, workload: Workload | None = None) -> str:
+    """The metric summed over every group of this LWS (or role); KEDA divides by the group count (AverageValue)."""
+    return f"sum({record}{_matchers(namespace=namespace, **(workload or single(name)).series)})"
 
 
 def scaledobject(ctx: Context, kind) -> Autoscaler | None:
@@ -300,7 +352,7 @@ def scaledobject(ctx: Context, kind) -> Autoscaler | None:
         kind,
         polling_interval=30,
         server=scaling.prometheus_address,
-        query=keda_query(record, profile.namespace, profile.name),
+        query=keda_query(record, profile.namespace, profile.name, ctx.workload),
         threshold=_number(scaling.target),
         idle=scaling.idle_replicas,
         activation=None if scaling.activation_target is None else _number(scaling.activation_target),

@@ -1,6 +1,7 @@
 """Every object name and label set derived from a profile, decided in one place."""
 
 import hashlib
+import re
 from collections.abc import Mapping
 
 from lwsgen.records import Record
@@ -8,6 +9,16 @@ from lwsgen.records import Record
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+# What the DisaggregatedSet controller puts on each role's LeaderWorkerSet and both its pod templates,
+# over the templates' own labels (kubernetes-sigs/lws v0.10.0 pkg/utils/disaggregatedset/utils.go
+# GenerateLabels, lines 103-111; pkg/controllers/disaggregatedset/lws_manager.go lines 68-88).
+SET_NAME_LABEL = "disaggregatedset.x-k8s.io/name"
+ROLE_LABEL = "disaggregatedset.x-k8s.io/role"
+SLICE_LABEL = "disaggregatedset.x-k8s.io/slice"
+REVISION_LABEL = "disaggregatedset.x-k8s.io/revision"
+# Its headless Service per role LeaderWorkerSet: <lws>-prv (pkg/controllers/disaggregatedset/service_manager.go).
+ROLE_SERVICE_SUFFIX = "-prv"
+REVISION_CHARS = 8  # the revision in a role LeaderWorkerSet's name: 8 hex digits of its template's hash
 # The pod-template annotation that changes with the launch scripts, so the pods roll with them.
 SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
 
@@ -19,7 +30,7 @@ NCCL_SUFFIX = "-nccl-test"
 # StatefulSet pods carry controller-revision-hash = "<statefulset>-<10 chars>", at most 63;
 # worker StatefulSets are named "<name>-<group>".
 _REVISION_LABEL_ROOM = 63 - len("-") - len("-") - 10
-_DNS_LABEL = 63
+_DNS_LABEL = DNS_LABEL = 63
 
 
 class Names(Record):
@@ -56,6 +67,40 @@ def labels(name: str, runtime: str, component: str, extra: dict[str, str]) -> di
 def leader_selector(name: str) -> dict[str, str]:
     """Leaders of this LeaderWorkerSet only: what its Service and monitors select."""
     return {LWS_NAME_LABEL: name, WORKER_INDEX_LABEL: "0"}
+
+
+def series_label(label: str) -> str:
+    """A pod label as Prometheus names it on a scraped series (podTargetLabels): _ for every other character."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", label)
+
+
+def child_lws_name(name: str, slice_index: int, role: str) -> str:
+    """A role's LeaderWorkerSet as the DisaggregatedSet controller names it, with the revision as
+    zeros (its length is what matters): utils.go GenerateName, "%s-%d-%s-%s" (line 93)."""
+    return f"{name}-{slice_index}-{'0' * REVISION_CHARS}-{role}"
+
+
+def role_pods(name: str, role: str) -> dict[str, str]:
+    """Every pod of one role of DisaggregatedSet `name`, in every slice and revision."""
+    return {SET_NAME_LABEL: name, ROLE_LABEL: role}
+
+
+def role_leaders(name: str, role: str) -> dict[str, str]:
+    return {**role_pods(name, role), WORKER_INDEX_LABEL: "0"}
+
+
+def set_pods(name: str) -> dict[str, str]:
+    """Every pod of DisaggregatedSet `name`."""
+    return {SET_NAME_LABEL: name}
+
+
+def set_leaders(name: str) -> dict[str, str]:
+    return {SET_NAME_LABEL: name, WORKER_INDEX_LABEL: "0"}
+
+
+def router_pods(name: str) -> dict[str, str]:
+    """The SGLang router's pods of a disaggregated profile."""
+    return {"app.kubernetes.io/instance": name, "app.kubernetes.io/component": "router"}
 
 
 def endpoint_picker_pods(name: str) -> dict[str, str]:

@@ -9,7 +9,7 @@ where those are set: no longer from anywhere."""
 
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
-from lwsgen.derive.naming import endpoint_picker_pods, own_pods
+from lwsgen.derive.naming import endpoint_picker_pods, router_pods
 from lwsgen.records import Record
 from lwsgen.runtimes.base import Port
 
@@ -35,18 +35,26 @@ def networkpolicy(ctx: Context, kind) -> NetworkPolicy | None:
     if not profile.security.network_policy:
         return None
     caps, service = ctx.caps, profile.service
-    pods = own_pods(profile.name)
-    rules = [Ingress(pods=(pods,))]
+    workload = ctx.workload
+    rules = [Ingress(pods=(workload.peers,))]
     # Behind a gateway an internal Service is reached through the Gateway only; a Service the profile
-    # exposes itself (LoadBalancer, NodePort) keeps its sources.
+    # exposes itself (LoadBalancer, NodePort) keeps its sources. A role of a set is reached through
+    # its router only (which takes the Service's sources).
     fronted = profile.gateway.enabled and service.type == "ClusterIP"
-    if not fronted or service.allowed_sources or service.allowed_namespaces:
+    if workload.set_name is None and (not fronted or service.allowed_sources or service.allowed_namespaces):
         rules.insert(0, _serving_rule(ctx))
-    if profile.gateway.enabled:
+    if ctx.kv is not None and ctx.kv.router == "sglang-router":
+        rules.append(Ingress(pods=(router_pods(workload.set_name),), ports=_router_ports(ctx)))
+    elif profile.gateway.enabled:
         rules += _gateway_rules(ctx)
     if profile.monitoring.enabled and caps.metrics:
         rules.append(Ingress(namespaces=(profile.monitoring.namespace,), ports=(caps.metrics_port,)))
-    return NetworkPolicy(ctx.meta(kind, profile.name), pods, tuple(rules))
+    return NetworkPolicy(ctx.meta(kind, profile.name), workload.pods, tuple(rules))
+
+
+def _router_ports(ctx: Context) -> tuple[str, ...]:
+    """What the SGLang router reaches on a role's leaders: serving (requests, /health) and, on prefill, bootstrap."""
+    return tuple(dict.fromkeys((serving_port(ctx).name, *(p.name for p in ctx.kv.leader_ports))))
 
 
 def _serving_rule(ctx: Context) -> Ingress:
@@ -59,7 +67,10 @@ def _serving_rule(ctx: Context) -> Ingress:
 
 
 def serving_port(ctx: Context) -> Port:
-    """The port the pool targets: the leader's first serving port (the HTTP API)."""
+    """The port the pool targets: the leader's first serving port (the HTTP API), or the port of
+    the routing sidecar in front of a decode engine (KvTransfer.sidecar_port)."""
+    if ctx.kv is not None and ctx.kv.sidecar_port is not None:
+        return Port("routing", ctx.kv.sidecar_port)
     by_name = {p.name: p for p in ctx.parts.leader.ports}
     return by_name[ctx.parts.service_ports[0]]
 
@@ -80,7 +91,8 @@ def proxy_namespaces(ctx: Context) -> tuple[str, ...]:
 def _gateway_rules(ctx: Context) -> list[Ingress]:
     serving = serving_port(ctx).name
     picker_ports = tuple(dict.fromkeys((serving, ctx.caps.metrics_port)))
+    picker = endpoint_picker_pods(ctx.workload.set_name or ctx.profile.name)
     return [
         Ingress(ctx.profile.gateway.proxy_cidrs, proxy_namespaces(ctx), ports=(serving,)),
-        Ingress(pods=(endpoint_picker_pods(ctx.profile.name),), ports=picker_ports),
+        Ingress(pods=(picker,), ports=picker_ports),
     ]

@@ -143,10 +143,15 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
         **ctx.placement.pod_annotations,
         **({naming.SCRIPTS_HASH_ANNOTATION: ctx.scripts_hash} if parts.scripts else {}),
     }
+    labels = naming.labels(profile.name, profile.runtime, side, profile.labels)
+    if ctx.kv is not None:  # a role of a set: what its router finds it by, and the routing sidecar
+        labels, annotations = {**labels, **ctx.kv.labels}, {**annotations, **ctx.kv.annotations}
+        if side == "leader" and ctx.kv.sidecar_port is not None:
+            tools += (routing_sidecar(ctx),)
     return pods.pod(
         profile,
         ctx.placement,
-        labels=naming.labels(profile.name, profile.runtime, side, profile.labels),
+        labels=labels,
         annotations=annotations,
         containers=(main,),
         volumes=volumes,
@@ -156,7 +161,16 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
     )
 
 
-def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet:
+def routing_sidecar(ctx: Context):
+    """llm-d's prefill/decode routing sidecar before a decode engine (derive/disaggregation.py)."""
+    from lwsgen.derive.disaggregation import routing_sidecar as build
+
+    return build(ctx)
+
+
+def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet | None:
+    if ctx.roles is not None:  # a set of roles: each role's LeaderWorkerSet is in the DisaggregatedSet
+        return None
     profile, lws = ctx.profile, ctx.profile.lws
     meta = ctx.meta(kind, profile.name, labels=ctx.placement.lws_labels, annotations=ctx.placement.lws_annotations)
     return LeaderWorkerSet(
@@ -173,8 +187,12 @@ def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet:
     )
 
 
-def service(ctx: Context, kind) -> Service:
-    profile, spec = ctx.profile, ctx.profile.service
+def service(ctx: Context, kind) -> Service | None:
+    if ctx.roles is not None:  # a set of roles: the Service is its router's
+        from lwsgen.derive.disaggregation import router_service
+
+        return router_service(ctx, kind)
+    spec = ctx.profile.service
     ports = {p.name: p for p in ctx.parts.leader.ports}
     serving = tuple(
         ServicePort(
@@ -189,7 +207,7 @@ def service(ctx: Context, kind) -> Service:
     return Service(
         ctx.meta(kind, ctx.names.service, annotations=spec.annotations),
         spec.type,
-        naming.leader_selector(profile.name),
+        ctx.workload.leaders,
         (*serving, *extra),
         spec.load_balancer_source_ranges or None,
         spec.external_traffic_policy,

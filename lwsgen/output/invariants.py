@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen.check.pods import OWN_VOLUMES
-from lwsgen.derive.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, scripts_digest
+from lwsgen.derive.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, SET_NAME_LABEL, scripts_digest
 from lwsgen.output.locate import OutputError
+from lwsgen.output.sets import as_leaderworkersets
 
 SIDES = ("leaderTemplate", "workerTemplate")
 # Engine flags that carry tensor and pipeline degrees (vllm/aphrodite, sglang, trtllm-serve).
@@ -240,7 +241,7 @@ def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> 
             for o in everything
             if o.get("kind") == kind and isinstance(o.get("metadata"), dict)
         }
-        for kind in ("ConfigMap", "ServiceAccount", "LeaderWorkerSet")
+        for kind in ("ConfigMap", "ServiceAccount", "LeaderWorkerSet", "DisaggregatedSet")
     }
     names["data"] = {
         o["metadata"].get("name"): o.get("data") or {}
@@ -266,8 +267,14 @@ def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> 
             errors: Iterator[OutputError] = iter(())
             if kind == "LeaderWorkerSet":
                 errors = _lws(obj, names, scaled)
+            elif kind == "DisaggregatedSet":  # each role as the LeaderWorkerSet it becomes
+                errors = (
+                    error._replace(path=(*prefix, *error.path))
+                    for prefix, lws in as_leaderworkersets(obj)
+                    for error in _lws(lws, names, scaled)
+                )
             elif kind == "NetworkPolicy":
-                errors = _policy(obj, names["LeaderWorkerSet"])
+                errors = _policy(obj, names["LeaderWorkerSet"], names["DisaggregatedSet"])
             elif kind == "HorizontalPodAutoscaler":
                 errors = _hpa(obj, served, records)
             elif kind == "ScaledObject":
@@ -278,8 +285,14 @@ def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> 
                 yield file, index, error._replace(code="cross-object")
 
 
-def _policy(policy: dict[str, Any], lws_names: set[str]) -> Iterator[OutputError]:
-    selected = policy["spec"].get("podSelector", {}).get("matchLabels", {}).get(LWS_NAME_LABEL)
+def _policy(policy: dict[str, Any], lws_names: set[str], set_names: set[str] = frozenset()) -> Iterator[OutputError]:
+    chosen = policy["spec"].get("podSelector", {}).get("matchLabels", {})
+    if SET_NAME_LABEL in chosen and chosen[SET_NAME_LABEL] not in set_names:
+        yield OutputError(
+            ("spec", "podSelector", "matchLabels", SET_NAME_LABEL),
+            f"selects DisaggregatedSet {chosen[SET_NAME_LABEL]!r}, which is not in this set",
+        )
+    selected = chosen.get(LWS_NAME_LABEL)
     if selected is not None and lws_names and selected not in lws_names:
         yield OutputError(
             ("spec", "podSelector", "matchLabels", LWS_NAME_LABEL),

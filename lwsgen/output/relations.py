@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.output import sets as ds_rules
 from lwsgen.output.invariants import invariant_errors
 from lwsgen.output.locate import OutputError
 from lwsgen.output.routing import monitor_namespace, routing_errors
@@ -94,8 +95,18 @@ def _worker_ports(lws: dict[str, Any]) -> set[str]:
     }
 
 
+def _set_monitor_rules(monitor: dict[str, Any], sets: dict) -> Iterator[tuple[tuple, str]]:
+    selector = monitor["spec"]["selector"].get("matchLabels", {})
+    endpoints = monitor["spec"].get("podMetricsEndpoints", [])
+    ports = [(("spec", "podMetricsEndpoints", i, "port"), e.get("port")) for i, e in enumerate(endpoints)]
+    yield from ds_rules.selector_errors(selector, sets, ("spec", "selector"), ports, every_pod=True)
+    yield from monitor_namespace(monitor)
+
+
 def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     selector = monitor["spec"]["selector"].get("matchLabels", {})
+    if ds_rules.selects_set(selector):
+        return  # a DisaggregatedSet's: _set_monitor_rules
     if LWS_NAME_LABEL not in selector and selector:
         return  # not a monitor of LeaderWorkerSet pods: routing.py checks it selects a Deployment's
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
@@ -135,6 +146,7 @@ def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, 
 
 
 _SERIES_NAME = re.compile(r'leaderworkerset_sigs_k8s_io_name="([^"]*)"')
+_SERIES_SET = re.compile(r'disaggregatedset_x_k8s_io_name="([^"]*)"')
 _SERIES_NAMESPACE = re.compile(r'(?<![_a-z])namespace="([^"]*)"')
 
 
@@ -150,6 +162,12 @@ def _rule_rules(rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) ->
 def _promql_rules(
     expr: str, own: str | None, at: tuple, lws_by_name, owner: str = "object"
 ) -> Iterator[tuple[tuple, str]]:
+    for name in set(_SERIES_SET.findall(expr)):
+        if _SETS and name not in _SETS:
+            yield (
+                at,
+                f"selects DisaggregatedSet {name!r}, which is not in this set (names in PromQL do not follow a rename)",
+            )
     for name in set(_SERIES_NAME.findall(expr)):
         if lws_by_name and name not in lws_by_name:
             yield (
@@ -194,7 +212,7 @@ def _role_rules(role: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) ->
 
 def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     ref = obj["spec"]["scaleTargetRef"]
-    if (
+    if ref.get("kind") != ds_rules.SCALER_KIND and (  # a role's scaler: _set_rules
         ref.get("kind") != "LeaderWorkerSet"
         or ref.get("apiVersion") != "leaderworkerset.x-k8s.io/v1"
         or ref.get("name") not in lws_by_name
@@ -210,6 +228,25 @@ def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -
     )
     if low > high:
         yield ("spec",), f"minimum {low} is above maximum {high}"
+
+
+_SETS: dict[str, Any] = {}  # the DisaggregatedSets of the set being checked (PromQL names)
+
+
+def _set_rules(obj: dict[str, Any], sets: dict) -> Iterator[tuple[tuple, str]]:
+    """What refers to a DisaggregatedSet (or is one: each role held to a LeaderWorkerSet's rules)."""
+    kind = obj.get("kind")
+    if kind == ds_rules.KIND:
+        for prefix, lws in ds_rules.as_leaderworkersets(obj):
+            for path, message in _lws_rules(lws):
+                yield (*prefix, *path), message
+    elif kind == "PodMonitor" and ds_rules.selects_set(obj["spec"]["selector"].get("matchLabels", {})):
+        yield from _set_monitor_rules(obj, sets)
+    elif (
+        kind in ("HorizontalPodAutoscaler", "ScaledObject")
+        and (obj["spec"].get("scaleTargetRef") or {}).get("kind") == ds_rules.SCALER_KIND
+    ):
+        yield from ds_rules.scaler_errors(obj["spec"]["scaleTargetRef"], sets)
 
 
 CROSS_RULES = {
@@ -233,8 +270,13 @@ def cross_object_errors(
         for o in docs
         if isinstance(o, dict) and o.get("kind") == "LeaderWorkerSet"
     }
+    sets = ds_rules.sets_of(objects_by_file)
+    _SETS.clear()
+    _SETS.update(sets)
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
+            for path, message in _set_rules(obj, sets):
+                yield file, index, OutputError(path, message, code="cross-object")
             rules = CROSS_RULES.get(obj.get("kind"))
             for path, message in rules(obj, lws_by_name) if rules else ():
                 yield file, index, OutputError(path, message, code="cross-object")

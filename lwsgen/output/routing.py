@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.output import sets as ds_rules
 from lwsgen.output.locate import OutputError
 from lwsgen.resources import package_dir
 
@@ -58,6 +59,16 @@ def _leader(lws: dict[str, Any]) -> dict[str, Any]:
 def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
     spec = pool.get("spec") or {}
     selector = _get(spec, "selector", "matchLabels") or {}
+    if ds_rules.selects_set(selector):  # every role's leaders of a DisaggregatedSet
+        ports = [
+            (("spec", "targetPorts", i, "number"), p.get("number")) for i, p in enumerate(spec.get("targetPorts", []))
+        ]
+        for path, message in ds_rules.selector_errors(
+            selector, objects["sets"], ("spec", "selector", "matchLabels"), ports
+        ):
+            yield OutputError(path, message)
+        yield from _picker_ref(spec, objects)
+        return
     lws = objects["LeaderWorkerSet"].get(selector.get(LWS_NAME_LABEL))
     leader_labels = _leader(lws).get("metadata", {}).get("labels", {}) if lws else {}
     extra = {k: v for k, v in selector.items() if k not in (LWS_NAME_LABEL, WORKER_INDEX_LABEL)}
@@ -80,6 +91,10 @@ def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputErro
                     f"{port.get('number')} is not a port of the leader container: "
                     + ", ".join(str(n) for n in sorted(numbers)),
                 )
+    yield from _picker_ref(spec, objects)
+
+
+def _picker_ref(spec: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
     ref = spec.get("endpointPickerRef") or {}
     service = objects["Service"].get(ref.get("name"))
     if service is None:
@@ -99,6 +114,14 @@ def _route(route: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputEr
                     ("spec", "rules", r, "backendRefs", b, "name"),
                     f"InferencePool {backend.get('name')!r} is not in this set",
                 )
+            if backend.get("kind") == "Service":  # the SGLang router's, in front of a set of roles
+                service = objects["Service"].get(backend.get("name"))
+                ports = {p.get("port") for p in _get(service, "spec", "ports") or []}
+                if service is None or backend.get("port") not in ports:
+                    yield OutputError(
+                        ("spec", "rules", r, "backendRefs", b),
+                        f"Service {backend.get('name')!r} port {backend.get('port')} is not in this set",
+                    )
 
 
 def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
@@ -131,7 +154,7 @@ def _deployment_selector(
 
 def _service(service: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
     selector = _get(service, "spec", "selector") or {}
-    if LWS_NAME_LABEL in selector or not selector or not objects["workloads"]:
+    if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector or not objects["workloads"]:
         return
     ports = [
         (("spec", "ports", i, "targetPort"), p.get("targetPort"))
@@ -153,7 +176,7 @@ def monitor_namespace(monitor: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
 
 def _monitor(monitor: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
     selector = _get(monitor, "spec", "selector", "matchLabels") or {}
-    if LWS_NAME_LABEL in selector or not selector:
+    if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector:
         return  # relations.py checks monitors of LeaderWorkerSet pods (and ones that select nothing)
     endpoints = _get(monitor, "spec", "podMetricsEndpoints") or []
     ports = [(("spec", "podMetricsEndpoints", i, "port"), e.get("port")) for i, e in enumerate(endpoints)]
@@ -228,6 +251,7 @@ def routing_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> It
     }
     # what else runs pods from a template: a Service or PodMonitor that selects no LWS selects these
     objects["workloads"] = [o for o in everything if o.get("kind") in ("Deployment", "Job")]
+    objects["sets"] = ds_rules.sets_of(objects_by_file)
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
             rule = RULES.get(obj.get("kind"))

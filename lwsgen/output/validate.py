@@ -104,9 +104,30 @@ def _strict_sources(version: str) -> dict[str, dict[str, Any]]:
         f"{a} {k}": json.loads((_schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8"))
         for a, k in EMITTED_CORE
     }
-    roots.update({f"{a} {k}": resources.schema(name) for (a, k), name in PROJECT_SCHEMAS.items()})
+    roots.update({f"{a} {k}": embedded(resources.schema(name)) for (a, k), name in PROJECT_SCHEMAS.items()})
     roots.update({name: resources.schema(name) for name in FILE_SCHEMAS.values()})
     return roots
+
+
+def embedded(root: dict[str, Any]) -> dict[str, Any]:
+    """root with each `{"$ref": "<project schema>.json#/properties/<key>"}` replaced by that part of
+    the other schema, whose $defs join root's (the DisaggregatedSet's roles are LeaderWorkerSet specs)."""
+    defs = dict(root.get("$defs", {}))
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.endswith(tuple(f"#/properties/{k}" for k in ("spec",))) and not ref.startswith(("#", "http")):
+                other = resources.schema(ref.split("#", 1)[0])
+                defs.update(other.get("$defs", {}))
+                return walk(other["properties"][ref.rsplit("/", 1)[1]])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out = walk(root)
+    return {**out, "$defs": defs} if defs else out
 
 
 def strict_file_name(version: str) -> str:

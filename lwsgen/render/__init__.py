@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from lwsgen.derive.model import Deployment
+from lwsgen.derive.model import Deployment, Several
 from lwsgen.files import cache_dir
 from lwsgen.render.scalars import to_yaml_scalar
 from lwsgen.resources import package_dir
@@ -180,9 +180,12 @@ def render(deployment: Deployment, user_dir: Path | None = None, keys: tuple[str
     user_dir, a template of the same name there replaces lwsgen's; keys: only those kinds."""
     env = environment() if user_dir is None else user_environment(str(user_dir))
     objects = deployment.objects.items()
+    return {key: _render(env, key, values) for key, values in objects if keys is None or key in keys}
+
+
+def _render(env: jinja2.Environment, key: str, values: Any) -> str:
     # str(): libyaml reads exact str only, and the whole output came through concat as Quoted
-    return {
-        key: str(env.get_template(f"{key}.yaml.j2").render(v=values))
-        for key, values in objects
-        if keys is None or key in keys
-    }
+    template = env.get_template(f"{key}.yaml.j2")
+    if isinstance(values, Several):  # one object per role, one file
+        return "---\n".join(str(template.render(v=item)) for item in values.items)
+    return str(template.render(v=values))

@@ -34,6 +34,9 @@ class RecordingRule(Record):
     record: str
     expr: str
     autoscaling: str | None = None
+    # Static labels: a role's records carry its role as one, so two roles' records of one name are
+    # two rules promtool tells apart (the series carry the same value already).
+    labels: dict[str, str] | None = None
 
 
 # A model in the Hugging Face format: weights, configs, tokenizer files, chat templates and the
@@ -141,6 +144,20 @@ class RoleRule(Record):
     resource_names: tuple[str, ...] | None = None  # None: every object of those resources
 
 
+class KvTransfer(Record):
+    """What one role of a disaggregated profile adds to its engine so KV cache moves from prefill to
+    decode (a runtime's kv_transfer(profile, role)), and how requests reach the roles."""
+
+    args: tuple[str, ...]  # engine flags, on every pod that runs the engine
+    router: str  # "sglang-router" (a Deployment lwsgen emits) or "endpoint-picker" (gateway.enabled's)
+    env: tuple[EnvVar, ...] = ()
+    leader_ports: tuple[Port, ...] = ()  # ports the other role or the router reach on the leader
+    labels: dict[str, str] = {}  # pod labels the router finds each role by
+    annotations: dict[str, str] = {}
+    engine_port: int | None = None  # the engine serves here, behind a routing sidecar on sidecar_port
+    sidecar_port: int | None = None
+
+
 class RuntimeParts(Record):
     leader: Role
     worker: Role
@@ -172,11 +189,10 @@ def per_pod_rule(function: str, metric: str, autoscaling: str | None = None) -> 
 
 def per_group_rule(function: str, metric: str, autoscaling: str | None = None) -> RecordingRule:
     """As per_pod_rule, over every pod of each group, recorded onto the group's leader pod
-    ({lws}-<group index>, the name LeaderWorkerSet gives it)."""
+    (<lws>-<group index>, the name LeaderWorkerSet gives it): {leader_pod[} and {]leader_pod} stand
+    around the series whose pod label becomes that name (derive/monitoring.py _expr)."""
     record = f"namespace_pod:{metric.replace(':', '_')}:{function}"
-    on_leader = (
-        f'label_replace({metric}{{sel}}, "pod", "{{lws}}-$1", "leaderworkerset_sigs_k8s_io_group_index", "(.+)")'
-    )
+    on_leader = f"{{leader_pod[}}{metric}{{sel}}{{]leader_pod}}"
     return RecordingRule(record, f"{function} by ({{by}}) ({on_leader})", autoscaling)
 
 

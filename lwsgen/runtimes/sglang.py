@@ -35,6 +35,7 @@ from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
     Capabilities,
+    KvTransfer,
     Port,
     Probes,
     RouterMetrics,
@@ -95,6 +96,13 @@ ENGINE = versions.Engine(
             "python/sglang/srt/arg_groups/fields/parallel.py@v0.5.22 lines 81-90; --enable-dp-attention deprecated, "
             "server_args.py@v0.5.22 lines 418-423",
             "data-parallel attention as --attn-dp-size (--enable-dp-attention --dp-size before)",
+        ),
+        Since(
+            "heterogeneous-tp",
+            "0.4.9",
+            "PR #6793 (MLA models from 0.4.6.post4, PR #5922); "
+            "python/sglang/srt/disaggregation/mooncake/conn.py@v0.4.9",
+            "prefill and decode with different tensor-parallel sizes",
         ),
         Since(
             "ready-endpoint",
@@ -251,3 +259,53 @@ def parts(profile: Profile) -> RuntimeParts:
     if everywhere:
         parts = parts._replace(worker=parts.worker._replace(ports=(Port("http", SERVING_PORT),)))
     return parts
+
+
+# Prefill/decode disaggregation (roles): docs/advanced_features/pd_disaggregation.md and the LWS
+# guide (docs/references/multi_node_deployment/lws_pd/lws_pd_deploy.md).
+BOOTSTRAP_PORT = 8998  # --disaggregation-bootstrap-port's default (server_args.py), set explicitly
+# What the router reads a prefill pod's bootstrap port from (a fixed name: sglang_router/router_args.py@0.3.2
+# line 925); only prefill serves the bootstrap server (srt/managers/disagg_service.py@v0.5.23).
+BOOTSTRAP_ANNOTATION = "sglang.ai/bootstrap-port"
+KV_FLAGS = (
+    "--disaggregation-mode",
+    "--disaggregation-transfer-backend",
+    "--disaggregation-ib-device",
+    "--disaggregation-bootstrap-port",
+)
+# Flags that must be the same on both roles, or the transfer refuses (disaggregation/common/conn.py
+# @v0.5.23: page size and KV cache dtype; "Set the same policy on both roles" for the allocation policy).
+KV_MATCHING = ("--page-size", "--kv-cache-dtype", "--disaggregation-decode-allocation-policy")
+
+
+def kv_transfer(profile: Profile, role: str) -> KvTransfer:
+    d = profile.disaggregation
+    args = ["--disaggregation-mode", role]
+    if d.transfer_backend is not None:
+        args += ["--disaggregation-transfer-backend", d.transfer_backend]
+    if d.ib_devices:
+        args += ["--disaggregation-ib-device", ",".join(d.ib_devices)]
+    if role != "prefill":
+        return KvTransfer(tuple(args), "sglang-router")
+    return KvTransfer(
+        (*args, "--disaggregation-bootstrap-port", str(BOOTSTRAP_PORT)),
+        "sglang-router",
+        leader_ports=(Port("bootstrap", BOOTSTRAP_PORT),),
+        annotations={BOOTSTRAP_ANNOTATION: str(BOOTSTRAP_PORT)},
+    )
+
+
+def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+    """What SGLang needs of a disaggregated profile (check/disaggregation.py)."""
+    from lwsgen.check.disaggregation import matching_flag_problems
+
+    out, roles = [], top.roles
+    version = versions.of(top, ENGINE)
+    sizes = {role: p.parallelism.data * p.parallelism.tensor for role, p in roles.items()}
+    if len(set(sizes.values())) > 1 and not version.has("heterogeneous-tp"):
+        problem = version.needs("heterogeneous-tp", f"tensor sizes {sizes}")
+        out.append((("roles", "decode", "parallelism"), problem, "needs-newer-engine"))
+    if "encode" in roles:
+        message = "lwsgen derives prefill and decode roles for SGLang; an encode role is not derived"
+        out.append((("roles", "encode"), message, "not-supported"))
+    return out + matching_flag_problems(top, KV_MATCHING)

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from lwsgen.check.profile import Profile
 from lwsgen.runtimes import launchers, versions
-from lwsgen.runtimes.base import Capabilities, Probes, RouterMetrics, RuntimeParts, plain_env
+from lwsgen.runtimes.base import Capabilities, KvTransfer, Probes, RouterMetrics, RuntimeParts, field_env, plain_env
 from lwsgen.runtimes.versions import Since
 
 NAME = "vllm"
@@ -67,6 +67,19 @@ ENGINE = versions.Engine(
             "0.8.5",
             "pyproject.toml@v0.8.5 line 41 (vllm = vllm.entrypoints.cli.main:main); the oldest version lwsgen checked",
             "vllm serve <model>",
+        ),
+        Since(
+            "nixl-connector",
+            "0.9.0",
+            "PR #17751; vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py@v0.9.0, registered as "
+            "NixlConnector in kv_connector/factory.py@v0.9.0",
+            "prefill/decode disaggregation: --kv-transfer-config with the NixlConnector",
+        ),
+        Since(
+            "nixl-heterogeneous-tp",
+            "0.9.1",
+            "PR #18833; nixl_connector.py@v0.9.1 tp_ratio (absent in v0.9.0): decode TP a multiple of prefill TP",
+            "prefill and decode with different tensor-parallel sizes over NIXL",
         ),
         Since(
             "kv-cache-usage-perc",
@@ -190,10 +203,104 @@ def moe(profile: Profile) -> tuple[tuple[str, ...], tuple]:
 PROBES = Probes(port="http", startup_path="/health", readiness_path="/health")
 
 
-def parts(profile: Profile) -> RuntimeParts:
+def parts(profile: Profile, serving_port: int = SERVING_PORT) -> RuntimeParts:
+    """serving_port: where the engine serves (a decode engine behind llm-d's routing sidecar: ENGINE_PORT)."""
     flags, env = moe(profile)
     if profile.parallelism.data > 1:
-        return launchers.vllm_data_parallel(profile, FAMILY, SERVING_PORT, PROBES, flags, env)
+        return launchers.vllm_data_parallel(profile, FAMILY, serving_port, PROBES, flags, env)
     if mode(profile) == "native":
-        return launchers.vllm_family_native(profile, FAMILY, SERVING_PORT, PROBES, flags, env)
-    return launchers.vllm_family_on_ray(profile, FAMILY, SERVING_PORT, PROBES, flags, env)
+        return launchers.vllm_family_native(profile, FAMILY, serving_port, PROBES, flags, env)
+    return launchers.vllm_family_on_ray(profile, FAMILY, serving_port, PROBES, flags, env)
+
+
+# Prefill/decode disaggregation (roles): KV cache over NIXL, requests through llm-d's endpoint picker.
+KV_FLAGS = ("--kv-transfer-config",)
+# NixlConnector with kv_role kv_both on either role, as vLLM's own P/D examples and llm-d's guides
+# run it (examples/online_serving/disaggregated_serving/ and llm-d guides/pd-disaggregation).
+KV_TRANSFER_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+# The address NIXL's side channel listens on and tells its peers (vllm/envs.py VLLM_NIXL_SIDE_CHANNEL_HOST,
+# default localhost, which a peer in another pod cannot reach): the pod's own IP.
+SIDE_CHANNEL_HOST = "VLLM_NIXL_SIDE_CHANNEL_HOST"
+# llm-d's routing sidecar takes the pool's port on a decode leader and runs each request's prefill
+# on the prefill pod the picker chose first; the decode engine serves behind it on ENGINE_PORT.
+ENGINE_PORT = 8200
+ROLE_LABEL = "llm-d.ai/role"  # what the picker's prefill and decode filters select on
+# The API server's keep-alive (vllm/envs.py VLLM_HTTP_TIMEOUT_KEEP_ALIVE, default 5 s) above the routing
+# sidecar's idle connection timeout (Go http.Transport, 90 s), or the sidecar's reused connections meet
+# TCP resets: llm-d guides/pd-disaggregation/modelserver/gpu/vllm/base/disaggregatedset.yaml sets 120.
+KEEP_ALIVE_SECONDS = 120
+# Flags that must be the same on both roles: NIXL's handshake compares the KV cache layout.
+KV_MATCHING = ("--kv-cache-dtype", "--block-size", "--dtype", "--max-model-len")
+
+
+def kv_transfer(profile: Profile, role: str) -> KvTransfer:
+    decode = role == "decode"
+    return KvTransfer(
+        ("--kv-transfer-config", KV_TRANSFER_CONFIG),
+        "endpoint-picker",
+        env=(
+            field_env(SIDE_CHANNEL_HOST, "status.podIP"),
+            plain_env("VLLM_HTTP_TIMEOUT_KEEP_ALIVE", KEEP_ALIVE_SECONDS),
+        ),
+        labels={ROLE_LABEL: role},
+        engine_port=ENGINE_PORT if decode else None,
+        sidecar_port=SERVING_PORT if decode else None,
+    )
+
+
+def _tensor_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+    prefill, decode = (top.roles[r].parallelism.tensor for r in ("prefill", "decode"))
+    if prefill == decode:
+        return []
+    problem = versions.of(top, ENGINE).needs("nixl-heterogeneous-tp", f"prefill tensor {prefill}, decode {decode}")
+    return [(("roles", "decode", "parallelism"), problem, "needs-newer-engine")] if problem else []
+
+
+def warnings_of_roles(top: Profile) -> list[tuple[tuple, str, str]]:
+    """NIXL's first heterogeneous TP (0.9.1) takes a decode TP that is a multiple of the prefill's;
+    the reverse came later (PR #27274, release not pinned here)."""
+    prefill, decode = (top.roles[r].parallelism.tensor for r in ("prefill", "decode"))
+    if decode % prefill == 0:
+        return []
+    message = (
+        f"decode tensor {decode} is not a multiple of prefill tensor {prefill}: NIXL's heterogeneous TP split "
+        "(PR #18833) maps each decode rank to prefill ranks that way; a larger prefill TP needs a vLLM with "
+        "PR #27274 (check your image)"
+    )
+    return [(("roles", "decode", "parallelism", "tensor"), message, "kv-layout")]
+
+
+def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+    """What vLLM needs of a disaggregated profile (check/disaggregation.py)."""
+    from lwsgen.check.disaggregation import matching_flag_problems
+
+    out, d = [], top.disaggregation
+    problem = versions.of(top, ENGINE).needs("nixl-connector", "roles")
+    if problem:
+        out.append((("roles",), problem, "needs-newer-engine"))
+    if not top.gateway.enabled:
+        message = (
+            "vLLM's prefill and decode roles are routed by llm-d's endpoint picker (its prefill/decode profiles "
+            "and routing sidecar), which gateway.enabled emits: enable it"
+        )
+        out.append((("gateway", "enabled"), message, "needs-gateway"))
+    if d.transfer_backend == "mooncake":
+        message = "lwsgen derives vLLM's NixlConnector: transferBackend nixl, or leave it out"
+        out.append((("disaggregation", "transferBackend"), message, "not-supported"))
+    if d.ib_devices:
+        message = (
+            "ibDevices is SGLang's --disaggregation-ib-device; vLLM's NIXL picks its devices through UCX: "
+            "set env UCX_NET_DEVICES instead"
+        )
+        out.append((("disaggregation", "ibDevices"), message, "not-supported"))
+    if top.gateway.enabled and top.gateway.endpoint_picker.scorers.prefix_cache <= 0:
+        message = (
+            "the picker's prefix-based-pd-decider reads the prefix cache match of each decode pod, which the "
+            "prefix-cache scorer makes (profilehandler/disagg/README.md@v0.10.0): give it a weight above 0"
+        )
+        out.append((("gateway", "endpointPicker", "scorers", "prefixCache"), message, "needs-prefix-cache"))
+    out += _tensor_problems(top)
+    if "encode" in top.roles:
+        message = "lwsgen derives prefill and decode roles for vLLM; an encode role is not derived"
+        out.append((("roles", "encode"), message, "not-supported"))
+    return out + matching_flag_problems(top, KV_MATCHING)

@@ -1,0 +1,194 @@
+"""Stage 2, a profile with `roles`: every role checked as a profile of its own (check/roles.py),
+then the rules of one DisaggregatedSet of them: the LeaderWorkerSet release that has the API, an
+engine that moves KV cache between roles, roles that can exchange it, names that fit, and what the
+DisaggregatedSet controller refuses (its webhook, kubernetes-sigs/lws v0.10.0
+pkg/webhooks/disaggregatedset/disaggregatedset_webhook.go)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lwsgen import runtimes
+from lwsgen.check import schema
+from lwsgen.check.profile import FrozenDict, Profile, from_data
+from lwsgen.check.roles import RoleSource, role_names
+from lwsgen.derive import naming
+from lwsgen.load.source import Source
+from lwsgen.problems import Problem, ProblemsError
+
+MIN_LWS = (0, 10)  # disaggregatedset.x-k8s.io/v1 first shipped in LeaderWorkerSet v0.10.0
+
+
+def check(src: Source, typed: Callable) -> tuple[Profile, list[Problem]]:
+    problems, warnings, profiles = [], [], {}
+    for role in role_names(src.data):
+        try:
+            profile, said = typed(RoleSource(src, role))
+        except ProblemsError as err:
+            problems += err.problems
+            continue
+        profiles[role] = profile
+        warnings += said
+    problems += set_problems(src)
+    if problems:
+        raise ProblemsError(list(dict.fromkeys(problems)))
+    top = from_data(schema.with_defaults(src.data))._replace(roles=FrozenDict(profiles))
+    problems = [src.problem(*p) for p in role_problems(top)]
+    if problems:
+        raise ProblemsError(problems)
+    said = getattr(runtimes.get(top.runtime), "warnings_of_roles", lambda _top: [])(top)
+    warnings += [src.problem(*p)._replace(severity="warning") for p in said]
+    return top, list(dict.fromkeys(warnings))
+
+
+def _plugin(src: Source):
+    return runtimes.get(src.data.get("runtime"))
+
+
+def set_problems(src: Source) -> list[Problem]:
+    """What no role's own check sees: the set's API, engine, escape hatches and placement."""
+    data, out = src.data, []
+    version = str((data.get("lws") or {}).get("version", "0.10"))
+    major, minor = (int(x) for x in version.split(".")[:2])
+    if (major, minor) < MIN_LWS:
+        message = (
+            f"roles need a DisaggregatedSet, which LeaderWorkerSet 0.10 and newer serve (disaggregatedset.x-k8s.io/v1 "
+            f"first shipped in v0.10.0); lws.version is {version}: upgrade the controller and set lws.version 0.10"
+        )
+        out.append(src.problem(("lws", "version"), message, "needs-newer-lws"))
+    plugin = _plugin(src)
+    if plugin is not None and not hasattr(plugin, "kv_transfer"):
+        able = ", ".join(sorted(name for name, p in runtimes.REGISTRY.items() if hasattr(p, "kv_transfer")))
+        message = (
+            f"{plugin.NAME} has no prefill/decode disaggregation lwsgen can derive (no KV-cache transfer between "
+            f"servers); runtimes with it: {able}"
+        )
+        out.append(src.problem(("runtime",), message, "no-disaggregation"))
+    for field in ("patches", "templates"):
+        if data.get(field):
+            message = (
+                f"{field} do not reach into a DisaggregatedSet's roles yet; with roles, use the pod fields "
+                "(podAnnotations, containers, volumes, ...) and leader:/worker:, which every role takes"
+            )
+            out.append(src.problem((field,), message, "not-with-roles"))
+    if (data.get("lws") or {}).get("partition") is not None:
+        message = "the DisaggregatedSet controller rolls its roles out itself and refuses a partition: leave it out"
+        out.append(src.problem(("lws", "partition"), message, "not-with-roles"))
+    return out + _placement_problems(src)
+
+
+def _placement_problems(src: Source) -> list[Problem]:
+    placement = (src.data.get("disaggregation") or {}).get("placement") or {}
+    kind = placement.get("type", "None")
+    if kind == "None":
+        return []
+    out = []
+    if not placement.get("topologyKey"):
+        message = f"placement type {kind} needs topologyKey, the node label that names a domain"
+        out.append(src.problem(("disaggregation", "placement", "type"), message, "missing-field"))
+    if (src.data.get("scheduling") or {}).get("exclusiveTopology"):
+        message = (
+            f"the DisaggregatedSet webhook refuses LeaderWorkerSet exclusive topology together with placement type "
+            f"{kind} (both place groups in domains, so a slice would never schedule): keep one"
+        )
+        out.append(src.problem(("scheduling", "exclusiveTopology"), message, "conflict"))
+    return out
+
+
+def role_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+    """(path, message, code) across the typed roles."""
+    plugin = runtimes.get(top.runtime)
+    out = _scaling_problems(top) + _name_problems(top)
+    return out + list(plugin.kv_problems(top)) + _derived_flag_problems(top, plugin)
+
+
+def _scaling_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+    out, roles = [], top.roles
+    scaled = [role for role, p in roles.items() if p.autoscaling.enabled]
+    if scaled and top.disaggregation.slices > 1:
+        message = (
+            "the DisaggregatedSet webhook refuses slices above 1 while a role scales through its "
+            f"DisaggregatedSetRoleScaler ({', '.join(scaled)} autoscale): one slice, or fixed replicas"
+        )
+        out.append((("disaggregation", "slices"), message, "not-with-roles"))
+    for role in scaled:
+        scaling = roles[role].autoscaling
+        if scaling.to_zero:
+            message = (
+                "a role cannot scale to zero: the other role would hold requests no group of this one can finish; "
+                "minReplicas and idleReplicas at least 1"
+            )
+            out.append((("roles", role, "autoscaling", "minReplicas"), message, "not-with-roles"))
+        if scaling.metric.startswith("router-"):
+            message = (
+                f"{scaling.metric} is the endpoint picker's average over its whole pool, prefill and decode alike; "
+                "a role scales on its own engines' records: queue-length, kv-cache-usage or gpu-utilization"
+            )
+            out.append((("roles", role, "autoscaling", "metric"), message, "not-with-roles"))
+    fixed = {role: p.replicas for role, p in roles.items() if not p.autoscaling.enabled}
+    if fixed and 0 in fixed.values() and any(fixed.values()):
+        message = "the DisaggregatedSet takes fixed replicas all zero or all above zero (its CRD rule): " + ", ".join(
+            f"{role} {n}" for role, n in fixed.items()
+        )
+        out.append((("roles",), message, "replicas-mismatch"))
+    return out
+
+
+def _name_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+    out = []
+    for role, profile in top.roles.items():
+        child = naming.child_lws_name(top.name, top.disaggregation.slices - 1, role)
+        budget = naming.name_budget(profile.highest_group_index)
+        limit = min(budget, naming.DNS_LABEL - len(naming.ROLE_SERVICE_SUFFIX))
+        if len(child) > limit:
+            message = (
+                f"{len(top.name)} characters is too long with roles: the DisaggregatedSet names role {role}'s "
+                f"LeaderWorkerSet '<name>-<slice>-<8-char revision>-{role}' ({len(child)} characters here), which "
+                f"must stay within {limit} (its pods' StatefulSet revision labels and its '-prv' Service)"
+            )
+            out.append((("name",), message, "name-too-long"))
+            break
+    return out
+
+
+def _derived_flag_problems(top: Profile, plugin) -> list[tuple[tuple, str, str]]:
+    out = []
+    for role, profile in top.roles.items():
+        for index, arg in enumerate(profile.model.extra_args):
+            flag = str(arg).split("=", 1)[0]
+            if flag in plugin.KV_FLAGS:
+                shared = len(top.model.extra_args)
+                path = ("model", "extraArgs", index) if index < shared else ("roles", role, "extraArgs", index - shared)
+                message = f"{flag} is derived for each role from roles and disaggregation: leave it out"
+                out.append((path, message, "derived-flag"))
+    return list(dict.fromkeys(out))
+
+
+def _flag_value(args: tuple, flag: str) -> tuple[int, str] | None:
+    """(index, value) of flag in args (--flag value or --flag=value), the last one if repeated."""
+    found = None
+    for index, arg in enumerate(args):
+        text = str(arg)
+        if text == flag and index + 1 < len(args):
+            found = (index, str(args[index + 1]))
+        elif text.startswith(flag + "="):
+            found = (index, text.split("=", 1)[1])
+    return found
+
+
+def matching_flag_problems(top: Profile, flags: tuple[str, ...]) -> list[tuple[tuple, str, str]]:
+    """Engine flags that must be equal on every role (the KV cache layout both sides agree on)."""
+    out, shared = [], len(top.model.extra_args)
+    for flag in flags:
+        values = {role: _flag_value(p.model.extra_args, flag) for role, p in top.roles.items()}
+        said = {role: (v[1] if v else None) for role, v in values.items()}
+        if len(set(said.values())) < 2:
+            continue
+        role, (index, _) = next((r, v) for r, v in values.items() if v and v[0] >= shared)
+        listed = ", ".join(f"{r} {v if v is not None else '(engine default)'}" for r, v in said.items())
+        message = (
+            f"{flag} must be the same on every role, or the KV cache one role writes is not the layout the other "
+            f"reads: {listed}"
+        )
+        out.append((("roles", role, "extraArgs", index - shared), message, "kv-mismatch"))
+    return out
