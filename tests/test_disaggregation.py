@@ -247,7 +247,11 @@ def _with(base, **changes):
             {"roles.decode.replicas": 0},
             "roles: the DisaggregatedSet takes fixed replicas all zero or all above zero",
         ),
-        (SGLANG, {"roles.encode": {}}, "roles.encode: lwsgen derives prefill and decode roles for SGLang"),
+        (
+            SGLANG,
+            {"roles.encode": {}},
+            "roles.encode: SGLang's encoder disaggregation (--encoder-only, --language-only, 0.5.7 and newer)",
+        ),
         (
             SGLANG,
             {"disaggregation.placement": {"type": "ExclusiveSlice"}},
@@ -472,3 +476,44 @@ def test_behind_a_gateway_the_router_takes_requests_from_the_gateway_only(render
     profile = _with(SGLANG, gateway={"enabled": True, "parentRefs": [{"name": "gw", "namespace": "gateways"}]})
     policy = next(d for d in objects_of(render(profile))["router.yaml"] if d["kind"] == "NetworkPolicy")
     assert all(rule.get("from") for rule in policy["spec"]["ingress"])  # no rule open to any source
+
+
+VLLM_EPD = _with(VLLM, **{"roles.encode": {"parallelism": {"tensor": 2}, "node": {"gpus": 2}, "replicas": 2}})
+
+
+def test_a_vllm_encode_role_hands_embeddings_to_prefill_and_the_picker_schedules_it(render):
+    files = objects_of(render(VLLM_EPD))
+    ds = files["disaggregatedset.yaml"]
+    assert [r["name"] for r in ds["spec"]["roles"]] == ["prefill", "decode", "encode"]
+    encode = _engine(ds, "encode")["args"]
+    config = encode[encode.index("--ec-transfer-config") + 1]
+    assert '"ec_connector":"ECCPUConnector","ec_role":"ec_producer"' in config and '"ec_enable_nixl":true' in config
+    assert "--mm-encoder-only" in encode and "--kv-transfer-config" not in encode
+    assert _leader(ds, "encode")["metadata"]["labels"]["llm-d.ai/role"] == "encode"
+    prefill = _engine(ds, "prefill")
+    assert '"ec_role":"ec_consumer"' in prefill["args"][prefill["args"].index("--ec-transfer-config") + 1]
+    assert {"name": "VLLM_USE_V2_MODEL_RUNNER", "value": "1"} in prefill["env"]
+    assert "--ec-transfer-config" not in _engine(ds, "decode")["args"]
+    sidecar = _leader(ds, "decode")["spec"]["initContainers"][-1]
+    assert "--ec-connector=ec-nixl" in sidecar["args"]
+    picker = next(d for d in files["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
+    epp = yaml.safe_load(picker["data"]["endpoint-picker.yaml"])
+    assert [p["name"] for p in epp["schedulingProfiles"]] == ["encode", "prefill", "decode"]
+    handler = next(p for p in epp["plugins"] if p["type"] == "disagg-profile-handler")
+    assert handler["parameters"]["deciders"] == {
+        "prefill": "prefix-based-pd-decider",
+        "encode": "always-disagg-multimodal-decider",
+    }
+    assert {"encode-filter", "always-disagg-multimodal-decider"} <= {p["type"] for p in epp["plugins"]}
+
+
+def test_without_an_encode_role_nothing_of_it_is_derived(render):
+    files = objects_of(render(VLLM))
+    ds = files["disaggregatedset.yaml"]
+    assert "--ec-transfer-config" not in str(ds) and "ec-connector" not in str(ds)
+    assert "encode" not in files["endpoint-picker.yaml"][3]["data"]["endpoint-picker.yaml"]
+
+
+def test_an_encode_role_needs_vllms_nixl_embedding_transfer(said):
+    errors = _errors(said, _with(VLLM_EPD, image="vllm/vllm-openai:v0.29.0"))
+    assert any(e.startswith("roles.encode: roles.encode needs vLLM 0.30.0 or newer") for e in errors), errors

@@ -180,7 +180,8 @@ def matching_flag_problems(top: Profile, flags: tuple[str, ...]) -> list[tuple[t
     """Engine flags that must be equal on every role (the KV cache layout both sides agree on)."""
     out, shared = [], len(top.model.extra_args)
     for flag in flags:
-        values = {role: _flag_value(p.model.extra_args, flag) for role, p in top.roles.items()}
+        # the KV cache moves from prefill to decode; an encoder hands embeddings over, not KV pages
+        values = {role: _flag_value(p.model.extra_args, flag) for role, p in top.roles.items() if role != "encode"}
         said = {role: (v[1] if v else None) for role, v in values.items()}
         if len(set(said.values())) < 2:
             continue

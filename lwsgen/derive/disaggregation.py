@@ -22,7 +22,7 @@ def role_context(top: Profile, role: str) -> Context:
     """The context every per-role builder gets: the role's profile with its KV-transfer flags."""
     profile = top.roles[role]
     plugin = runtimes.get(profile.runtime)
-    kv = plugin.kv_transfer(profile, role)
+    kv = plugin.kv_transfer(profile, role, tuple(top.roles))
     profile = profile._replace(model=profile.model._replace(extra_args=(*profile.model.extra_args, *kv.args)))
     parts = plugin.parts(profile, serving_port=kv.engine_port) if kv.engine_port else plugin.parts(profile)
     leader = parts.leader._replace(env=(*parts.leader.env, *kv.env), ports=(*parts.leader.ports, *kv.leader_ports))
@@ -238,7 +238,8 @@ def router_service(ctx: Context, kind) -> workload.Service | None:
 def routing_sidecar(ctx: Context):
     """llm-d's routing sidecar on a decode leader, a native sidecar (an init container that keeps
     running): it takes the pool's port, sends each request's prefill to the prefill pod the picker
-    chose, then the request to the decode engine beside it, and passes every other path (/metrics,
+    chose (and, with an encode role, each multimodal item on the encoders first: --ec-connector), then the
+    request to the decode engine beside it, and passes every other path (/metrics,
     /health) to the engine (pkg/sidecar/proxy/proxy.go@v0.10.0 lines 624-635)."""
     from lwsgen.derive import pods
     from lwsgen.derive.model import Resources
@@ -252,6 +253,7 @@ def routing_sidecar(ctx: Context):
         f"--model-server-port={kv.engine_port}",
         "--kv-connector=nixlv2",
         "--secure-proxy=false",
+        *kv.sidecar_args,
     )
     return pods.container(
         "routing-sidecar",

@@ -134,6 +134,21 @@ class Disaggregated(Record):
         SchedulingProfile("prefill", "prefill-filter"),
         SchedulingProfile("decode", "decode-filter"),
     )
+    # With an encode role (deploy/config/sim-e-p-d-epp-config.yaml@v0.10.0): the encode profile and the
+    # decider that runs it for requests with image, audio or video parts (always_disagg_mm_decider.go).
+    encode_decider: str | None = None
+
+
+ENCODE_PROFILE = SchedulingProfile("encode", "encode-filter")
+
+
+def disaggregated(ctx: Context) -> Disaggregated | None:
+    if ctx.roles is None:
+        return None
+    if "encode" not in ctx.roles:
+        return Disaggregated()
+    base = Disaggregated()
+    return base._replace(profiles=(ENCODE_PROFILE, *base.profiles), encode_decider="always-disagg-multimodal-decider")
 
 
 class EndpointPicker(Record):
@@ -215,7 +230,7 @@ def picker_config(ctx: Context) -> PickerConfig:
         metrics,
         metrics.parser,
         ctx.profile.gateway.request_timeout if ctx.profile.autoscaling.to_zero else None,
-        Disaggregated() if ctx.roles is not None else None,
+        disaggregated(ctx),
     )
 
 

@@ -146,7 +146,7 @@ class RoleRule(Record):
 
 class KvTransfer(Record):
     """What one role of a disaggregated profile adds to its engine so KV cache moves from prefill to
-    decode (a runtime's kv_transfer(profile, role)), and how requests reach the roles."""
+    decode (a runtime's kv_transfer(profile, role, every role of the set)), and how requests reach the roles."""
 
     args: tuple[str, ...]  # engine flags, on every pod that runs the engine
     router: str  # "sglang-router" (a Deployment lwsgen emits) or "endpoint-picker" (gateway.enabled's)
@@ -156,6 +156,7 @@ class KvTransfer(Record):
     annotations: dict[str, str] = {}
     engine_port: int | None = None  # the engine serves here, behind a routing sidecar on sidecar_port
     sidecar_port: int | None = None
+    sidecar_args: tuple[str, ...] = ()  # what else the routing sidecar takes (its encoder stage)
 
 
 class RuntimeParts(Record):

@@ -278,7 +278,7 @@ KV_FLAGS = (
 KV_MATCHING = ("--page-size", "--kv-cache-dtype", "--disaggregation-decode-allocation-policy")
 
 
-def kv_transfer(profile: Profile, role: str) -> KvTransfer:
+def kv_transfer(profile: Profile, role: str, roles: tuple[str, ...]) -> KvTransfer:
     d = profile.disaggregation
     args = ["--disaggregation-mode", role]
     if d.transfer_backend is not None:
@@ -306,6 +306,9 @@ def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
         problem = version.needs("heterogeneous-tp", f"tensor sizes {sizes}")
         out.append((("roles", "decode", "parallelism"), problem, "needs-newer-engine"))
     if "encode" in roles:
-        message = "lwsgen derives prefill and decode roles for SGLang; an encode role is not derived"
+        message = (
+            "SGLang's encoder disaggregation (--encoder-only, --language-only, 0.5.7 and newer) is routed by smg "
+            "1.13's --epd-disaggregation, not by the sglang-router lwsgen runs: leave roles.encode out, or use vLLM"
+        )
         out.append((("roles", "encode"), message, "not-supported"))
     return out + matching_flag_problems(top, KV_MATCHING)

@@ -82,6 +82,13 @@ ENGINE = versions.Engine(
             "prefill and decode with different tensor-parallel sizes over NIXL",
         ),
         Since(
+            "ec-cpu-nixl",
+            "0.30.0",
+            "vllm#47941; vllm/distributed/ec_transfer/ec_connector/cpu/ in the v0.30.0 wheel (ECCPUConnector with "
+            "ec_enable_nixl; --mm-encoder-only from 0.15.0)",
+            "an encode role: embeddings to prefill over NIXL (ECCPUConnector P2P)",
+        ),
+        Since(
             "kv-cache-usage-perc",
             "0.9.2",
             "PR #18354; vllm/v1/metrics/loggers.py@v0.9.2 (absent in v0.9.1); gpu_cache_usage_perc hidden in "
@@ -214,7 +221,7 @@ def parts(profile: Profile, serving_port: int = SERVING_PORT) -> RuntimeParts:
 
 
 # Prefill/decode disaggregation (roles): KV cache over NIXL, requests through llm-d's endpoint picker.
-KV_FLAGS = ("--kv-transfer-config",)
+KV_FLAGS = ("--kv-transfer-config", "--ec-transfer-config", "--mm-encoder-only")
 # NixlConnector with kv_role kv_both on either role, as vLLM's own P/D examples and llm-d's guides
 # run it (examples/online_serving/disaggregated_serving/ and llm-d guides/pd-disaggregation).
 KV_TRANSFER_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
@@ -233,18 +240,43 @@ KEEP_ALIVE_SECONDS = 120
 KV_MATCHING = ("--kv-cache-dtype", "--block-size", "--dtype", "--max-model-len")
 
 
-def kv_transfer(profile: Profile, role: str) -> KvTransfer:
-    decode = role == "decode"
+# An encode role (multimodal inputs): the encoder's embeddings move to prefill over NIXL through vLLM's
+# ECCPUConnector in P2P mode (vllm/distributed/ec_transfer/ec_connector/cpu/, P2P from 0.30.0), as llm-d's
+# E/P/D guide runs it (guides/multimodal-serving/e-disaggregation/modelserver/gpu/vllm/e-p-d/base/):
+# the encoder ec_producer with --mm-encoder-only, prefill ec_consumer, both on the V2 model runner
+# (cpu/connector.py needs VLLM_USE_V2_MODEL_RUNNER=1), ec_cpu_bytes mandatory (cpu/common.py: the
+# guide's 40 GiB); the decode sidecar runs the encoder stage with --ec-connector=ec-nixl
+# (llm-d-router v0.10.0 pkg/sidecar/constants/constants.go, proxy.go handleECNIXL).
+EC_CPU_BYTES = 40 * 2**30
+EC_SIDE_CHANNEL_HOST = "VLLM_EC_SIDE_CHANNEL_HOST"  # vllm/envs.py: default localhost, port 5601
+
+
+def _ec_config(role: str) -> str:
+    extra = f'"ec_connector_extra_config":{{"ec_enable_nixl":true,"ec_cpu_bytes":{EC_CPU_BYTES}}}'
+    return f'{{"ec_connector":"ECCPUConnector","ec_role":"{role}",{extra}}}'
+
+
+def kv_transfer(profile: Profile, role: str, roles: tuple[str, ...]) -> KvTransfer:
+    decode, encoded = role == "decode", "encode" in roles
+    host = field_env(SIDE_CHANNEL_HOST, "status.podIP")
+    keep_alive = plain_env("VLLM_HTTP_TIMEOUT_KEEP_ALIVE", KEEP_ALIVE_SECONDS)
+    if role == "encode":
+        args = ("--mm-encoder-only", "--no-enable-prefix-caching", "--ec-transfer-config", _ec_config("ec_producer"))
+        env = (field_env(EC_SIDE_CHANNEL_HOST, "status.podIP"), plain_env("VLLM_USE_V2_MODEL_RUNNER", 1), keep_alive)
+        return KvTransfer(args, "endpoint-picker", env=env, labels={ROLE_LABEL: role})
+    args: tuple[str, ...] = ("--kv-transfer-config", KV_TRANSFER_CONFIG)
+    env: tuple = (host, keep_alive)
+    if encoded and role == "prefill":
+        args += ("--ec-transfer-config", _ec_config("ec_consumer"))
+        env += (plain_env("VLLM_USE_V2_MODEL_RUNNER", 1),)
     return KvTransfer(
-        ("--kv-transfer-config", KV_TRANSFER_CONFIG),
+        args,
         "endpoint-picker",
-        env=(
-            field_env(SIDE_CHANNEL_HOST, "status.podIP"),
-            plain_env("VLLM_HTTP_TIMEOUT_KEEP_ALIVE", KEEP_ALIVE_SECONDS),
-        ),
+        env=env,
         labels={ROLE_LABEL: role},
         engine_port=ENGINE_PORT if decode else None,
         sidecar_port=SERVING_PORT if decode else None,
+        sidecar_args=("--ec-connector=ec-nixl",) if decode and encoded else (),
     )
 
 
@@ -301,6 +333,7 @@ def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
         out.append((("gateway", "endpointPicker", "scorers", "prefixCache"), message, "needs-prefix-cache"))
     out += _tensor_problems(top)
     if "encode" in top.roles:
-        message = "lwsgen derives prefill and decode roles for vLLM; an encode role is not derived"
-        out.append((("roles", "encode"), message, "not-supported"))
+        problem = versions.of(top, ENGINE).needs("ec-cpu-nixl", "roles.encode")
+        if problem:
+            out.append((("roles", "encode"), problem, "needs-newer-engine"))
     return out + matching_flag_problems(top, KV_MATCHING)
