@@ -517,3 +517,92 @@ def test_without_an_encode_role_nothing_of_it_is_derived(render):
 def test_an_encode_role_needs_vllms_nixl_embedding_transfer(said):
     errors = _errors(said, _with(VLLM_EPD, image="vllm/vllm-openai:v0.29.0"))
     assert any(e.startswith("roles.encode: roles.encode needs vLLM 0.30.0 or newer") for e in errors), errors
+
+
+def _picker(files):
+    config_map = next(d for d in files["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
+    deployment = next(d for d in files["endpoint-picker.yaml"] if d["kind"] == "Deployment")
+    return yaml.safe_load(config_map["data"]["endpoint-picker.yaml"]), deployment["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(
+    ("profile", "roles"), [(VLLM, ["prefill", "decode"]), ("epd", ["encode", "prefill", "decode"])]
+)
+def test_the_picker_keeps_each_request_on_one_revision_of_the_set(render, profile, roles):
+    """During a rollout the old and new revision serve side by side: the rollout screener keeps one
+    revision whose every role is Ready, so no request pairs a prefill and a decode of two revisions."""
+    config, pod = _picker(objects_of(render(VLLM_EPD if profile == "epd" else profile)))
+    [screener] = [p for p in config["plugins"] if p["type"] == "disaggregatedset-rollout-screener"]
+    parameters = screener["parameters"]
+    assert parameters["scope"]["labelSelector"] == f"{SET_NAME_LABEL}=pd"
+    assert parameters["revisionGating"] == {"mode": "sum", "requireRoles": {"values": roles}}
+    assert parameters["headerSelectors"][0]["labelKey"] == "disaggregatedset.x-k8s.io/revision"
+    assert all(screener["name"] not in str(p["plugins"]) for p in config["schedulingProfiles"])  # top level only
+    assert "--allow-experimental-plugins" in pod["containers"][0]["args"]  # Alpha in llm-d-router v0.10.0
+
+
+def test_a_picker_without_roles_runs_no_experimental_plugin(render):
+    profile = {k: v for k, v in VLLM.items() if k != "roles"}
+    config, pod = _picker(objects_of(render(profile)))
+    assert "disaggregatedset-rollout-screener" not in str(config)
+    assert "--allow-experimental-plugins" not in pod["containers"][0]["args"]
+
+
+ROUTER_EDITS = {
+    "a selector names a role the set lacks": (
+        "- disaggregatedset.x-k8s.io/role=decode\n",
+        "- disaggregatedset.x-k8s.io/role=decoder\n",
+        "--decode-selector disaggregatedset.x-k8s.io/name=sglang-deepseek-r1-pd disaggregatedset.x-k8s.io/role="
+        "decoder leaderworkerset.sigs.k8s.io/worker-index=0: must select",
+    ),
+    "a selector takes the workers too": (
+        "- disaggregatedset.x-k8s.io/role=prefill\n        - leaderworkerset.sigs.k8s.io/worker-index=0\n",
+        "- disaggregatedset.x-k8s.io/role=prefill\n",
+        'must select the leaders (leaderworkerset.sigs.k8s.io/worker-index="0")',
+    ),
+    "discovery on a port the leaders lack": (
+        "- --service-discovery-port\n        - '30000'\n",
+        "- --service-discovery-port\n        - '8000'\n",
+        "8000 is not a port of the prefill leaders",
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(ROUTER_EDITS))
+def test_a_router_that_would_find_no_leader_is_caught(edit, tmp_path, capsys):
+    directory = tmp_path / "sglang-deepseek-r1-pd"
+    shutil.copytree(REPO / "out" / directory.name, directory)
+    old, new, expected = ROUTER_EDITS[edit]
+    _edit(directory, "router.yaml", old, new)
+    assert main(["validate", str(directory)]) == 1
+    out = capsys.readouterr().out
+    assert expected in out and f"{directory}/router.yaml:" in out, out
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize(
+    ("example", "expected"),
+    [
+        ("sglang-deepseek-r1-pd", ["--prefill-selector", "--decode-selector"]),
+        ("vllm-llama33-70b-pd", ["scope.labelSelector", "scaleTargetRef", "names InferencePool"]),
+    ],
+)
+def test_what_a_rename_cannot_follow_in_a_set_validate_names(example, expected, tmp_path, capsys):
+    """Real kubectl kustomize with namePrefix: the names the controller derives from the set's (the
+    role scalers) and the set's name inside flags and config text stay; validate of the built output
+    names each, and says to render with the new name."""
+    import subprocess
+
+    from conftest import tool
+
+    shutil.copytree(REPO / "out" / example, tmp_path / "base")
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "overlay" / "kustomization.yaml").write_text("resources: [../base]\nnamePrefix: staging-\n")
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (tmp_path / "built.yaml").write_text(built.stdout)
+    assert main(["validate", str(tmp_path / "built.yaml")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    for what in expected:
+        said = [line for line in lines if what in line]
+        assert said and all("render the profile with the new name" in line for line in said), (what, lines)

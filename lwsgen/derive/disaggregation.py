@@ -93,6 +93,7 @@ def disaggregatedset(ctx: Context, kind) -> DisaggregatedSet | None:
 # prefill pod's bootstrap port is read from the annotation sglang.ai/bootstrap-port (fixed name,
 # router_args.py line 925). RBAC: get/list/watch pods in the namespace.
 ROUTER_COMMAND = ("python3", "-m", "sglang_router.launch_router")
+ROUTER_SERVICE = "router-service"  # the component label of the Service in front of the router
 ROUTER_PORT, ROUTER_METRICS_PORT = 30000, 29000  # --port and --prometheus-port defaults (router_args.py)
 # /liveness answers while the process runs; /readiness in PD mode once a prefill and a decode worker
 # are healthy (sgl-model-gateway src/server.rs, src/health.rs recompute_with).
@@ -226,7 +227,7 @@ def router_service(ctx: Context, kind) -> workload.Service | None:
     spec = ctx.profile.service
     port = workload.ServicePort("http", spec.port or ROUTER_PORT, "http")
     return workload.Service(
-        ctx.meta(kind, f"{ctx.profile.name}-router", annotations=spec.annotations),
+        ctx.meta(kind._replace(component=ROUTER_SERVICE), f"{ctx.profile.name}-router", annotations=spec.annotations),
         spec.type,
         naming.router_pods(ctx.profile.name),
         (port,),
@@ -239,8 +240,9 @@ def routing_sidecar(ctx: Context):
     """llm-d's routing sidecar on a decode leader, a native sidecar (an init container that keeps
     running): it takes the pool's port, sends each request's prefill to the prefill pod the picker
     chose (and, with an encode role, each multimodal item on the encoders first: --ec-connector), then the
-    request to the decode engine beside it, and passes every other path (/metrics,
-    /health) to the engine (pkg/sidecar/proxy/proxy.go@v0.10.0 lines 624-635)."""
+    request to the decode engine beside it, and passes other paths (/metrics) to the engine; it answers
+    GET /health itself (pkg/sidecar/proxy/proxy.go@v0.10.0 lines 624-635), so the probes go to the
+    engine's port."""
     from lwsgen.derive import pods
     from lwsgen.derive.model import Resources
     from lwsgen.runtimes.base import Port

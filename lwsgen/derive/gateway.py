@@ -113,6 +113,11 @@ class PickerConfig(Record):
         return True if self.disaggregated is None else None
 
     @property
+    def experimental(self) -> bool:
+        """An Alpha plugin is configured (the rollout screener)."""
+        return self.disaggregated is not None and self.disaggregated.screener is not None
+
+    @property
     def role_profiles(self) -> tuple["SchedulingProfile", ...]:
         return () if self.disaggregated is None else self.disaggregated.profiles
 
@@ -120,6 +125,24 @@ class PickerConfig(Record):
 class SchedulingProfile(Record):
     name: str
     filter: str | None  # the role filter of a prefill or decode profile
+
+
+class RolloutScreener(Record):
+    """disaggregatedset-rollout-screener (llm-d-router v0.10.0, pkg/epp/framework/plugins/requestcontrol/
+    screener/disaggregatedsetrollout/README.md). The DisaggregatedSet controller gives every role a new
+    revision when any role's template changes (lws v0.10.0 pkg/utils/disaggregatedset/utils.go
+    ComputeRevision), and the two revisions serve side by side while it rolls. Before every scheduling
+    profile the screener keeps one revision whose every role has a Ready pod, chosen weighted by its
+    Ready pods ("sum": each role's progress counts), so a request never pairs a prefill of one revision
+    with a decode of another, whose KV layout or transfer protocol may differ. A client may pin a
+    revision with the strict header; each response names the revision that served it. Alpha in
+    v0.10.0: the picker runs with --allow-experimental-plugins (plugin/registry.go line 114)."""
+
+    scope: str  # label selector of the set's pods
+    require_roles: tuple[str, ...]
+    gating: str = "sum"
+    revision_header: str = "x-disagg-revision"
+    revision_label: str = naming.REVISION_LABEL
 
 
 class Disaggregated(Record):
@@ -137,6 +160,7 @@ class Disaggregated(Record):
     # With an encode role (deploy/config/sim-e-p-d-epp-config.yaml@v0.10.0): the encode profile and the
     # decider that runs it for requests with image, audio or video parts (always_disagg_mm_decider.go).
     encode_decider: str | None = None
+    screener: RolloutScreener | None = None
 
 
 ENCODE_PROFILE = SchedulingProfile("encode", "encode-filter")
@@ -145,10 +169,17 @@ ENCODE_PROFILE = SchedulingProfile("encode", "encode-filter")
 def disaggregated(ctx: Context) -> Disaggregated | None:
     if ctx.roles is None:
         return None
-    if "encode" not in ctx.roles:
-        return Disaggregated()
     base = Disaggregated()
-    return base._replace(profiles=(ENCODE_PROFILE, *base.profiles), encode_decider="always-disagg-multimodal-decider")
+    if "encode" in ctx.roles:
+        base = base._replace(
+            profiles=(ENCODE_PROFILE, *base.profiles), encode_decider="always-disagg-multimodal-decider"
+        )
+    # Every role is required, encode too: a revision without encoders would fail its multimodal requests.
+    screener = RolloutScreener(f"{naming.SET_NAME_LABEL}={ctx.profile.name}", tuple(p.name for p in base.profiles))
+    return base._replace(screener=screener)
+
+
+EXPERIMENTAL_FLAG = "--allow-experimental-plugins"
 
 
 class EndpointPicker(Record):
@@ -271,7 +302,7 @@ def _rules(replicas: int) -> tuple[RoleRule, ...]:
     return tuple(rules)
 
 
-def _args(ctx: Context, replicas: int) -> tuple[str, ...]:
+def _args(ctx: Context, replicas: int, experimental: bool) -> tuple[str, ...]:
     """--pool-namespace is left to the NAMESPACE variable (runner.go@v0.10.0 resolvePoolNamespace),
     so a kustomize namespace overlay moves it too. Metrics without authentication (no cluster-wide
     TokenReview RBAC; the NetworkPolicy admits only the monitoring namespace), pprof and tracing off."""
@@ -292,6 +323,8 @@ def _args(ctx: Context, replicas: int) -> tuple[str, ...]:
     ]
     if replicas > 1:
         args.append("--ha-enable-leader-election")
+    if experimental:
+        args.append(EXPERIMENTAL_FLAG)
     return tuple(args)
 
 
@@ -315,7 +348,7 @@ def _pod(ctx: Context, labels: dict[str, str], config: PickerConfig) -> Pod:
         "epp",
         picker.image,
         (),
-        args=_args(ctx, picker.replicas),
+        args=_args(ctx, picker.replicas, config.experimental),
         env=(EnvVar("NAMESPACE", field_path="metadata.namespace"), EnvVar("POD_NAME", field_path="metadata.name")),
         ports=(Port("grpc", GRPC_PORT), Port("grpc-health", HEALTH_PORT), Port("metrics", METRICS_PORT)),
         resources=Resources({"cpu": str(picker.cpu), "memory": str(picker.memory)}, {"memory": str(picker.memory)}),

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.derive.naming import LWS_NAME_LABEL, SET_NAME_LABEL, WORKER_INDEX_LABEL
 from lwsgen.output import sets as ds_rules
 from lwsgen.output.locate import OutputError
 from lwsgen.resources import package_dir
@@ -132,9 +132,46 @@ def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator
             if args[index] not in objects["InferencePool"]:
                 yield OutputError(
                     ("spec", "template", "spec", "containers", c, "args", index),
-                    f"names InferencePool {args[index]!r}, which is not in this set (a flag does not follow a "
-                    "kustomize namePrefix/nameSuffix; render the profile with the new name)",
+                    f"names InferencePool {args[index]!r}, which is not in this set ({RENAMED})",
                 )
+    yield from _router_selectors(deployment, objects)
+
+
+RENAMED = "a flag does not follow a kustomize namePrefix/nameSuffix; render the profile with the new name"
+# sglang_router/router_args.py@0.3.2: the role selectors take key=value words up to the next flag
+ROUTER_SELECTORS = ("--prefill-selector", "--decode-selector")
+
+
+def _flag_words(args: list[Any], flag: str) -> tuple[int, list[Any]]:
+    """(index of the first word after flag, the words up to the next flag)."""
+    start = args.index(flag) + 1
+    end = next((i for i in range(start, len(args)) if str(args[i]).startswith("--")), len(args))
+    return start, args[start:end]
+
+
+def _router_selectors(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+    """The SGLang router's service discovery finds each role's leaders by exact labels
+    (--prefill-selector, --decode-selector) on --service-discovery-port: a set and role of this set,
+    their leaders, on a port they have."""
+    for c, container in enumerate(_get(deployment, "spec", "template", "spec", "containers") or []):
+        args = list(container.get("args") or [])
+        port = None
+        if "--service-discovery-port" in args[:-1]:
+            at, words = _flag_words(args, "--service-discovery-port")
+            port = (("spec", "template", "spec", "containers", c, "args", at), _number(words[0]) if words else None)
+        for flag in ROUTER_SELECTORS:
+            if flag not in args:
+                continue
+            at, words = _flag_words(args, flag)
+            selector = dict(str(w).partition("=")[::2] for w in words)
+            where = ("spec", "template", "spec", "containers", c, "args", at)
+            for path, message in ds_rules.selector_errors(selector, objects["sets"], where, [port] if port else []):
+                hint = f" ({RENAMED})" if selector.get(SET_NAME_LABEL) not in objects["sets"] else ""
+                yield OutputError(path, f"{flag} {' '.join(map(str, words))}: {message}{hint}")
+
+
+def _number(word: Any) -> Any:
+    return int(word) if isinstance(word, str) and word.isdigit() else word
 
 
 def _deployment_selector(
@@ -216,7 +253,7 @@ def _references(config: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _picker_config(config_map: dict[str, Any]) -> Iterator[OutputError]:
+def _picker_config(config_map: dict[str, Any], sets: dict[str, dict]) -> Iterator[OutputError]:
     for key, text in (config_map.get("data") or {}).items():
         if not isinstance(text, str) or PICKER_CONFIG_KIND not in text:
             continue
@@ -232,6 +269,28 @@ def _picker_config(config_map: dict[str, Any]) -> Iterator[OutputError]:
             yield OutputError(("data", key), f"{where}: {err.message} (llm-d-router decodes its config strictly)")
         for path, message in _references(config) if isinstance(config.get("plugins"), list) else ():
             yield OutputError(("data", key), f"{'.'.join(map(str, path))}: {message}")
+        for path, message in _screener_scopes(config, sets):
+            yield OutputError(("data", key), f"{'.'.join(map(str, path))}: {message}")
+
+
+SCREENER = "disaggregatedset-rollout-screener"
+
+
+def _screener_scopes(config: dict[str, Any], sets: dict[str, dict]) -> Iterator[tuple[tuple, str]]:
+    """The rollout screener counts the Ready pods of one set by revision and role: its scope names a
+    set of this set (kustomize does not rewrite a ConfigMap's text)."""
+    for index, plugin in enumerate(config.get("plugins") if isinstance(config.get("plugins"), list) else ()):
+        if not isinstance(plugin, dict) or plugin.get("type") != SCREENER:
+            continue
+        scope = str(_get(plugin, "parameters", "scope", "labelSelector") or "")
+        terms = dict(term.strip().partition("=")[::2] for term in scope.split(",") if "=" in term)
+        name = terms.get(SET_NAME_LABEL)
+        if name not in sets:
+            yield (
+                ("plugins", index, "parameters", "scope", "labelSelector"),
+                f"must select {SET_NAME_LABEL}=<a DisaggregatedSet in this set>, not {scope!r} (the text of a "
+                "ConfigMap does not follow a kustomize namePrefix/nameSuffix; render the profile with the new name)",
+            )
 
 
 RULES = {
@@ -240,7 +299,7 @@ RULES = {
     "Deployment": _pool_flag,
     "Service": _service,
     "PodMonitor": _monitor,
-    "ConfigMap": lambda obj, objects: _picker_config(obj),
+    "ConfigMap": lambda obj, objects: _picker_config(obj, objects["sets"]),
 }
 
 

@@ -81,5 +81,8 @@ def scaler_errors(ref: dict[str, Any], sets: dict[str, dict]) -> Iterator[tuple[
     if ref.get("apiVersion") != API_VERSION or ref.get("name") not in external:
         yield (
             ("spec", "scaleTargetRef"),
-            f"must target the {SCALER_KIND} of a role with scaling mode External in this set (<set>-<role>)",
+            f"must target the {SCALER_KIND} of a role with scaling mode External in this set, named <set>-<role> "
+            f"by the controller (scaler_manager.go@v0.10.0 ScalerName): {', '.join(sorted(external)) or 'none'}, "
+            f"not {ref.get('name')!r} (a kustomize namePrefix/nameSuffix renames the set, not this reference; "
+            "render the profile with the new name)",
         )
