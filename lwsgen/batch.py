@@ -84,6 +84,15 @@ def _fork_context():
     return multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
 
 
+def _results(pending) -> list[Outcome]:
+    """The pool's results in order, waiting at most a fifth of a second at a time: SIGINT may reach
+    one of the pool's threads, and the main thread runs the handler only once its wait ends, which
+    an unbounded wait would put off until every result came in."""
+    while not pending.ready():
+        pending.wait(0.2)
+    return pending.get()
+
+
 def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int) -> list[Outcome]:
     """Outcomes in the order of `profiles`; `jobs` worker processes at most."""
     work = [(path, out_root, display) for path, display in profiles]
@@ -93,15 +102,30 @@ def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int) -> li
     first = _render_one(work[0])
     workers = min(jobs, len(work) - 1)
     chunk = max(1, (len(work) - 1) // (workers * 4))
+    pool = None
     try:
         pool = context.Pool(workers)
-        outcomes = [first, *pool.imap(_render_one, work[1:], chunksize=chunk)]
+        outcomes = [first, *_results(pool.map_async(_render_one, work[1:], chunksize=chunk))]
     except BaseException:
-        # Interrupted (SIGINT): kill the workers and leave at once. Pool.terminate() first takes the
-        # task queue's read lock, which an idle worker holds while it waits for a task, and can wait
-        # for it forever; main_entry ends the process without running the pool's finalizers.
-        for child in context.active_children():
-            child.kill()
+        _abandon(pool, context)
         raise
-    pool.terminate()
+    # Every outcome is in: the idle workers take their stop sentinels and end.
+    pool.close()
+    pool.join()
     return outcomes
+
+
+def _abandon(pool, context) -> None:
+    """Interrupted (SIGINT): kill the workers and leave at once. Not Pool.terminate(): it takes the
+    task queue's read lock, which an idle worker holds while it waits for a task, and can wait for
+    it forever. Nor the pool's finalizer, which runs terminate() once the pool is collected (when
+    the interrupt is caught): a killed worker may hold that lock for good (seen: a batch that hung
+    after SIGINT with its two killed workers unreaped)."""
+    children = context.active_children()
+    for child in children:
+        child.kill()
+    for child in children:
+        child.join()
+    finalizer = getattr(pool, "_terminate", None)  # multiprocessing.pool.Pool's, CPython 3.8-3.14
+    if finalizer is not None:
+        finalizer.cancel()

@@ -132,3 +132,39 @@ def _running(pid: int) -> bool:
         return pathlib.Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie has ended
     except FileNotFoundError:
         return False
+
+
+def test_an_abandoned_pool_is_collected_without_waiting_on_its_killed_workers_locks(tmp_path):
+    """After SIGINT the workers are killed; collecting the pool then runs its finalizer, whose
+    terminate() waits for the task queue's read lock, which a killed idle worker held: forever (a
+    batch hung so after SIGINT in CI). _abandon cancels that finalizer; killing alone would hang."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "abandon.py"
+    script.write_text(
+        "import gc, sys, time, multiprocessing\n"
+        "from lwsgen import batch\n"
+        "context = multiprocessing.get_context('fork')\n"
+        "pool = context.Pool(2)\n"
+        "pool.map(abs, range(8))\n"
+        "time.sleep(0.5)  # idle: one worker waits for a task holding the queue's read lock\n"
+        "if sys.argv[1] == 'abandon':\n"
+        "    batch._abandon(pool, context)\n"
+        "else:\n"
+        "    [child.kill() for child in context.active_children()]\n"
+        "del pool\n"
+        "gc.collect()\n"
+    )
+
+    def ends(how: str, within: float) -> bool:
+        proc = subprocess.Popen([sys.executable, str(script), how])
+        try:
+            return proc.wait(timeout=within) == 0
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return False
+
+    assert ends("abandon", 30)
+    assert not ends("kill", 5), "killing alone no longer hangs: the finalizer's hazard is gone, revisit _abandon"

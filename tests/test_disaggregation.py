@@ -534,7 +534,7 @@ def test_the_picker_keeps_each_request_on_one_revision_of_the_set(render, profil
     config, pod = _picker(objects_of(render(VLLM_EPD if profile == "epd" else profile)))
     [screener] = [p for p in config["plugins"] if p["type"] == "disaggregatedset-rollout-screener"]
     parameters = screener["parameters"]
-    assert parameters["scope"]["labelSelector"] == f"{SET_NAME_LABEL}=pd"
+    assert parameters["scope"]["labelSelector"] == f"{SET_NAME_LABEL}=pd,{WORKER_INDEX_LABEL}=0"  # groups
     assert parameters["revisionGating"] == {"mode": "sum", "requireRoles": {"values": roles}}
     assert parameters["headerSelectors"][0]["labelKey"] == "disaggregatedset.x-k8s.io/revision"
     assert all(screener["name"] not in str(p["plugins"]) for p in config["schedulingProfiles"])  # top level only

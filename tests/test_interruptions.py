@@ -32,6 +32,8 @@ def _render(profiles: Path, out: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        # SIGINT interrupts even when the tests run where it is ignored (a background job of a shell)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -73,8 +75,14 @@ def test_killed_batches_leave_every_directory_whole_and_the_next_run_converges(b
         proc = _render(root / "v2", out)
         # Most of a batch is rendering; its writes come last: aim most kills at the end.
         time.sleep(rng.uniform(0.5, 1.05) * duration)
-        proc.send_signal(signal.SIGINT if round_ % 5 == 4 else signal.SIGKILL)
-        proc.communicate(timeout=60)
+        how = signal.SIGINT if round_ % 5 == 4 else signal.SIGKILL
+        proc.send_signal(how)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"round {round_}: the batch did not end within 60 s of {how.name}")
         found = _snapshot(out)
         assert set(found) == set(expected["v1"])
         for name, files in found.items():

@@ -138,7 +138,7 @@ class RolloutScreener(Record):
     revision with the strict header; each response names the revision that served it. Alpha in
     v0.10.0: the picker runs with --allow-experimental-plugins (plugin/registry.go line 114)."""
 
-    scope: str  # label selector of the set's pods
+    scope: str  # label selector of the set's leaders
     require_roles: tuple[str, ...]
     gating: str = "sum"
     revision_header: str = "x-disagg-revision"
@@ -175,7 +175,9 @@ def disaggregated(ctx: Context) -> Disaggregated | None:
             profiles=(ENCODE_PROFILE, *base.profiles), encode_decider="always-disagg-multimodal-decider"
         )
     # Every role is required, encode too: a revision without encoders would fail its multimodal requests.
-    screener = RolloutScreener(f"{naming.SET_NAME_LABEL}={ctx.profile.name}", tuple(p.name for p in base.profiles))
+    # Leaders only: a group serves once its leader is Ready, and the weights count groups, not pods.
+    scope = ",".join(f"{k}={v}" for k, v in naming.set_leaders(ctx.profile.name).items())
+    screener = RolloutScreener(scope, tuple(p.name for p in base.profiles))
     return base._replace(screener=screener)
 
 
