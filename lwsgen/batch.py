@@ -8,6 +8,7 @@ profile has passed (all or nothing).
 """
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int) -> li
     chunk = max(1, (len(work) - 1) // (workers * 4))
     pool = None
     try:
-        pool = context.Pool(workers)
+        pool = context.Pool(workers, initializer=_end_with, initargs=(os.getpid(),))
         outcomes = [first, *_results(pool.map_async(_render_one, work[1:], chunksize=chunk))]
     except BaseException:
         _abandon(pool, context)
@@ -115,12 +116,32 @@ def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int) -> li
     return outcomes
 
 
+def _end_with(parent: int) -> None:
+    """A worker's first act: end when lwsgen ends, however it ends (PR_SET_PDEATHSIG, Linux: the
+    only platform that renders in workers). A worker left behind would block for good on the task
+    queue and hold lwsgen's stderr open, so whoever waits for lwsgen's output would wait forever."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # lwsgen ended before the call took effect
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
 def _abandon(pool, context) -> None:
     """Interrupted (SIGINT): kill the workers and leave at once. Not Pool.terminate(): it takes the
     task queue's read lock, which an idle worker holds while it waits for a task, and can wait for
     it forever. Nor the pool's finalizer, which runs terminate() once the pool is collected (when
     the interrupt is caught): a killed worker may hold that lock for good (seen: a batch that hung
     after SIGINT with its two killed workers unreaped)."""
+    handler = getattr(pool, "_worker_handler", None)  # it replaces a worker that ended, killed ones too
+    if handler is not None:
+        handler._state = "TERMINATE"  # multiprocessing.pool.TERMINATE: stop replacing them
     children = context.active_children()
     for child in children:
         child.kill()
