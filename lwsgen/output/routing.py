@@ -138,6 +138,9 @@ def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator
 
 
 RENAMED = "a flag does not follow a kustomize namePrefix/nameSuffix; render the profile with the new name"
+TEXT_RENAMED = (
+    "the text of a ConfigMap does not follow a kustomize namePrefix/nameSuffix; render the profile with the new name"
+)
 # sglang_router/router_args.py@0.3.2: the role selectors take key=value words up to the next flag
 ROUTER_SELECTORS = ("--prefill-selector", "--decode-selector")
 
@@ -163,11 +166,25 @@ def _router_selectors(deployment: dict[str, Any], objects: dict[str, dict]) -> I
             if flag not in args:
                 continue
             at, words = _flag_words(args, flag)
-            selector = dict(str(w).partition("=")[::2] for w in words)
             where = ("spec", "template", "spec", "containers", c, "args", at)
-            for path, message in ds_rules.selector_errors(selector, objects["sets"], where, [port] if port else []):
-                hint = f" ({RENAMED})" if selector.get(SET_NAME_LABEL) not in objects["sets"] else ""
-                yield OutputError(path, f"{flag} {' '.join(map(str, words))}: {message}{hint}")
+            errors = _set_selector_errors(_label_terms(words), objects["sets"], where, [port] if port else [], RENAMED)
+            for path, message in errors:
+                yield OutputError(path, f"{flag} {' '.join(map(str, words))}: {message}")
+
+
+def _label_terms(terms: Any) -> dict[str, str]:
+    """key=value terms (a router's selector words, a label selector's comma-separated terms) as labels."""
+    return dict(str(term).strip().partition("=")[::2] for term in terms)
+
+
+def _set_selector_errors(
+    selector: dict[str, str], sets: dict[str, dict], at: tuple, ports: list, renamed: str, every_pod: bool = False
+) -> Iterator[tuple[tuple, str]]:
+    """ds_rules.selector_errors of a selector kustomize cannot rewrite: one naming a set this set
+    lacks says so (`renamed`: why the rename did not reach it)."""
+    hint = f" ({renamed})" if selector.get(SET_NAME_LABEL) not in sets else ""
+    for path, message in ds_rules.selector_errors(selector, sets, at, ports, every_pod):
+        yield path, f"{message}{hint}"
 
 
 def _number(word: Any) -> Any:
@@ -283,14 +300,9 @@ def _screener_scopes(config: dict[str, Any], sets: dict[str, dict]) -> Iterator[
         if not isinstance(plugin, dict) or plugin.get("type") != SCREENER:
             continue
         scope = str(_get(plugin, "parameters", "scope", "labelSelector") or "")
-        terms = dict(term.strip().partition("=")[::2] for term in scope.split(",") if "=" in term)
-        name = terms.get(SET_NAME_LABEL)
-        if name not in sets:
-            yield (
-                ("plugins", index, "parameters", "scope", "labelSelector"),
-                f"must select {SET_NAME_LABEL}=<a DisaggregatedSet in this set>, not {scope!r} (the text of a "
-                "ConfigMap does not follow a kustomize namePrefix/nameSuffix; render the profile with the new name)",
-            )
+        where = ("plugins", index, "parameters", "scope", "labelSelector")
+        for path, message in _set_selector_errors(_label_terms(scope.split(",")), sets, where, [], TEXT_RENAMED, True):
+            yield path, f"{scope!r}: {message}"
 
 
 RULES = {

@@ -249,6 +249,7 @@ KV_MATCHING = ("--kv-cache-dtype", "--block-size", "--dtype", "--max-model-len")
 # (llm-d-router v0.10.0 pkg/sidecar/constants/constants.go, proxy.go handleECNIXL).
 EC_CPU_BYTES = 40 * 2**30
 EC_SIDE_CHANNEL_HOST = "VLLM_EC_SIDE_CHANNEL_HOST"  # vllm/envs.py: default localhost, port 5601
+V2_MODEL_RUNNER = plain_env("VLLM_USE_V2_MODEL_RUNNER", 1)  # both ends of the embedding transfer
 
 
 def _ec_config(role: str) -> str:
@@ -258,17 +259,16 @@ def _ec_config(role: str) -> str:
 
 def kv_transfer(profile: Profile, role: str, roles: tuple[str, ...]) -> KvTransfer:
     decode, encoded = role == "decode", "encode" in roles
-    host = field_env(SIDE_CHANNEL_HOST, "status.podIP")
     keep_alive = plain_env("VLLM_HTTP_TIMEOUT_KEEP_ALIVE", KEEP_ALIVE_SECONDS)
     if role == "encode":
         args = ("--mm-encoder-only", "--no-enable-prefix-caching", "--ec-transfer-config", _ec_config("ec_producer"))
-        env = (field_env(EC_SIDE_CHANNEL_HOST, "status.podIP"), plain_env("VLLM_USE_V2_MODEL_RUNNER", 1), keep_alive)
+        env = (field_env(EC_SIDE_CHANNEL_HOST, "status.podIP"), V2_MODEL_RUNNER, keep_alive)
         return KvTransfer(args, "endpoint-picker", env=env, labels={ROLE_LABEL: role})
     args: tuple[str, ...] = ("--kv-transfer-config", KV_TRANSFER_CONFIG)
-    env: tuple = (host, keep_alive)
+    env: tuple = (field_env(SIDE_CHANNEL_HOST, "status.podIP"), keep_alive)
     if encoded and role == "prefill":
         args += ("--ec-transfer-config", _ec_config("ec_consumer"))
-        env += (plain_env("VLLM_USE_V2_MODEL_RUNNER", 1),)
+        env += (V2_MODEL_RUNNER,)
     return KvTransfer(
         args,
         "endpoint-picker",
