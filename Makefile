@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test lint tools docs fuzz check checkov bench engine-args clean
+.PHONY: render test test-engines test-all lint tools docs fuzz check checkov bench engine-args clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,13 +72,24 @@ $(CHECKOV):
 checkov: $(STAMP) $(CHECKOV)
 	$(BIN)/python tools/checkov_pod_templates.py $(CHECKOV) out ../shared/reference
 
-## engine-args (opt-in: two venvs of 2.1 and 2.2 GB, about 2 minutes to install): the generated command
-## lines of the examples parsed by vLLM 0.33.0's and SGLang 0.5.23's own argument parsers (CPU only)
+## test-engines: the real engines: every example's, role's and variant's command line parsed by vLLM
+## 0.33.0's and SGLang 0.5.23's own argument parsers (venvs of ~2.5 GB each sharing the groupsim torch),
+## the flag tables regenerated from them, and llama.cpp's real rpc-server (b10359, built from a PyPI
+## wheel) under the leader's watch
 ENGINES := .venv-engines
-engine-args: $(STAMP)
-	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm
-	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang
-	LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" $(BIN)/python -m pytest -q tests/test_engine_args.py
+ENGINE_CACHE := .cache/engines
+TORCH_SITE = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+test-engines: tools
+	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm $(TORCH_SITE)
+	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang $(TORCH_SITE)
+	server=$$(bash tools/engines/build_rpc_server.sh $(ENGINE_CACHE) | tail -n 1) && \
+	  LWSGEN_ENGINES_REQUIRED=1 LWSGEN_RPC_SERVER="$$server" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" \
+	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/engines tests/test_engine_args.py tests/test_engine_flags.py
+
+engine-args: test-engines
+
+## test-all: every suite (CI runs this)
+test-all: test test-engines
 
 ## bench: performance figures against their targets, on a regular (non-editable) install
 BENCH := .venv-bench/bin/lwsgen
@@ -88,4 +99,4 @@ bench: tools
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tools/bench.py $(BENCH) $$(PATH="$(CURDIR)/$(BIN):$$PATH" command -v kubectl)
 
 clean:
-	rm -rf $(VENV) .venv-checkov .venv-bench .venv-engines build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-checkov .venv-bench .venv-engines .cache build *.egg-info .pytest_cache

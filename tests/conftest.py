@@ -36,6 +36,14 @@ def tool(name: str) -> str:
     return found
 
 
+def engine_missing(reason: str) -> None:
+    """Skip for want of a real engine, or fail under make test-engines (LWSGEN_ENGINES_REQUIRED), so
+    CI never passes on engines it did not run. Callable at module level."""
+    if os.environ.get("LWSGEN_ENGINES_REQUIRED"):
+        pytest.fail(f"make test-engines needs it: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
 def merged(base: dict, **changes) -> dict:
     """A deep copy of base with dotted-path changes: merged(p, **{"node.gpus": 4})."""
     out = copy.deepcopy(base)

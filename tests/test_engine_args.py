@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROFILES, REPO, lws_of, merged
+from conftest import PROFILES, REPO, engine_missing, lws_of, merged
 from groupsim.kubeenv import expand_command
 from lwsgen import runtimes
 from lwsgen.pipeline import render_profile
 
 VENVS = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines"))
-pytestmark = pytest.mark.skipif(
-    not (VENVS / "vllm" / "bin" / "python").exists(), reason="the engines' parsers are opt-in: make engine-args"
-)
+if not (VENVS / "vllm" / "bin" / "python").exists() or not (VENVS / "sglang" / "bin" / "python").exists():
+    engine_missing("the engines' parsers: make test-engines builds their venvs")
 PARSE = REPO / "tools" / "engine_args" / "parse.py"
 
 
@@ -127,3 +126,73 @@ def test_every_flag_lwsgen_derives_is_one_the_engine_has(engine, runtime):
     # --tp and --dp are argparse's prefixes of --tp-size and --dp-size in SGLang, --enable-deepep-moe the
     # spelling before 0.4.10.post2 (gone in 0.5.5): lwsgen refuses them in extraArgs all the same
     assert derived - options - {"--tp", "--dp", "--enable-deepep-moe"} == set()
+
+
+def _templates(objects: list[dict]) -> list[tuple[str, dict]]:
+    """(where, leaderWorkerTemplate) of every LeaderWorkerSet and DisaggregatedSet role."""
+    out = []
+    for obj in objects:
+        if obj.get("kind") == "LeaderWorkerSet":
+            out.append((obj["metadata"]["name"], obj["spec"]["leaderWorkerTemplate"]))
+        if obj.get("kind") == "DisaggregatedSet":
+            for role in obj["spec"]["roles"]:
+                out.append((f"{obj['metadata']['name']} role {role['name']}", role["spec"]["leaderWorkerTemplate"]))
+    return out
+
+
+def _engine_argvs(objects: list[dict]) -> dict[str, list[tuple[str, list[str]]]]:
+    """Every leader's and worker's engine command line (after the launch script, as the kubelet
+    expands it, with what the launch script appends), by the engine whose parser reads it."""
+    found: dict[str, list[tuple[str, list[str]]]] = {"vllm": [], "sglang": []}
+    for where, lwt in _templates(objects):
+        size = str(lwt.get("size", 1))
+        for index, template in ((0, lwt.get("leaderTemplate") or lwt["workerTemplate"]), (1, lwt["workerTemplate"])):
+            container = template["spec"]["containers"][0]
+            env = [("LWS_LEADER_ADDRESS", "g-0.g.ns"), ("LWS_GROUP_SIZE", size), ("LWS_WORKER_INDEX", str(index))]
+            env += [(e["name"], e["value"]) for e in container.get("env", []) if "value" in e]
+            argv = expand_command(container.get("args", []), env)
+            if dict(env).get("LWSGEN_DP_RANKS_PER_POD") and index:  # await-leader.sh appends it
+                argv += ["--data-parallel-start-rank", str(index * int(dict(env)["LWSGEN_DP_RANKS_PER_POD"]))]
+            if argv[:1] == ["vllm"]:
+                found["vllm"].append((f"{where} {'worker' if index else 'leader'}", argv))
+            elif argv[:3] == ["python3", "-m", "sglang.launch_server"]:
+                found["sglang"].append((f"{where} {'worker' if index else 'leader'}", argv))
+    return found
+
+
+# The variants the group simulator runs on these engines (tests/test_groupsim.py VARIANTS, single_pod).
+VARIANTS = {
+    "vllm-ray": ("vllm-llama31-405b", {"launch": {"mode": "ray"}}),
+    "vllm-single-pod": ("vllm-llama31-405b", {"parallelism": {"tensor": 8}}),
+    "sglang-single-pod": ("sglang-deepseek-r1", {"parallelism": {"tensor": 8}}),
+}
+
+
+def _every_rendered() -> list[tuple[str, list[dict]]]:
+    """Every example in out/ and every profile variant the tests render through the engines."""
+    import tempfile
+
+    import yaml
+
+    rendered = []
+    for directory in sorted((REPO / "out").iterdir()):
+        objects = [o for p in sorted(directory.glob("*.yaml")) for o in yaml.safe_load_all(p.read_text()) if o]
+        rendered.append((directory.name, objects))
+    with tempfile.TemporaryDirectory() as scratch:
+        for variant, (example, changes) in VARIANTS.items():
+            path = Path(scratch) / f"{example}.yaml"
+            path.write_text(yaml.safe_dump({**_profile(example), **changes}))
+            files = render_profile(path).files.values()
+            rendered.append((variant, [o for text in files for o in yaml.safe_load_all(text) if o]))
+    return rendered
+
+
+@pytest.mark.parametrize("example, objects", _every_rendered(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_example_and_role_parses_with_its_engines_own_parser(example, objects):
+    """Each example's every role, extraArgs included, as vLLM 0.33.0 / SGLang 0.5.23 read it: the
+    parser and the engine's own checks of the parsed line accept it (exit 2 would crash-loop)."""
+    argvs = _engine_argvs(objects)
+    for engine, lines in argvs.items():
+        if lines:
+            parsed = _parse(engine, [argv for _, argv in lines])["parsed"]
+            assert len(parsed) == len(lines), [where for where, _ in lines]

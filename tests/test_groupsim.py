@@ -52,6 +52,8 @@ VARIANT_CELLS = [
     ("aphrodite-0.6", "together"),
     ("llamacpp-b6123", "together"),
     ("llamacpp-b6123", "worker_dies"),
+    ("vllm-ray", "node_lost"),
+    ("llamacpp-b6123", "node_lost"),
 ]
 # Scenario by scenario across the runtimes, so the Ray clusters (the heaviest pods) are spread over
 # the run instead of starting all at once; the Indexed Job (16 torch processes) last, near alone.

@@ -13,7 +13,7 @@ group runs at the pace of the largest (vllm.distributed.utils.get_pp_indices spr
 """
 
 from lwsgen import runtimes
-from lwsgen.check import sizing
+from lwsgen.check import flags, sizing
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
@@ -110,6 +110,37 @@ def check_extra_args(profile: Profile, src: Source) -> list[Problem]:
         separator = ": " if flag in INSTEAD else " "
         message = f"{flag} is a flag lwsgen derives for {profile.runtime}{separator}{instead}"
         out.append(src.problem(("model", "extraArgs", index), message, "derived-flag"))
+    return out
+
+
+# The runtimes whose parser has flag tables (lwsgen/runtimes/flags, dumped from the real parsers),
+# and what comes before model.extraArgs in the argv that parser reads.
+FLAG_TABLES = {"vllm": "vllm", "sglang": "sglang"}
+
+
+def check_extra_args_flags(profile: Profile, src: Source) -> list[Problem]:
+    """model.extraArgs as the engine's own parser at the image's version reads them: an unknown or
+    removed flag, or an abbreviation argparse finds ambiguous or expands to another flag, is an
+    error (the engine would exit 2 or do something else); against the nearest table of another
+    version, a warning."""
+    engine = FLAG_TABLES.get(profile.runtime)
+    if engine is None or not profile.model.extra_args:
+        return []
+    version = runtimes.engine_version(profile).text.lstrip("v")
+    found = flags.table_for(engine, version)
+    if found is None:
+        return []
+    _, exact = found
+    args = [str(a) for a in profile.model.extra_args]
+    # vLLM's parser reads `vllm serve <model> ...`: the model comes first (its rewrites move --model there)
+    head = [profile.model.path] if engine == "vllm" else []
+    out = []
+    for index, message in flags.argv_problems(engine, version, [*head, *args]):
+        index -= len(head)
+        if index < 0:
+            continue
+        problem = src.problem(("model", "extraArgs", index), message, "unknown-engine-flag")
+        out.append(problem if exact else problem._replace(severity="warning"))
     return out
 
 

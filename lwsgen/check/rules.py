@@ -365,6 +365,7 @@ RULES: tuple[Rule, ...] = (
     metadata.check,
     engine.check_heads,
     engine.check_extra_args,
+    engine.check_extra_args_flags,
     startup.check,
     versions.check,
     gateway.check,

@@ -28,6 +28,19 @@ from lwsgen.runtimes.base import (
 WORKER_CONTAINER = "worker"  # derive names the containers "leader" and "worker"
 RAY_PORT = 6379
 RPC_PORT = 50052
+# Every worker answers the leader's watch on this port (lib.sh beacon). Clear of the ports vLLM takes
+# near it: 29500-29509 (data parallel), 29501-29502, 29550 (DP RPC) (vllm/config/parallel.py@v0.33.0
+# lines 161-165, 320; entrypoints/cli/preload.py line 290), of SGLang's 20000 (dist-init) and
+# 8998 (bootstrap), llama.cpp's 50052 and Ray's 6379.
+BEACON_PORT = 29600
+
+
+def beacon_env() -> EnvVar:
+    return plain_env("LWSGEN_BEACON_PORT", BEACON_PORT)
+
+
+def beacon_port() -> Port:
+    return Port("beacon", BEACON_PORT)
 
 
 def scripts(*names: str) -> dict[str, str]:
@@ -61,6 +74,7 @@ def mpi_over_kubectl(
         plain_env("LWSGEN_MPIRUN", mpirun),
         plain_env("LWSGEN_WORKER_CONTAINER", WORKER_CONTAINER),
         _timeout(profile),
+        beacon_env(),
         *leader_env,
     )
     install_kubectl = (
@@ -77,7 +91,7 @@ def mpi_over_kubectl(
             tool_installers=(install_kubectl,),
             api_access=True,
         ),
-        worker=Role(command=script_command("mpi-worker.sh")),
+        worker=Role(command=script_command("mpi-worker.sh"), env=(beacon_env(),), ports=(beacon_port(),)),
         probes=probes,
         service_ports=service_ports,
         scripts={**scripts("mpi-leader.sh", "mpi-worker.sh", "kubectl-rsh", *extra_scripts), **(files or {})},
@@ -127,9 +141,6 @@ VLLM_FAMILY_FLAGS = (
     "--headless",
 )
 MASTER_PORT = 29501  # vLLM's and Aphrodite's default --master-port (config/parallel.py ParallelConfig.master_port)
-# Clear of the ports vLLM takes near it: 29500-29509 (data parallel), 29501-29502, 29550 (DP RPC)
-# (vllm/config/parallel.py@v0.33.0 lines 161-165, 320; entrypoints/cli/preload.py line 290).
-BEACON_PORT = 29600
 
 
 class VllmFamily(Record):
@@ -289,7 +300,6 @@ def _head_and_headless(
         leader_ports=(Port("http", port), rendezvous),
         probes=probes,
         rendezvous_port=rendezvous.number,
-        beacon_port=BEACON_PORT,
     )
     own = (field_env(family.host_ip_env, "status.podIP"), *env)
     return parts._replace(
@@ -342,17 +352,13 @@ def dial_leader(
     leader_ports: tuple[Port, ...],
     probes: Probes,
     rendezvous_port: int,
-    beacon_port: int | None = None,
 ) -> RuntimeParts:
     """Every pod runs the engine, which dials $(LWS_LEADER_ADDRESS):rendezvous_port itself: the
-    leader waits for its workers' names, the workers for that port to answer. With a beacon port,
-    the workers answer on it and the leader watches them (for an engine that would not notice a
-    lost node)."""
-    env = (_timeout(profile), plain_env("LWSGEN_LEADER_PORT", rendezvous_port))
-    worker_ports: tuple[Port, ...] = ()
-    if beacon_port is not None:
-        env += (plain_env("LWSGEN_BEACON_PORT", beacon_port),)
-        worker_ports = (Port("beacon", beacon_port),)
+    leader waits for its workers' names, the workers for that port to answer; the workers answer
+    on the beacon and the leader watches them (neither vLLM nor SGLang notices a node that
+    vanished without closing its sockets)."""
+    env = (_timeout(profile), plain_env("LWSGEN_LEADER_PORT", rendezvous_port), beacon_env())
+    worker_ports = (beacon_port(),)
     return RuntimeParts(
         leader=Role(command=script_command("await-leader.sh"), args=leader_command, env=env, ports=leader_ports),
         worker=Role(command=script_command("await-leader.sh"), args=worker_command, env=env, ports=worker_ports),
@@ -376,6 +382,7 @@ def llamacpp_rpc(
         plain_env("LWSGEN_RPC_PORT", RPC_PORT),
         plain_env("LWSGEN_RPC_SERVERS", servers_per_pod),
         _timeout(profile),
+        beacon_env(),
     )
     cache = (plain_env("LLAMA_CACHE", cache_dir),) if cache_dir else ()
     rpc_ports = tuple(Port("rpc" if i == 0 else f"rpc-{i}", RPC_PORT + i) for i in range(servers_per_pod))
@@ -389,7 +396,7 @@ def llamacpp_rpc(
         worker=Role(
             command=script_command("llamacpp-worker.sh"),
             env=(*env, *cache),
-            ports=rpc_ports,
+            ports=(*rpc_ports, beacon_port()),
             cache_dir=cache_dir,
             reads_model=False,  # rpc-server receives its tensors from the leader
         ),

@@ -257,7 +257,7 @@ def parts(profile: Profile) -> RuntimeParts:
         rendezvous_port=DIST_INIT_PORT,
     )
     if everywhere:
-        parts = parts._replace(worker=parts.worker._replace(ports=(Port("http", SERVING_PORT),)))
+        parts = parts._replace(worker=parts.worker._replace(ports=(Port("http", SERVING_PORT), *parts.worker.ports)))
     return parts
 
 

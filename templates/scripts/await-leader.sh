@@ -4,11 +4,11 @@
 # waits (bounded) until every worker's address resolves; a worker waits until the leader's
 # address resolves and its rendezvous port (LWSGEN_LEADER_PORT) accepts connections, so that a
 # stale or absent leader is a "waiting" line and, at the bound, a clear failure, not a silent hang
-# inside the engine. Then exec the command given as arguments, unchanged; SGLang itself fails when
-# a peer is lost (its scheduler broadcasts across the group on every loop). An engine that would
-# not notice (vLLM's leader learns of a lost node only at its next step) gets a beacon
-# (LWSGEN_BEACON_PORT): each worker answers on it from its start, the leader waits for every
-# beacon before the engine and then watches them, and exits 1 when one is gone for 3 polls.
+# inside the engine. Then exec the command given as arguments, unchanged. Neither engine notices a
+# node that vanished without closing its sockets (power or link loss: vLLM's leader learns of it
+# only at its next step, SGLang's collectives wait on it): with a beacon (LWSGEN_BEACON_PORT) each
+# worker answers on it from its start, the leader waits for every beacon before the engine and
+# then watches them, and exits 1 when one is gone for 3 polls (lib.sh beacon, beacons_answer).
 set -euo pipefail
 if [ "${LWS_WORKER_INDEX:-0}" = 0 ]; then LWSGEN_ROLE=leader; else LWSGEN_ROLE=worker; fi
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -22,21 +22,6 @@ workers_resolve() {
   done
   status="${#missing[@]} of $((LWS_GROUP_SIZE - 1)) workers do not resolve yet (${missing[*]:-})"
   (( ${#missing[@]} == 0 ))
-}
-beacons_answer() {
-  local i missing=()
-  for ((i = 1; i < LWS_GROUP_SIZE; i++)); do
-    answers "$(worker_address "$i")" "$LWSGEN_BEACON_PORT" || missing+=("$(worker_address "$i")")
-  done
-  status="${#missing[@]} of $((LWS_GROUP_SIZE - 1)) workers do not answer on port ${LWSGEN_BEACON_PORT} (${missing[*]:-})"
-  (( ${#missing[@]} == 0 ))
-}
-# beacon: a listener that answers as long as this container runs (the engine inherits it at exec).
-beacon() {
-  python3 -c 'import socket, sys
-server = socket.create_server(("", int(sys.argv[1])))
-while True:
-    server.accept()[0].close()' "$LWSGEN_BEACON_PORT" &
 }
 leader_answers() {
   leader_resolves || return 1

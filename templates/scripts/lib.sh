@@ -88,7 +88,8 @@ supervise() {
     if (( failures >= ${LWSGEN_WATCH_FAILURES:-3} )); then
       log "the group lost a member (${status}); stopping the engine so LeaderWorkerSet recreates the group"
       kill -TERM "$engine" 2>/dev/null || true
-      timeout 30 tail --pid="$engine" -f /dev/null 2>/dev/null || kill -KILL "$engine" 2>/dev/null || true
+      # an engine blocked on the lost member (mpirun ending its remote daemons) gets LWSGEN_STOP_SECONDS
+      timeout "${LWSGEN_STOP_SECONDS:-30}" tail --pid="$engine" -f /dev/null 2>/dev/null || kill -KILL "$engine" 2>/dev/null || true
       exit 1
     fi
   done
@@ -114,4 +115,36 @@ answers() {
 worker_address() {
   local leader=${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet}
   printf '%s-%s.%s' "${leader%%.*}" "$1" "${leader#*.}"
+}
+
+# beacon: a listener on LWSGEN_BEACON_PORT that accepts (and closes) connections as long as this
+# container runs, on a port no engine uses, so the leader can watch this pod without touching the
+# engine's own ports (an rpc-server serves one client at a time). A node that loses power or its
+# link sends no FIN: the leader's connect then times out, which is what the watch counts.
+beacon() {
+  : "${LWSGEN_BEACON_PORT:?}"
+  command -v python3 >/dev/null 2>&1 || {
+    log "this image has no python3, which answers the leader's watch on port ${LWSGEN_BEACON_PORT}: use an image with python3"
+    exit 1
+  }
+  # It ends with this script (in a container its PID namespace ends it anyway).
+  python3 -c 'import os, socket, sys, threading, time
+server = socket.create_server(("", int(sys.argv[1])), backlog=64)
+def orphaned():
+    while os.getppid() == int(sys.argv[2]):
+        time.sleep(1)
+    os._exit(0)
+threading.Thread(target=orphaned, daemon=True).start()
+while True:
+    server.accept()[0].close()' "$LWSGEN_BEACON_PORT" "$$" &
+}
+
+# beacons_answer: whether every worker of this group answers on its beacon (wait_until or supervise).
+beacons_answer() {
+  local i missing=()
+  for ((i = 1; i < ${LWS_GROUP_SIZE:?}; i++)); do
+    answers "$(worker_address "$i")" "${LWSGEN_BEACON_PORT:?}" || missing+=("$(worker_address "$i")")
+  done
+  status="${#missing[@]} of $((LWS_GROUP_SIZE - 1)) workers do not answer on port ${LWSGEN_BEACON_PORT} (${missing[*]:-})"
+  (( ${#missing[@]} == 0 ))
 }

@@ -1,10 +1,14 @@
 #!/bin/bash
-# lwsgen: leader of a llama.cpp RPC group. Resolves (bounded) every worker of its own group,
-# waits until each one's rpc-server accepts connections, then runs llama-server (the arguments)
-# with --rpc listing them (LWSGEN_RPC_SERVERS per worker, on consecutive ports from
-# LWSGEN_RPC_PORT); llama.cpp spreads the layers over the leader's GPUs and the workers'.
-# It keeps checking the rpc-servers: llama-server would go on serving without a lost worker's
-# layers answering, so when one is gone it is stopped and this exits 1 (the group is recreated).
+# lwsgen: leader of a llama.cpp RPC group. Waits (bounded) until every worker of its own group
+# answers on its beacon and each of its rpc-servers accepts connections, then runs llama-server
+# (the arguments) with --rpc listing them (LWSGEN_RPC_SERVERS per worker, on consecutive ports
+# from LWSGEN_RPC_PORT); llama.cpp spreads the layers over the leader's GPUs and the workers'.
+# Once llama-server runs, no connection is ever opened to an rpc-server port again: rpc-server
+# serves one client at a time with a listen backlog of 1 (ggml/src/ggml-rpc, transport.cpp
+# listen(sockfd, 1), rpc_serve_client inline in the accept loop), so a probe would queue behind
+# llama-server's connection and fail. The workers' beacons (LWSGEN_BEACON_PORT) are watched
+# instead: when one is gone for 3 polls llama-server is stopped and this exits 1 (the group is
+# recreated), as llama-server would otherwise wait on a vanished worker's socket.
 set -euo pipefail
 LWSGEN_ROLE=leader
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -29,7 +33,8 @@ rpc_servers_answer() {
   status="${#missing[@]} of ${#workers[@]} rpc-servers not reachable yet (${missing[*]:-})"
   (( ${#missing[@]} == 0 ))
 }
-wait_until rpc_servers_answer
+wait_until beacons_answer
+wait_until rpc_servers_answer  # before llama-server: nothing holds the rpc-servers yet
 rpc=""
 for endpoint in "${workers[@]}"; do
   rpc+="${rpc:+,}${endpoint}"
@@ -41,4 +46,4 @@ log "all ${#workers[@]} rpc-servers answer; starting: $*"
 if (( ${#workers[@]} == 0 )); then
   exec "$@"
 fi
-supervise rpc_servers_answer "$@"
+supervise beacons_answer "$@"

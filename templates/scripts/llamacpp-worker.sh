@@ -4,7 +4,8 @@
 # The binary is rpc-server in older llama.cpp builds and ggml-rpc-server in newer ones. Builds
 # before the multi-device server offer one device per rpc-server: then LWSGEN_RPC_SERVERS (one
 # per GPU) run, server i on port LWSGEN_RPC_PORT + i with CUDA_VISIBLE_DEVICES=i. With
-# LLAMA_CACHE set, each caches the tensors it receives there (-c).
+# LLAMA_CACHE set, each caches the tensors it receives there (-c). It answers the leader's watch
+# on LWSGEN_BEACON_PORT from its start (lib.sh beacon), never through an rpc-server port.
 set -euo pipefail
 LWSGEN_ROLE=worker
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -35,6 +36,7 @@ rpc_servers() {
   wait || true
   exit "$code"
 }
+beacon
 wait_until leader_resolves
 # Not exec: as PID 1, a program without a SIGTERM handler ignores SIGTERM (the kernel's rule for a
 # namespace's init) and the pod takes its whole grace period to stop; as this script's child it is

@@ -4,7 +4,8 @@
 # runs in this container. This process keeps the pod alive and watches for that daemon: none
 # within the rendezvous bound means the leader never started the job (exit 1, with the reason);
 # the daemon gone after it ran means the leader's mpirun ended, so the ranks here are orphans and
-# the group must be recreated (exit 1).
+# the group must be recreated (exit 1). It answers the leader's watch on LWSGEN_BEACON_PORT from
+# its start (lib.sh beacon).
 set -euo pipefail
 LWSGEN_ROLE=worker
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -21,6 +22,7 @@ ranks_started() {
   status="the leader has not started MPI ranks in this pod yet"
   daemon_runs
 }
+[ -z "${LWSGEN_BEACON_PORT:-}" ] || beacon
 log "waiting for the leader to start MPI ranks in this pod"
 wait_until ranks_started
 log "the leader started MPI ranks in this pod"

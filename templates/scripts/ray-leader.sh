@@ -39,13 +39,15 @@ ray_nodes_joined() {
   status="${nodes} of ${LWS_GROUP_SIZE} Ray nodes joined"
   (( nodes >= LWS_GROUP_SIZE ))
 }
-# While serving, only an answer that lists fewer alive nodes is a loss: a GCS too busy to answer
-# within the check's bound is logged, not counted (a busy head must not recreate the group).
+# While serving, a poll the GCS does not answer within the check's bound is a failed poll, as one
+# that lists fewer alive nodes is: a GCS that cannot say the group is whole must not keep a group
+# with a dead node serving. supervise ends the group after LWSGEN_WATCH_FAILURES such polls in a
+# row, saying which.
 ray_group_intact() {
   local nodes
   if ! nodes=$(alive_nodes); then
-    log "watch: the Ray GCS did not answer this poll (not counted as a loss)"
-    return 0
+    status="the Ray GCS did not answer within ${LWSGEN_CHECK_SECONDS:-10}s"
+    return 1
   fi
   status="${nodes} of ${LWS_GROUP_SIZE} Ray nodes alive"
   (( nodes >= LWS_GROUP_SIZE ))

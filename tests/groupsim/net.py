@@ -119,6 +119,11 @@ class Network:
         self._in(ns, "ip", "route", "add", "default", "via", self.dns_ip)
         return ns, ip
 
+    def cut(self, index: int) -> None:
+        """Pod index's link goes down on the bridge side: what it sends and what is sent to it is
+        dropped, with no error to either end (a node lost with its network)."""
+        self._in(self.bridge_ns, "ip", "link", "set", f"{self.tag}h{index}"[-15:], "down")
+
     def publish(self, fqdn: str, ip: str) -> None:
         """Make fqdn resolve (the headless Service's endpoint appears)."""
         staged = self.hosts_dir.parent / f".{fqdn}"

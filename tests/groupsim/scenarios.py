@@ -18,6 +18,8 @@ FORM = 60  # seconds a group may take to form once every pod is there (Ray start
 # Seconds after a member is lost by which some container must have exited non-zero: Ray needs its
 # node-death detection first (RAY_DETECTOR below), then the leader's 3 failed polls.
 GROUP_FAILS = 40
+STAYS = 15  # seconds a formed group must go on serving: over 3 watch polls that each time out (3 s)
+STOP = 5  # LWSGEN_STOP_SECONDS: how long a leader lets an engine stuck on a lost member stop
 
 SERVE = {  # the program each runtime's leader ends in, as its stand-in records it
     "vllm": "vllm",
@@ -54,6 +56,7 @@ RAY_DETECTOR = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_
 
 def _simulation(directory: Path, extra: dict[str, str] | None = None, downloaded: bool = True) -> sim.Simulation:
     overrides = {"LWSGEN_POLL_SECONDS": str(POLL), "LWSGEN_RENDEZVOUS_TIMEOUT": str(BOUND), **RAY_DETECTOR}
+    overrides["LWSGEN_STOP_SECONDS"] = str(STOP)
     overrides |= extra or {}
     return sim.Simulation(sim.load(directory), overrides, downloaded)
 
@@ -68,16 +71,20 @@ def _serving(simulation: sim.Simulation, group: list[sim.Pod], timeout: float) -
     deadline = start + timeout
     while time.monotonic() < deadline:
         records = [r for r in simulation.records(program) if r["hostname"] == group[0].name]
-        if records:
+        leader = group[0].containers[0]
+        if records and leader.ready:  # as its probes find it: a leader never ready gets no traffic
             time.sleep(1)  # the other pods' ranks and nodes record themselves too
             outcome = Outcome(True, f"the leader serves: {program} {' '.join(records[0]['argv'])}", 0, _logs(group))
             outcome.records = simulation.records()
             return outcome
         dead = [c for p in group for c in p.containers if c.exit_code not in (None, 0)]
         if dead:
-            return Outcome(False, f"{dead[0].pod.name}/{dead[0].name} exited {dead[0].exit_code}", 0, _logs(group))
+            why = f" ({', '.join(dead[0].probe_events)})" if dead[0].probe_events else ""
+            return Outcome(False, f"{dead[0].pod.name}/{dead[0].name} exited {dead[0].exit_code}{why}", 0, _logs(group))
         time.sleep(0.2)
-    return Outcome(False, f"the leader did not reach {program} within {timeout:.0f} s", 0, _logs(group))
+    reached = "reached" if simulation.records(program) else "did not reach"
+    ready = "" if group[0].containers[0].ready else ", its readiness probe never passed"
+    return Outcome(False, f"the leader {reached} {program} within {timeout:.0f} s{ready}", 0, _logs(group))
 
 
 def _gives_up(group: list[sim.Pod], who: list[sim.Pod], within: float) -> Outcome:
@@ -108,11 +115,28 @@ def timed(scenario: Callable[[Path], Outcome]) -> Callable[[Path], Outcome]:
 
 @timed
 def together(directory: Path) -> Outcome:
+    """Every pod at once: the group forms, and keeps serving through several of the leader's watch
+    polls (a watch that breaks its own group, as probing a busy rpc-server did, shows here)."""
     with _simulation(directory) as simulation:
         group = sim.lws_group(simulation)
         for pod in group:
             simulation.start_pod(pod)
-        return _serving(simulation, group, FORM)
+        formed = _serving(simulation, group, FORM)
+        if not formed.passed:
+            return formed
+        return _stays_serving(group, formed)
+
+
+def _stays_serving(group: list[sim.Pod], formed: Outcome) -> Outcome:
+    deadline = time.monotonic() + STAYS
+    while time.monotonic() < deadline:
+        ended = [c for p in group for c in p.containers if c.exit_code is not None]
+        if ended or not group[0].containers[0].ready:
+            who = f"{ended[0].pod.name}/{ended[0].name} exited {ended[0].exit_code}" if ended else "leader not ready"
+            return Outcome(False, f"formed, then {who} while serving", 0, _logs(group))
+        time.sleep(0.5)
+    formed.detail += f"; still serving {STAYS} s later"
+    return formed
 
 
 @timed
@@ -160,6 +184,18 @@ def worker_dies(directory: Path) -> Outcome:
     """The group formed, then a worker pod is lost at once (its node died): every one of its
     processes SIGKILLed, its exit never seen by a kubelet. Some other container of the group must
     exit non-zero, so LeaderWorkerSet recreates the group."""
+    return _lose_a_worker(directory, sim.Simulation.kill_pod)
+
+
+@timed
+def node_lost(directory: Path) -> Outcome:
+    """The group formed, then a worker's node is lost without a word (power or network): its
+    processes frozen and its link cut, so no socket of it is closed (no FIN, no RST) and its name
+    still resolves. The rest of the group must notice and exit non-zero, as for worker_dies."""
+    return _lose_a_worker(directory, sim.Simulation.freeze_pod)
+
+
+def _lose_a_worker(directory: Path, lose: Callable[[sim.Simulation, sim.Pod], None]) -> Outcome:
     with _simulation(directory) as simulation:
         group = sim.lws_group(simulation)
         for pod in group:
@@ -168,7 +204,7 @@ def worker_dies(directory: Path) -> Outcome:
         if not formed.passed:
             return formed
         time.sleep(2)
-        simulation.kill_pod(group[-1])
+        lose(simulation, group[-1])
         lost = time.monotonic()
         survivors = [c for p in group[:-1] for c in p.containers]
         while time.monotonic() - lost < GROUP_FAILS:
@@ -244,7 +280,16 @@ def stops_promptly(directory: Path) -> Outcome:
         return outcome
 
 
-LWS_SCENARIOS = [together, worker_late, leader_dns_late, worker_never, leader_never, worker_dies, stops_promptly]
+LWS_SCENARIOS = [
+    together,
+    worker_late,
+    leader_dns_late,
+    worker_never,
+    leader_never,
+    worker_dies,
+    node_lost,
+    stops_promptly,
+]
 
 
 def _verdict(container: sim.Container) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from groupsim import api, images, kubeenv
+from groupsim import api, images, kubeenv, probes
 from groupsim.net import DOMAIN, Network
 
 HERE = Path(__file__).resolve().parent
@@ -47,6 +47,8 @@ class Container:
     exit_code: int | None = None
     exited: float | None = None
     log_path: Path | None = None
+    ready: bool = False  # as the kubelet's prober last found it (probes.py)
+    probe_events: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -63,7 +65,8 @@ class Container:
             state = {"running": {"startedAt": self.started}}
         else:
             state = {"waiting": {"reason": "PodInitializing"}}
-        return {"name": self.name, "ready": "running" in state, "restartCount": 0, "state": state}
+        ready = "running" in state and self.ready
+        return {"name": self.name, "ready": ready, "started": "running" in state, "restartCount": 0, "state": state}
 
 
 @dataclass
@@ -81,6 +84,7 @@ class Pod:
     phase: str = "Pending"
     containers: list[Container] = field(default_factory=list)
     init_containers: list[Container] = field(default_factory=list)
+    frozen: list[int] = field(default_factory=list)  # processes freeze_pod stopped
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -130,6 +134,7 @@ class Simulation:
         self.standins = images.install(self.root / "standins")
         self.api = api.ApiServer(str(self.shared / "api.sock"), self, api.Rbac(objects))
         self.pods: dict[str, Pod] = {}
+        self.sessions: list[subprocess.Popen] = []  # exec sessions (kubectl exec, exec probes)
         self.lock = threading.Lock()
         # PersistentVolumeClaims: one directory per claim, shared by every pod (ReadWriteMany)
         self.claims = self.root / "claims"
@@ -145,6 +150,11 @@ class Simulation:
         return self
 
     def __exit__(self, *_) -> None:
+        for pod in list(self.pods.values()):  # first: a frozen exec session holds another pod's end
+            self._kill_frozen(pod)
+        for session in self.sessions:
+            if session.poll() is None:
+                session.kill()
         for pod in list(self.pods.values()):
             self.kill_pod(pod)
         self.api.stop()
@@ -208,11 +218,17 @@ class Simulation:
             return 1
         return self._nsenter(target, argv, fds)
 
-    def _nsenter(self, target: Container, argv: list[str], fds: list[int]) -> int:
+    def _nsenter(self, target: Container, argv: list[str], fds: list[int], timeout: float | None = None) -> int:
         env = [f"{k}={v}" for k, v in target.env]
         command = ["nsenter", "-t", str(target.pid1), "-n", "-m", "-u", "-p", "-r", "-w", "--", "/usr/bin/env", "-i"]
         process = subprocess.Popen([*command, *env, *argv], stdin=fds[0], stdout=fds[1], stderr=fds[2])
-        return process.wait()
+        self.sessions.append(process)
+        try:
+            return process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
 
     # -- pods
 
@@ -389,6 +405,8 @@ class Simulation:
         container.started = time.monotonic()
         container.pid1 = _child_of(container.process.pid)
         threading.Thread(target=self._reap, args=(container,), daemon=True).start()
+        if not container.init:
+            probes.start(container, self)
 
     def _reap(self, container: Container) -> None:
         code = container.process.wait()
@@ -432,6 +450,7 @@ class Simulation:
 
     def kill_pod(self, pod: Pod) -> None:
         """The pod is gone at once (its node died, or it was force-deleted): every process SIGKILLed."""
+        self._kill_frozen(pod)
         for container in pod.init_containers + pod.containers:
             if container.process and container.exit_code is None and container.pid1:
                 try:
@@ -440,6 +459,29 @@ class Simulation:
                     pass
                 container.process.wait()
         pod.phase = "Gone"
+
+    def _kill_frozen(self, pod: Pod) -> None:
+        for pid in pod.frozen:  # an exec session's nsenter among them: it must go to reap its child
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        pod.frozen.clear()
+
+    def freeze_pod(self, pod: Pod) -> None:
+        """The pod's node is lost without a word (power or link): every process of the pod stops
+        (SIGSTOP) and its link goes down, so no FIN or RST leaves it and connections to it time out.
+        Its DNS name stays, as the headless Service keeps a not-ready address (publishNotReadyAddresses)."""
+        self.network.cut(pod.index)
+        for container in pod.init_containers + pod.containers:
+            if container.process and container.exit_code is None and container.pid1:
+                for pid in _pids_in_namespace_of(container.pid1):
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                        pod.frozen.append(pid)
+                    except ProcessLookupError:
+                        pass
+        pod.phase = "Unknown"
 
     def wait_exit(self, container: Container, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
@@ -463,6 +505,23 @@ class Simulation:
 def _gpus(container: dict[str, Any]) -> int:
     limits = container.get("resources", {}).get("limits", {})
     return sum(int(v) for k, v in limits.items() if k.endswith("/gpu"))
+
+
+def _pids_in_namespace_of(pid1: int) -> list[int]:
+    """Every process in the PID namespace whose PID 1 is pid1 (as the host numbers them)."""
+    try:
+        namespace = os.readlink(f"/proc/{pid1}/ns/pid")
+    except OSError:
+        return []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "pid") == namespace:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def _child_of(pid: int) -> int:

@@ -44,7 +44,10 @@ def test_leader_serves_with_every_layer_on_gpus_and_workers_offer_rpc(render):
         "999",
     ]
     assert worker["command"] == ["/bin/bash", "/lwsgen/scripts/llamacpp-worker.sh"]
-    assert worker["ports"] == [{"name": "rpc", "containerPort": 50052, "protocol": "TCP"}]
+    assert worker["ports"] == [
+        {"name": "rpc", "containerPort": 50052, "protocol": "TCP"},
+        {"name": "beacon", "containerPort": 29600, "protocol": "TCP"},
+    ]
     assert env_of(worker)["LWSGEN_RPC_PORT"] == env_of(leader)["LWSGEN_RPC_PORT"] == "50052"
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == "4"
 
@@ -59,7 +62,9 @@ def test_rpc_servers_per_worker_and_the_cache_follow_the_build(render, build, se
     rendered = render(merged(LLAMA, image=f"registry.example.com/llama.cpp-rpc:server-cuda-{build}"))
     leader, worker = _containers(rendered)
     assert env_of(worker)["LWSGEN_RPC_SERVERS"] == env_of(leader)["LWSGEN_RPC_SERVERS"] == str(servers)
-    assert [p["containerPort"] for p in worker["ports"]] == list(range(50052, 50052 + servers))
+    assert [p["containerPort"] for p in worker["ports"] if p["name"].startswith("rpc")] == list(
+        range(50052, 50052 + servers)
+    )
     mounts = {m["mountPath"] for m in worker["volumeMounts"]}
     assert (env_of(worker).get("LLAMA_CACHE") == "/lwsgen/rpc-cache") is caches
     assert ("/lwsgen/rpc-cache" in mounts) is caches
@@ -97,6 +102,7 @@ def test_worker_runs_one_rpc_server_per_gpu_before_the_multi_device_server(tmp_p
         "LLAMA_CACHE": str(tmp_path / "cache"),
         "LWS_LEADER_ADDRESS": "localhost",
         "LWSGEN_RENDEZVOUS_TIMEOUT": "5",
+        **BEACON,
         **({"CUDA_VISIBLE_DEVICES": visible} if visible else {}),
     }
     proc, calls = run("llamacpp-worker.sh", tmp_path, env)
@@ -122,6 +128,7 @@ def test_leader_lists_every_rpc_server_of_every_worker(tmp_path, rpc_listener):
             "LWSGEN_RPC_PORT": str(rpc_listener),
             "LWSGEN_RPC_SERVERS": "2",
             "LWSGEN_RENDEZVOUS_TIMEOUT": "10",
+            "LWSGEN_BEACON_PORT": str(rpc_listener),  # the same listener answers the beacon
         }
         proc, calls = run("llamacpp-leader.sh", tmp_path, env, ("llama-server",))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -143,6 +150,9 @@ def test_same_flags_as_the_upstream_lws_llamacpp_example(render):
     leader, _ = _containers(render(LLAMA))
     assert "--n-gpu-layers" in up_leader and "--n-gpu-layers" in leader["args"]
     assert up_worker[:2] == ["--host", "0.0.0.0"]  # ours: llamacpp-worker.sh, tested below
+
+
+BEACON = {"LWSGEN_BEACON_PORT": "0"}  # a worker's beacon on any free port (the tests here do not dial it)
 
 
 @pytest.fixture
@@ -185,13 +195,14 @@ def test_leader_resolves_every_worker_of_its_group_then_execs_llama_server_with_
         "LWS_GROUP_SIZE": "3",
         "LWSGEN_RPC_PORT": str(rpc_listener),
         "LWSGEN_RENDEZVOUS_TIMEOUT": "30",
+        "LWSGEN_BEACON_PORT": str(rpc_listener),
     }
     proc, calls = run(
         "llamacpp-leader.sh", tmp_path, env, ("llama-server", "--model", "/m.gguf", "--n-gpu-layers", "999")
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     port = rpc_listener
-    assert f"waiting: 1 of 2 rpc-servers not reachable yet (llama-0-2.llama.default:{port})" in proc.stdout
+    assert f"waiting: 1 of 2 workers do not answer on port {port} (llama-0-2.llama.default)" in proc.stdout
     [served] = [c for c in calls if c.split()[0].endswith("/llama-server")]
     assert served.endswith(
         "llama-server --model /m.gguf --n-gpu-layers 999 --rpc "
@@ -212,10 +223,11 @@ def test_leader_gives_up_when_a_worker_never_answers(tmp_path):
             "LWSGEN_RPC_PORT": str(port),
             "LWSGEN_RENDEZVOUS_TIMEOUT": "1",
             "LWSGEN_POLL_SECONDS": "0.2",
+            "LWSGEN_BEACON_PORT": str(port),
         }
         proc, calls = run("llamacpp-leader.sh", tmp_path, env, ("llama-server",))
     assert proc.returncode == 1
-    assert f"gave up after 1s: 1 of 1 rpc-servers not reachable yet (llama-3-1.llama.ns:{port})" in proc.stdout
+    assert f"gave up after 1s: 1 of 1 workers do not answer on port {port} (llama-3-1.llama.ns)" in proc.stdout
     assert not any(c.endswith("llama-server") for c in calls)
 
 
@@ -226,6 +238,7 @@ def test_a_one_pod_group_serves_without_rpc(tmp_path):
         "LWS_GROUP_SIZE": "1",
         "LWSGEN_RPC_PORT": "50052",
         "LWSGEN_RENDEZVOUS_TIMEOUT": "5",
+        **BEACON,
     }
     proc, calls = run("llamacpp-leader.sh", tmp_path, env, ("llama-server", "--model", "/m.gguf"))
     assert proc.returncode == 0 and calls[-1].endswith("llama-server --model /m.gguf")
@@ -234,7 +247,7 @@ def test_a_one_pod_group_serves_without_rpc(tmp_path):
 @pytest.mark.parametrize("binary", ["rpc-server", "ggml-rpc-server"])
 def test_worker_runs_whichever_rpc_server_the_image_has(tmp_path, binary):
     fake(bin_dir(tmp_path), binary)
-    env = {"LWSGEN_RPC_PORT": "50052", "LWS_LEADER_ADDRESS": "localhost", "LWSGEN_RENDEZVOUS_TIMEOUT": "5"}
+    env = {"LWSGEN_RPC_PORT": "50052", "LWS_LEADER_ADDRESS": "localhost", "LWSGEN_RENDEZVOUS_TIMEOUT": "5", **BEACON}
     proc, [call] = run("llamacpp-worker.sh", tmp_path, env)
     assert proc.returncode == 0, proc.stdout
     assert call.endswith(f"{binary} --host 0.0.0.0 --port 50052")
@@ -242,7 +255,7 @@ def test_worker_runs_whichever_rpc_server_the_image_has(tmp_path, binary):
 
 def test_worker_caches_when_llama_cache_is_set(tmp_path):
     fake(bin_dir(tmp_path), "ggml-rpc-server")
-    env = {"LWSGEN_RPC_PORT": "50052", "LWS_LEADER_ADDRESS": "localhost", "LWSGEN_RENDEZVOUS_TIMEOUT": "5"}
+    env = {"LWSGEN_RPC_PORT": "50052", "LWS_LEADER_ADDRESS": "localhost", "LWSGEN_RENDEZVOUS_TIMEOUT": "5", **BEACON}
     proc, [call] = run("llamacpp-worker.sh", tmp_path, {**env, "LLAMA_CACHE": str(tmp_path)})
     assert proc.returncode == 0 and call.endswith("ggml-rpc-server --host 0.0.0.0 --port 50052 -c")
 

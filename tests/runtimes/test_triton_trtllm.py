@@ -104,13 +104,15 @@ LEADER_ENV = {
 RANK = ("/bin/bash", "/lwsgen/scripts/triton-rank.sh", "/models/repo", "--log-verbose=1")
 
 
-def test_leader_waits_for_every_pod_of_its_group_then_runs_mpirun_leader_first(tmp_path):
+def test_leader_waits_for_every_worker_of_its_group_then_runs_mpirun_leader_first(tmp_path):
     bins = bin_dir(tmp_path)
-    # kubectl reports one, then two pods ready (and one whose container died: not ready), then all three.
+    # kubectl answers as the kubelet reports: the leader's own container is not ready (its readiness
+    # probe asks the server rank 0 starts after this wait), one worker ready, then the other (a
+    # worker whose container died is listed not ready). Counting the leader's readiness never ends.
     fake(
         bins,
         "kubectl",
-        'n=$(grep -c kubectl "$CALLS"); pods=("llama-0 true" "llama-0-2 true" "llama-0-1 true");'
+        'n=$(grep -c kubectl "$CALLS"); pods=("llama-0 false" "llama-0-2 true" "llama-0-1 true");'
         ' [ "$n" -lt 3 ] && pods[2]="llama-0-1 false"; printf "%s\\n" "${pods[@]:0:$((n < 3 ? n + 1 : 3))}"',
     )
     fake(bins, "mpirun")
@@ -121,7 +123,7 @@ def test_leader_waits_for_every_pod_of_its_group_then_runs_mpirun_leader_first(t
     assert len(kubectl_calls) == 3
     assert "--selector leaderworkerset.sigs.k8s.io/group-key=abc123" in kubectl_calls[0]
     assert "--field-selector status.phase=Running" in kubectl_calls[0]
-    assert "waiting: 2 of 3 pods of group abc123 run ready (llama-0 llama-0-2)" in proc.stdout
+    assert "waiting: 1 of 2 workers of group abc123 run ready (llama-0-2)" in proc.stdout
     [mpirun] = [c for c in calls if "/mpirun " in c]
     hosts = "llama-0.llama.inference:8,llama-0-1.llama.inference:8,llama-0-2.llama.inference:8"
     assert f"-np 24 --host {hosts}" in mpirun
@@ -142,7 +144,7 @@ def test_leader_gives_up_after_its_deadline_with_a_clear_log(tmp_path):
     proc, calls = run("mpi-leader.sh", tmp_path, env, RANK)
     assert proc.returncode == 1
     assert "listing the pods of this group failed: error: forbidden" in proc.stdout
-    assert "gave up after 1s: 0 of 3 pods of group abc123 run ready (none)" in proc.stdout
+    assert "gave up after 1s: 0 of 2 workers of group abc123 run ready (none)" in proc.stdout
     assert not any("/mpirun " in c for c in calls)
 
 
