@@ -170,7 +170,7 @@ def _explain_arguments(commands) -> None:
         help="what a profile will run: groups, pods, ranks, objects, autoscaling path",
         description="Explain what a profile renders to, without writing anything.",
     )
-    explain.add_argument("profile", metavar="PROFILE")
+    explain.add_argument("profile", metavar="PROFILE_OR_DIR", help="a profile, or a directory: every profile in it")
     explain.add_argument(
         "--format", choices=("text", "mermaid"), default="text", help="text tree (default) or a mermaid diagram"
     )
@@ -338,17 +338,24 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from lwsgen.commands import explain
+    """One profile, or every profile of a directory (found as render finds them), each explained."""
+    from lwsgen.commands import discover, explain
     from lwsgen.pipeline import render_profile
     from lwsgen.problems import ProblemsError
 
-    try:
-        result = render_profile(Path(args.profile), display=args.profile)
-    except ProblemsError as err:
-        _report(err.problems, "text")
-        return EXIT_INVALID
-    sys.stdout.write(explain.mermaid(result) if args.format == "mermaid" else explain.text(result))
-    return EXIT_OK
+    found, _ = discover.profiles([args.profile])
+    status = EXIT_OK
+    for index, (path, shown) in enumerate(found):
+        try:
+            result = render_profile(path, display=shown)
+        except ProblemsError as err:
+            _report(err.problems, "text")
+            status = EXIT_INVALID
+            continue
+        sys.stdout.write(
+            ("\n" if index else "") + (explain.mermaid(result) if args.format == "mermaid" else explain.text(result))
+        )
+    return status
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -118,11 +118,11 @@ def check_extra_args(profile: Profile, src: Source) -> list[Problem]:
 FLAG_TABLES = {"vllm": "vllm", "sglang": "sglang"}
 
 
-def check_extra_args_flags(profile: Profile, src: Source) -> list[Problem]:
+def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = True) -> list[Problem]:
     """model.extraArgs as the engine's own parser at the image's version reads them: an unknown or
     removed flag, or an abbreviation argparse finds ambiguous or expands to another flag, is an
     error (the engine would exit 2 or do something else); against the nearest table of another
-    version, a warning."""
+    version (exact_table False: extra_args_flag_warnings), a warning."""
     engine = FLAG_TABLES.get(profile.runtime)
     if engine is None or not profile.model.extra_args:
         return []
@@ -131,6 +131,8 @@ def check_extra_args_flags(profile: Profile, src: Source) -> list[Problem]:
     if found is None:
         return []
     _, exact = found
+    if exact != exact_table:
+        return []
     args = [str(a) for a in profile.model.extra_args]
     # vLLM's parser reads `vllm serve <model> ...`: the model comes first (its rewrites move --model there)
     head = [profile.model.path] if engine == "vllm" else []
@@ -139,9 +141,12 @@ def check_extra_args_flags(profile: Profile, src: Source) -> list[Problem]:
         index -= len(head)
         if index < 0:
             continue
-        problem = src.problem(("model", "extraArgs", index), message, "unknown-engine-flag")
-        out.append(problem if exact else problem._replace(severity="warning"))
+        out.append(src.problem(("model", "extraArgs", index), message, "unknown-engine-flag"))
     return out
+
+
+def extra_args_flag_warnings(profile: Profile, src: Source) -> list[Problem]:
+    return check_extra_args_flags(profile, src, exact_table=False)
 
 
 def fit_warnings(profile: Profile, src: Source) -> list[Problem]:

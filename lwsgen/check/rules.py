@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import delivery, engine, gateway, hatches, metadata, nccl, pods, scheduling, startup, versions
+from lwsgen.check import delivery, engine, gateway, hatches, metadata, model, nccl, pods, scheduling, startup, versions
 from lwsgen.check.images import check_images
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
@@ -366,6 +366,7 @@ RULES: tuple[Rule, ...] = (
     engine.check_heads,
     engine.check_extra_args,
     engine.check_extra_args_flags,
+    *model.RULES,
     startup.check,
     versions.check,
     gateway.check,
@@ -429,6 +430,7 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     out += gateway.warnings(profile, src) + pods.warnings(profile, src) + hatches.warnings(profile, src)
     out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
     out += _host_access(profile, src) + _deepep_without_rdma(profile, src)
+    out += model.warnings(profile, src) + engine.extra_args_flag_warnings(profile, src)
     too_small = sizing.fits_profile(profile)
     if too_small:
         field = ("model", "family") if profile.model.family else ("model", "params")

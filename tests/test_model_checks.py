@@ -1,0 +1,67 @@
+"""Profiles that rendered with exit 0 and then failed or surprised on a cluster (#32 items 6, 8, 11,
+12, 14): each now an error or a warning at its line, and explain takes a directory."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import MINIMAL, PROFILES, merged
+
+
+def test_a_model_path_outside_the_mounted_claim_is_an_error_naming_the_mount(said):
+    profile = merged(MINIMAL, **{"model.path": "/models/x"}, storage={"claimName": "models"})
+    errors, _ = said(profile)
+    assert errors == [
+        "model.path: /models/x is not under storage.mountPath /var/run/models, where the claim models is mounted: "
+        "the engine would find no weights; put the model under /var/run/models or set storage.mountPath to the "
+        "directory that holds it"
+    ]
+    assert said(merged(profile, **{"storage.mountPath": "/models"}))[0] == []
+    assert said(merged(profile, **{"model.path": "/var/run/models/x"}))[0] == []
+    assert said(merged(profile, **{"model.path": "/var/run/models/../x"}))[0]  # normalised, not a prefix test
+
+
+@pytest.mark.parametrize("repo", ["meta-llama/Llama-3.1-8B-Instruct", "google/gemma-2-9b-it"])
+def test_a_gated_hub_model_without_a_token_is_warned_about(said, repo):
+    _, warnings = said(merged(MINIMAL, **{"model.path": repo}))
+    assert any(w.startswith("model.path: ") and "gated on the Hub" in w and "model.tokenSecret" in w for w in warnings)
+    token = {"model.tokenSecret": {"name": "hf", "key": "token"}}
+    assert not any("gated" in w for w in said(merged(MINIMAL, **{"model.path": repo}, **token))[1])
+    assert not any("gated" in w for w in said(merged(MINIMAL, **{"model.path": "Qwen/Qwen3-8B"}))[1])
+
+
+def test_leaving_out_parallelism_says_what_was_assumed(said):
+    _, warnings = said(merged(MINIMAL, parallelism=...))
+    assert [w for w in warnings if w.startswith("node.gpus")] == [
+        "node.gpus: no parallelism: assumed tensor 1 x pipeline 1, so each pod takes 1 of node.gpus 8 GPUs beside the "
+        "node's whole CPU and memory; set parallelism.tensor: 8 to use the node, or node.gpus: 1"
+    ]
+    assert not any(w.startswith("node.gpus") for w in said(MINIMAL)[1])
+
+
+@pytest.mark.parametrize(
+    "image", ["ghcr.io/ggml-org/llama.cpp:server-cuda-b10470", "ghcr.io/ggml-org/llama.cpp:full-cuda"]
+)
+def test_a_published_llamacpp_image_cannot_run_an_rpc_group(said, image):
+    profile = merged(
+        MINIMAL,
+        runtime="llamacpp",
+        image=image,
+        **{"model.path": "/m.gguf"},
+        parallelism={"pipeline": 2},
+        node={"gpus": 1},
+    )
+    errors, _ = said(profile)
+    assert len(errors) == 1 and errors[0].startswith("image: ghcr.io/ggml-org/llama.cpp images are built without RPC")
+    assert "-DGGML_RPC=ON" in errors[0]
+    assert said(merged(profile, parallelism={"pipeline": 1}))[0] == []  # one pod: no rpc-server needed
+    assert said(merged(profile, image="registry.example.com/ml/llama.cpp-rpc:b10470"))[0] == []
+
+
+def test_explain_of_a_directory_explains_every_profile(capsys):
+    from lwsgen.cli import main
+
+    assert main(["explain", str(PROFILES)]) == 0
+    out = capsys.readouterr().out
+    for profile in sorted(PROFILES.glob("*.yaml")):
+        assert f"\n{profile.stem} (" in f"\n{out}"
