@@ -108,6 +108,7 @@ def _expr(rule: RecordingRule, namespace: str, workload: Workload, model: str) -
         on_leader = ("label_join(", f', "pod", "-", "{NAME_SERIES_LABEL}", "{GROUP_SERIES_LABEL}")')
     return (
         rule.expr.replace("{sel_model}", _matchers(namespace=namespace, **series, model=model))
+        .replace("{sel_composing}", _matchers(namespace=namespace, **series)[:-1] + f", model!={json.dumps(model)}}}")
         .replace("{sel}", _matchers(namespace=namespace, **series))
         .replace("{by}", ", ".join(record_labels(workload)))
         .replace("{leader_pod[}", on_leader[0])

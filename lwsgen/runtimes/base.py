@@ -197,8 +197,12 @@ def per_group_rule(function: str, metric: str, autoscaling: str | None = None) -
     return RecordingRule(record, f"{function} by ({{by}}) ({on_leader})", autoscaling)
 
 
-def rate_per_pod(metric: str, window: str = "1m", *, served_model_only: bool = False) -> str:
-    sel = "{sel_model}" if served_model_only else "{sel}"
+def rate_per_pod(
+    metric: str, window: str = "1m", *, served_model_only: bool = False, composing_only: bool = False
+) -> str:
+    """The metric's rate summed per pod of this LWS: of every model, the served (entry) model only,
+    or every model but the served one (the models an ensemble or BLS entry model runs)."""
+    sel = "{sel_model}" if served_model_only else "{sel_composing}" if composing_only else "{sel}"
     return f"sum by ({{by}}) (rate({metric}{sel}[{window}]))"
 
 

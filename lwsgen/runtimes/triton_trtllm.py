@@ -124,11 +124,18 @@ CAPABILITIES = Capabilities(
                 rate_per_pod("nv_inference_request_success", served_model_only=True),
             ),
         ),
+        # Where requests really queue: an ensemble's own queue time is two timestamps taken back to back
+        # (triton-inference-server/core r24.07 src/ensemble_scheduler/ensemble_scheduler.cc 1414
+        # CaptureQueueStartNs in Enqueue, 389 compute_start_ns first in the EnsembleContext
+        # constructor; src/infer_stats.cc 105 queue = compute_start - queue_start), ~0 under any
+        # load, while each model it runs is a request of its own with its batcher's real queue time
+        # (dynamic_batch_scheduler.cc CaptureQueueStartNs) and its own compute. So the ratio sums the
+        # models the entry model runs, not the entry model (whose compute is their sum again).
         RecordingRule(
             "namespace_pod:triton_queue_compute:ratio_rate1m",
             safe_ratio(
-                rate_per_pod("nv_inference_queue_duration_us", served_model_only=True),
-                rate_per_pod("nv_inference_compute_infer_duration_us", served_model_only=True),
+                rate_per_pod("nv_inference_queue_duration_us", composing_only=True),
+                rate_per_pod("nv_inference_compute_infer_duration_us", composing_only=True),
             ),
             autoscaling="queue-compute-ratio",
         ),
