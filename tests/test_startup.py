@@ -41,6 +41,7 @@ def test_a_hub_model_without_storage_warns_with_size_times_pods(said):
 def test_no_download_warning_with_storage_a_local_path_or_a_runtime_that_reads_no_hub(said):
     hub = merged(MINIMAL, **{"model.path": "meta-llama/Llama-3.1-8B-Instruct"})
     claim = {"claimName": "models", "mountPath": "/models"}
+
     def download(profile) -> list[str]:  # the download warning, not the gated-model one (tested on its own)
         return [w for w in said(profile)[1] if w.startswith("model.path") and "gated" not in w]
 

@@ -5,14 +5,15 @@ by name at start). From build b6688 one rpc-server offers every GPU of the pod; 
 rpc-server offers one device, so a worker runs one per GPU (`CUDA_VISIBLE_DEVICES=<i>`, port
 50052 + i) and the leader lists each. The leader resolves (bounded, with retries) every worker of
 its own group, `<name>-<group>-<i>.<subdomain>.<namespace>` for i in 1..size-1, derived from
-`LWS_LEADER_ADDRESS` and `LWS_GROUP_SIZE`, waits until each answers its beacon and each
-rpc-server accepts connections, and runs `llama-server --model <model.path> --host 0.0.0.0 --port 8080 --n-gpu-layers 999
---rpc <worker>:50052,...` (plus `--metrics` when monitoring is on). Once llama-server runs, the
-leader never connects to an rpc-server port again: rpc-server serves one client at a time with a
-listen backlog of 1 (llama.cpp b10359 `ggml/src/ggml-rpc/transport.cpp` line 621,
-`rpc_serve_client` inline in the accept loop), so a probe queues behind llama-server's connection
-and times out. It watches the workers' beacons instead; when one stops answering for 3 polls it
-stops llama-server and exits 1, so the group is recreated. A worker waits (bounded)
+`LWS_LEADER_ADDRESS` and `LWS_GROUP_SIZE`, waits until each answers its beacon and each rpc-server
+accepts connections, and runs `llama-server --model <model.path> --host 0.0.0.0 --port 8080
+--n-gpu-layers 999 --rpc <worker>:50052,...` (plus `--metrics` when monitoring is on). Once
+llama-server runs, the leader never connects to an rpc-server port again: rpc-server serves one
+client at a time with a listen backlog of 1 (llama.cpp b10359 `ggml/src/ggml-rpc/transport.cpp`
+line 621, `rpc_serve_client` inline in the accept loop), so a probe queues behind llama-server's
+connection and times out. It watches the workers' beacons instead; when one stops answering for 3
+polls it stops llama-server and exits 1, so the group is recreated.
+A worker waits (bounded)
 for the leader's name first, so a worker whose leader never comes gives up.
 
 RPC cache: from build b4981 every rpc-server runs with `-c`, caching the tensors it receives by
