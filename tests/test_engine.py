@@ -74,11 +74,16 @@ def test_extra_args_may_not_repeat_a_derived_flag(write_profile, runtime, arg):
 
 def test_an_unknown_gpu_or_an_instance_type_alone_says_the_fit_was_not_checked(write_profile):
     unknown = profile_for(
-        "vllm", model={"path": "m", "family": "llama-3.1-70b"}, **{"node.gpuProduct": "NVIDIA-RTX-PRO-6000"}
+        "vllm",
+        model={"path": "m", "family": "llama-3.1-70b"},
+        **{"node.gpuProduct": "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"},
     )
     _, _, [warning] = load_profile(write_profile(unknown))
     assert warning.path == "node.gpuProduct" and warning.code == "fit-not-checked"
-    assert "'NVIDIA-RTX-PRO-6000' is not a GPU lwsgen knows" in warning.message and "NVIDIA-H200" in warning.message
+    assert (
+        "'NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition' is not a GPU lwsgen knows" in warning.message
+        and "NVIDIA-H200" in warning.message
+    )
     alone = profile_for("vllm", model={"path": "m", "params": 70}, **{"node.instanceType": "p4d.24xlarge"})
     _, _, [warning] = load_profile(write_profile(alone))
     assert warning.path == "node.instanceType" and "set node.gpuProduct" in warning.message

@@ -65,3 +65,38 @@ def test_explain_of_a_directory_explains_every_profile(capsys):
     out = capsys.readouterr().out
     for profile in sorted(PROFILES.glob("*.yaml")):
         assert f"\n{profile.stem} (" in f"\n{out}"
+
+
+@pytest.mark.parametrize(
+    "written, meant",
+    [
+        ("H100", "NVIDIA-H100-80GB-HBM3"),
+        ("h100-80gb", "NVIDIA-H100-80GB-HBM3"),  # as plan spells the GPU
+        ("NVIDIA-H100", "NVIDIA-H100-80GB-HBM3"),
+        ("a100", "NVIDIA-A100-SXM4-80GB"),
+    ],
+)
+def test_a_gpu_product_no_node_carries_is_an_error_naming_the_label(said, written, meant):
+    errors, _ = said(merged(MINIMAL, **{"node.gpuProduct": written}))
+    assert len(errors) == 1 and errors[0].startswith(f"node.gpuProduct: {written!r} is not an nvidia.com/gpu.product")
+    assert f"did you mean {meant}?" in errors[0] and "node.gpuProductUnlisted: true" in errors[0]
+    assert said(merged(MINIMAL, **{"node.gpuProduct": meant}))[0] == []
+    assert said(merged(MINIMAL, **{"node.gpuProduct": written, "node.gpuProductUnlisted": True}))[0] == []
+
+
+@pytest.mark.parametrize(
+    "label", ["NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", "Tesla-T4-SHARED", "NVIDIA-H200-MIG-7g.141gb-SHARED"]
+)
+def test_gpu_feature_discovery_suffixes_are_labels_too(said, label):
+    assert said(merged(MINIMAL, **{"node.gpuProduct": label}))[0] == []
+
+
+def test_plan_emits_a_gpu_product_render_accepts(tmp_path, capsys):
+    from lwsgen.cli import main
+
+    plan = ["plan", "--model", "llama-3.1-70b", "--gpu", "h100-80gb", "--emit-profile", "planned"]
+    assert main([*plan, "--runtime", "vllm", "--image", "vllm/vllm-openai:v0.33.0"]) == 0
+    profile = tmp_path / "planned.yaml"
+    profile.write_text(capsys.readouterr().out)
+    assert "gpuProduct: NVIDIA-H100-80GB-HBM3" in profile.read_text()
+    assert main(["render", str(profile), "-o", str(tmp_path / "out")]) == 0

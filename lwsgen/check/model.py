@@ -3,7 +3,9 @@ model without a token, a layout the profile left to the defaults."""
 
 from __future__ import annotations
 
+import difflib
 import posixpath
+import re
 
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
@@ -98,3 +100,70 @@ RULES = (*RULES, check_llamacpp_image)
 
 def warnings(profile: Profile, src: Source) -> list[Problem]:
     return check_gated_model(profile, src) + check_layout_said(profile, src)
+
+
+# nvidia.com/gpu.product values GPU feature discovery sets: the NVML device name with characters
+# outside [A-Za-z0-9-_. ] dropped and whitespace runs joined by "-" (NVIDIA/k8s-device-plugin v0.20.0
+# internal/lm/resource.go getProductName and sanitise, lines 189-206 and 318-326), "-MIG-<profile>"
+# for a MIG device and "-SHARED" when time-sliced or MPS-shared without a rename. Seen in NVIDIA's
+# docs (NVIDIA-H100-80GB-HBM3: cloud-native-docs gpu-operator-mig.rst; NVIDIA-A100-SXM4-40GB:
+# openshift/mig-ocp.rst; Tesla-T4: gpu-sharing.rst), code (NVIDIA-A10G: k8s-nim-operator
+# nimparser_test.go) and in clusters' output in public code and issues (the rest).
+GFD_PRODUCTS = (
+    "NVIDIA-A10",
+    "NVIDIA-A10G",
+    "NVIDIA-A100-80GB-PCIe",
+    "NVIDIA-A100-PCIE-40GB",
+    "NVIDIA-A100-SXM4-40GB",
+    "NVIDIA-A100-SXM4-80GB",
+    "NVIDIA-B200",
+    "NVIDIA-GB200",
+    "NVIDIA-GH200-480GB",
+    "NVIDIA-H100-80GB-HBM3",
+    "NVIDIA-H100-NVL",
+    "NVIDIA-H100-PCIe",
+    "NVIDIA-H20",
+    "NVIDIA-H200",
+    "NVIDIA-L4",
+    "NVIDIA-L40S",
+    "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition",
+    "Tesla-T4",
+    "Tesla-V100-PCIE-16GB",
+    "Tesla-V100-SXM2-16GB",
+    "Tesla-V100-SXM2-32GB",
+)
+_GFD_SUFFIX = re.compile(r"(-MIG-[0-9]+g\.[0-9]+gb)?(-SHARED)?$")
+
+
+def _nearest_product(value: str) -> str | None:
+    """What the user likely meant: a catalog GPU as plan names it (h100, h100-80gb, NVIDIA-H100: the
+    first catalog GPU of that name, as the catalog lists the common part first), or the closest label."""
+    from lwsgen.check import sizing
+
+    short = value.lower().removeprefix("nvidia-")
+    named = [gpu for key, gpu in sizing.GPUS.items() if key == short or key.startswith(short + "-")]
+    if named:
+        return named[0].product
+    lowered = {p.lower(): p for p in GFD_PRODUCTS}
+    close = difflib.get_close_matches(value.lower(), lowered, n=1, cutoff=0.4)
+    return lowered[close[0]] if close else None
+
+
+def check_gpu_product(profile: Profile, src: Source) -> list[Problem]:
+    """node.gpuProduct becomes a required node affinity: a value no node carries leaves every pod Pending."""
+    node = profile.node
+    if not node.gpu_product or node.gpu_product_unlisted:
+        return []
+    if _GFD_SUFFIX.sub("", node.gpu_product, count=1) in GFD_PRODUCTS:
+        return []
+    nearest = _nearest_product(node.gpu_product)
+    hint = f"; did you mean {nearest}?" if nearest else ""
+    message = (
+        f"{node.gpu_product!r} is not an nvidia.com/gpu.product label GPU feature discovery sets, so no node "
+        f"would match and every pod would stay Pending{hint} (`kubectl get nodes -L nvidia.com/gpu.product` "
+        "lists yours; for a product lwsgen does not list, set node.gpuProductUnlisted: true)"
+    )
+    return [src.problem(("node", "gpuProduct"), message, "unknown-gpu-product")]
+
+
+RULES = (*RULES, check_gpu_product)

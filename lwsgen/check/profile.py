@@ -81,6 +81,7 @@ class Node(Record):
     gpus: int
     gpu_resource: str
     gpu_product: str | None
+    gpu_product_unlisted: bool
     instance_type: str | None
     efa: int
     rdma_resource: Map
