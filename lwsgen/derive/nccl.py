@@ -26,7 +26,19 @@ SCRIPTS_VOLUME = "scripts"
 MASTER_PORT = 29500
 # sshd (the MPI operator reaches its workers over ssh) needs these beyond what the serving pods keep.
 SSHD_CAPABILITIES = ("AUDIT_WRITE", "CHOWN", "KILL", "NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
-EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
+# On EFA, what every aws-ofi-nccl release works with (aws/aws-ofi-nccl v1.21.1 doc/efa-env-var.md):
+# FI_PROVIDER=efa, which the plugin sets itself from 1.5.1 on (platform-aws.cpp 667-671) and which
+# older ones need (lines 41-44); FI_EFA_FORK_SAFE=1, which the plugin sets itself from 1.7 on
+# (platform-aws.cpp 719-723) and older ones need (lines 21-26). Not FI_EFA_USE_DEVICE_RDMA: "Do not
+# set for libfabric>=1.18.0 and aws-ofi-nccl>=1.7.0" (lines 29-31). The MPI operator starts the ranks
+# over ssh, whose sessions do not see the worker container's env (OpenMPI 4.1 orterun.1in 1566-1578,
+# only OMPI_* is exported: 1648-1651), so every variable is forwarded with -x.
+EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
+# OpenMPI's own traffic on EFA nodes: off UCX and the OFI MTL (pml ^ucx, as awslabs/awsome-distributed-ai
+# micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml ran it from #571 and its Dockerfile still sets as
+# OMPI_MCA_pml), TCP between the pods but not over the loopback or container bridges (btl tcp,self:
+# OpenMPI v5.0.10 docs/release-notes/run-time.rst 17-24, self and lo must stay in).
+EFA_MCA = ("--mca", "pml", "^ucx", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent")
 LAUNCHER_RESOURCES = {"cpu": "1", "memory": "2Gi"}
 
 
@@ -81,7 +93,8 @@ def _labels(ctx: Context) -> dict[str, str]:
 def _mpijob(ctx: Context) -> MpiJob:
     profile, test = ctx.profile, ctx.profile.nccl_test
     env = _env(ctx, {"LWSGEN_MIN_BUS_BW_GBPS": pods.env_text(test.min_bus_bandwidth_gbps)})
-    forwarded = [flag for e in env if not e.name.startswith("LWSGEN_") for flag in ("-x", e.name)]
+    names = dict.fromkeys(("PATH", "LD_LIBRARY_PATH", *(e.name for e in env if not e.name.startswith("LWSGEN_"))))
+    forwarded = [flag for name in names for flag in ("-x", name)]
     mpirun = (
         literal(test.mpirun),
         "--allow-run-as-root",
@@ -92,10 +105,7 @@ def _mpijob(ctx: Context) -> MpiJob:
         str(profile.gpus_per_pod),
         "--bind-to",
         "none",
-        "-x",
-        "PATH",
-        "-x",
-        "LD_LIBRARY_PATH",
+        *(EFA_MCA if profile.node.efa else ()),
         *forwarded,
         literal(test.all_reduce_perf),
         "-b",
