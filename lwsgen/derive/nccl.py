@@ -38,7 +38,17 @@ EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
 # micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml ran it from #571 and its Dockerfile still sets as
 # OMPI_MCA_pml), TCP between the pods but not over the loopback or container bridges (btl tcp,self:
 # OpenMPI v5.0.10 docs/release-notes/run-time.rst 17-24, self and lo must stay in).
-EFA_MCA = ("--mca", "pml", "^ucx", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent")
+EFA_MCA = (
+    "--mca",
+    "pml",
+    "^ucx",
+    "--mca",
+    "btl",
+    "tcp,self",
+    "--mca",
+    "btl_tcp_if_exclude",
+    "lo,docker0,veth_def_agent",
+)
 LAUNCHER_RESOURCES = {"cpu": "1", "memory": "2Gi"}
 
 
