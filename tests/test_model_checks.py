@@ -100,3 +100,21 @@ def test_plan_emits_a_gpu_product_render_accepts(tmp_path, capsys):
     profile.write_text(capsys.readouterr().out)
     assert "gpuProduct: NVIDIA-H100-80GB-HBM3" in profile.read_text()
     assert main(["render", str(profile), "-o", str(tmp_path / "out")]) == 0
+
+
+@pytest.mark.parametrize(
+    "model, served",
+    [
+        ({"path": "meta-llama/Llama-3.1-8B-Instruct"}, "meta-llama/Llama-3.1-8B-Instruct"),
+        ({"path": "/models/Llama-3.1-8B-Instruct"}, "/models/Llama-3.1-8B-Instruct"),
+        ({"path": "/models/m", "servedName": "chat"}, "chat"),
+    ],
+)
+def test_the_default_served_name_is_what_the_engine_itself_would_serve(render, model, served):
+    """vLLM and SGLang serve under the model as given (served_model_name defaults to it); the LWS
+    examples' clients ask for the Hub id. The profile name was the default, and model-not-found."""
+    import yaml
+
+    lws = yaml.safe_load(render(merged(MINIMAL, model=model)).files["leaderworkerset.yaml"])
+    args = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--served-model-name") + 1] == served

@@ -69,8 +69,8 @@ def test_every_runtime_record_is_scoped_to_this_namespace_and_lws(render, name):
     for rule in groups[0]["rules"]:
         selectors = [part for part in rule["expr"].split("{")[1:]]
         ours = 'namespace="team-a", leaderworkerset_sigs_k8s_io_name="demo"'
-        # only ours, and for a Triton repository also the served model
-        assert selectors and all(s.startswith((ours + "}", ours + ', model="')) for s in selectors)
+        # only ours, and for a Triton repository also the served model (or every model but it)
+        assert selectors and all(s.startswith((ours + "}", ours + ', model="', ours + ', model!="')) for s in selectors)
     gpu = groups[1]["rules"][0]["expr"]
     assert 'kube_pod_labels{namespace="team-a", label_leaderworkerset_sigs_k8s_io_name="demo"}' in gpu
     assert 'label_leaderworkerset_sigs_k8s_io_worker_index="0"' in gpu and "pod=~" not in gpu

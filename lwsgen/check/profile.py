@@ -397,7 +397,13 @@ class Profile(Record):
 
     @property
     def served_name(self) -> str:
-        return self.model.served_name or self.name
+        """The model clients request: model.servedName, else what the engine itself would serve (vLLM's
+        and SGLang's served_model_name defaults to the model as given, vllm/config/model.py@v0.33.0
+        and sglang srt/server_args.py@v0.5.23): the Hub id (model.source.repo, or model.path when it is
+        one), else model.path."""
+        if self.model.served_name:
+            return self.model.served_name
+        return self.model.source.repo if self.model.source is not None else self.model.path
 
     @property
     def fixed_replicas(self) -> int | None:

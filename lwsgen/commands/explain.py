@@ -149,6 +149,10 @@ def text(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
     lines = [f"{d.name} ({d.runtime}) in namespace {d.namespace}", *_shape_lines(result)]
+    from lwsgen import runtimes
+
+    how = "model.servedName" if d.model.served_name else "the engine's default: the model as given"
+    lines.append(f"├─ clients request model {runtimes.served_name(d)!r} ({how})")
     lines.append("├─ objects")
     names = list(objects)
     for i, name in enumerate(names):

@@ -38,10 +38,10 @@ def newest_capabilities(name: str) -> Capabilities:
 
 
 def served_name(profile) -> str:
-    """The model clients request: model.servedName, else the runtime's default (the profile name,
-    or the entry model of a Triton repository)."""
+    """The model clients request: model.servedName, else the runtime's default (the entry model of a
+    Triton repository), else what the engine serves by default (Profile.served_name: the model id)."""
     default = getattr(REGISTRY[profile.runtime], "DEFAULT_SERVED_NAME", None)
-    return profile.model.served_name or default or profile.name
+    return profile.model.served_name or default or profile.served_name
 
 
 def checks(plugin: ModuleType, profile) -> list[tuple[tuple, str, str]]:

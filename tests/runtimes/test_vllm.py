@@ -38,7 +38,8 @@ def test_leader_serves_with_parallelism_from_the_profile_and_extra_args_verbatim
     assert args[args.index("--pipeline-parallel-size") + 1] == "2"
     assert args[args.index("--distributed-executor-backend") + 1] == "ray"
     assert "--nnodes" not in args and "--headless" not in args
-    assert args[args.index("--served-model-name") + 1] == "vllm"
+    # served as vllm serve would serve it by default: under the model as given, the Hub id
+    assert args[args.index("--served-model-name") + 1] == "meta-llama/Llama-3.1-405B-Instruct"
     assert args[-4:] == ["--max-model-len", "8192", "--chat-template", "{{ messages }} $$(HOME): x"]  # kept literal
 
 
