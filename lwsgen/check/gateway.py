@@ -12,8 +12,19 @@ from lwsgen.problems import Problem
 ROUTER_METRICS = ("router-queue-size", "router-kv-cache-usage")
 
 
+def router_metrics_for(profile: Profile) -> tuple[str, ...]:
+    """The router metrics this runtime can be scaled on behind a gateway: no KV-cache average where the
+    engine reports no KV fraction (it would always be 0, refused below)."""
+    if runtimes.get(profile.runtime) is None:
+        return ROUTER_METRICS
+    router = runtimes.capabilities(profile).router_metrics
+    if router is None:
+        return ()
+    return tuple(m for m in ROUTER_METRICS if m != "router-kv-cache-usage" or router.kv_usage)
+
+
 def autoscaling_metrics(profile: Profile) -> tuple[str, ...]:
-    return ROUTER_METRICS if profile.gateway.enabled else ()
+    return router_metrics_for(profile) if profile.gateway.enabled else ()
 
 
 def check(profile: Profile, src: Source) -> list[Problem]:

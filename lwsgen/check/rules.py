@@ -29,18 +29,27 @@ RESERVED_ENV = (
 Rule = Callable[[Profile, Source], list[Problem]]
 
 
-def _layouts(world: int, gpus: int, per_rank: int = 0) -> list[str]:
+def _layouts(profile: Profile) -> list[str]:
     """Nearby layouts that divide evenly: same GPUs per node with a rounded world size, or fewer GPUs
-    per node. With data parallelism (per_rank: tensor x pipeline GPUs of each rank), a rounded data degree."""
+    per node. With data parallelism (tensor x pipeline GPUs per rank), a rounded data degree. A layout
+    the fit check says cannot hold the model is not offered (every suggestion must render)."""
+    from lwsgen.check import sizing
+
+    par, world, gpus = profile.parallelism, profile.world_size, profile.node.gpus
+    per_rank = par.tensor * par.pipeline if par.data > 1 else 0
     below, above = (world // gpus) * gpus, (world // gpus + 1) * gpus
     out = []
     for total in (below, above):
+        nodes = total // gpus
+        where = f"({nodes} node{'s' if nodes > 1 else ''} of {gpus} GPUs)"
         if total and per_rank and total % per_rank == 0:
-            nodes = total // gpus
-            out.append(f"data {total // per_rank} ({nodes} node{'s' if nodes > 1 else ''} of {gpus} GPUs)")
+            layout, label = par._replace(data=total // per_rank), f"data {total // per_rank} {where}"
         elif total and not per_rank:
-            nodes = total // gpus
-            out.append(f"tensor {gpus} x pipeline {nodes} ({nodes} node{'s' if nodes > 1 else ''} of {gpus} GPUs)")
+            layout, label = par._replace(tensor=gpus, pipeline=nodes), f"tensor {gpus} x pipeline {nodes} {where}"
+        else:
+            continue
+        if sizing.fits_profile(profile._replace(parallelism=layout)) is None:
+            out.append(label)
     for per_node in range(gpus - 1, 0, -1):
         if world % per_node == 0:
             out.append(f"node.gpus {per_node} with the same parallelism ({world // per_node} nodes)")
@@ -57,7 +66,7 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
     message = (
         f"world size {world} ({data}tensor {par.tensor} x pipeline {par.pipeline}) is not a multiple of "
         f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: "
-        + "; ".join(_layouts(world, gpus, par.tensor * par.pipeline if par.data > 1 else 0))
+        + "; ".join(_layouts(profile))
     )
     if par.data > 1 and ("parallelism", "data") in src.values_at:
         field = ("parallelism", "data")
@@ -329,7 +338,8 @@ def check_runtime(profile: Profile, src: Source) -> list[Problem]:
     scaling = profile.autoscaling
     supported = (*caps.autoscaling_metrics, *gateway.autoscaling_metrics(profile))
     if scaling.enabled and scaling.metric not in supported:
-        router = " (and, with gateway.enabled, " + ", ".join(gateway.ROUTER_METRICS) + ")"
+        offered = gateway.router_metrics_for(profile)
+        router = f" (and, with gateway.enabled, {', '.join(offered)})" if offered else ""
         problems.append(
             src.problem(
                 ("autoscaling", "metric"),
