@@ -65,8 +65,7 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
     data = f"data {par.data} x " if par.data > 1 else ""
     message = (
         f"world size {world} ({data}tensor {par.tensor} x pipeline {par.pipeline}) is not a multiple of "
-        f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: "
-        + "; ".join(_layouts(profile))
+        f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: " + "; ".join(_layouts(profile))
     )
     if par.data > 1 and ("parallelism", "data") in src.values_at:
         field = ("parallelism", "data")
