@@ -233,6 +233,21 @@ def test_ray_leader_waits_for_every_node_then_execs_the_serve_command(tmp_path):
     assert served.endswith("serve --tensor-parallel-size 8 two words")
 
 
+def test_ray_leader_ends_the_group_when_the_gcs_stops_answering(tmp_path):
+    """A GCS that does not answer cannot say the group is whole: each such poll fails (it used to
+    count as intact and reset the streak, so a group with a dead node kept serving)."""
+    bins = bin_dir(tmp_path)
+    fake(bins, "ray")
+    # the GCS answers 3 alive nodes until the engine runs, then never answers (the check's bound ends it)
+    fake(bins, "python3", '[ -e "$CALLS.serving" ] && exec sleep 30; echo 3')
+    fake(bins, "serve", 'touch "$CALLS.serving"; exec sleep 60')
+    env = {**RAY_ENV, "LWSGEN_POLL_SECONDS": "0.2", "LWSGEN_CHECK_SECONDS": "1", "LWSGEN_STOP_SECONDS": "2"}
+    proc, _ = run("ray-leader.sh", tmp_path, env, ("serve",), timeout=30)
+    assert proc.returncode == 1, proc.stdout
+    assert "watch: the Ray GCS did not answer within 1s (3 of 3)" in proc.stdout
+    assert "the group lost a member (the Ray GCS did not answer within 1s)" in proc.stdout
+
+
 def test_ray_leader_gives_up_after_its_deadline(tmp_path):
     bins = bin_dir(tmp_path)
     fake(bins, "ray")
