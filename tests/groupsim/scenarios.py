@@ -50,8 +50,12 @@ def _logs(group: list[sim.Pod]) -> dict[str, str]:
 
 
 # Ray's own node-death detector, shortened as the rendezvous is (defaults: 5 failed health checks
-# 3 s apart, src/ray/common/ray_config_def.h); read from RAY_<name> by every Ray process.
-RAY_DETECTOR = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+# 3 s apart, each allowed 10 s, src/ray/common/ray_config_def.h); read from RAY_<name> by every Ray process.
+RAY_DETECTOR = {
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_health_check_timeout_ms": "1000",  # a node lost without a word answers no check: each times out
+}
 
 
 def _simulation(directory: Path, extra: dict[str, str] | None = None, downloaded: bool = True) -> sim.Simulation:
