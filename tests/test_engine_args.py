@@ -61,7 +61,8 @@ def test_vllm_native_leader_and_headless_worker_parse_as_the_profile_says(write_
         assert (node["nnodes"], node["node_rank"]) == (2, rank)
         assert (node["master_addr"], node["master_port"]) == ("v-0.v.inference", 29501)
         assert node["distributed_executor_backend"] is None  # vLLM picks mp across nodes
-        assert node["served_model_name"] == ["vllm-llama31-405b"]
+        # served as `vllm serve <path>` serves by default: under the path (the profile sets no servedName)
+        assert node["served_model_name"] == ["/models/meta-llama/Llama-3.1-405B-Instruct"]
     assert leader["headless"] is False and (leader["host"], leader["port"]) == ("0.0.0.0", 8080)
     assert worker["headless"] is True
 

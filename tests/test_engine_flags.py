@@ -388,3 +388,8 @@ def test_a_version_without_its_own_table_is_checked_against_the_nearest_as_a_war
         "model.extraArgs[0]: warning: --no-such-flag is not a flag of sglang 0.5.23 (the nearest table to 0.5.24)"
         in said
     )
+
+
+def test_an_extra_arg_the_kubelet_expands_is_checked_as_expanded(said):
+    profile = _sglang_profile("lmsysorg/sglang:v0.5.23", extraArgs=["--max-running-requests", "$(LWS_GROUP_SIZE)"])
+    assert said(profile)[0] == []

@@ -30,6 +30,8 @@ def _layouts(message: str) -> list[dict]:
     for part in message.split("valid layouts near it: ", 1)[1].split("; "):
         if found := re.match(r"tensor (\d+) x pipeline (\d+)", part):
             out.append({"parallelism": {"tensor": int(found[1]), "pipeline": int(found[2])}})
+        elif found := re.match(r"pipeline (\d+)", part):
+            out.append({"parallelism": {"pipeline": int(found[1])}})
         elif found := re.match(r"data (\d+)", part):
             out.append({"parallelism.data": int(found[1])})
         elif found := re.match(r"node\.gpus (\d+)", part):
@@ -65,6 +67,12 @@ ROWS = {
             parallelism={"tensor": 4, "pipeline": 3},
             **{"model.family": "llama-3.1-405b", "node.gpuProduct": H100},
         ),
+        "parallelism.tensor",
+        _layouts,
+    ),
+    "layout-llamacpp": (merged(LLAMACPP, parallelism={"pipeline": 6}), "node.gpus", _layouts),
+    "layout-that-must-divide-the-heads": (
+        merged(MINIMAL, parallelism={"tensor": 8}, node={"gpus": 6}, **{"model.family": "llama-3.1-70b"}),
         "parallelism.tensor",
         _layouts,
     ),

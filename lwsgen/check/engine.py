@@ -133,7 +133,8 @@ def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = Tr
     _, exact = found
     if exact != exact_table:
         return []
-    args = [str(a) for a in profile.model.extra_args]
+    # the kubelet expands $(LWS_*) in args (runtimes/base.literal leaves them): check what it gives
+    args = [_expanded(str(a)) for a in profile.model.extra_args]
     # vLLM's parser reads `vllm serve <model> ...`: the model comes first (its rewrites move --model there)
     head = [profile.model.path] if engine == "vllm" else []
     out = []
@@ -143,6 +144,15 @@ def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = Tr
             continue
         out.append(src.problem(("model", "extraArgs", index), message, "unknown-engine-flag"))
     return out
+
+
+_EXPANDED = {"$(LWS_GROUP_SIZE)": "2", "$(LWS_WORKER_INDEX)": "0", "$(LWS_LEADER_ADDRESS)": "leader"}
+
+
+def _expanded(arg: str) -> str:
+    for reference, value in _EXPANDED.items():
+        arg = arg.replace(reference, value)
+    return arg
 
 
 def extra_args_flag_warnings(profile: Profile, src: Source) -> list[Problem]:

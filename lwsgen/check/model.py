@@ -99,7 +99,7 @@ RULES = (*RULES, check_llamacpp_image)
 
 
 def warnings(profile: Profile, src: Source) -> list[Problem]:
-    return check_gated_model(profile, src) + check_layout_said(profile, src)
+    return check_gated_model(profile, src) + check_layout_said(profile, src) + gpu_product_warnings(profile, src)
 
 
 # nvidia.com/gpu.product values GPU feature discovery sets: the NVML device name with characters
@@ -132,7 +132,11 @@ GFD_PRODUCTS = (
     "Tesla-V100-SXM2-16GB",
     "Tesla-V100-SXM2-32GB",
 )
-_GFD_SUFFIX = re.compile(r"(-MIG-[0-9]+g\.[0-9]+gb)?(-SHARED)?$")
+_GFD_SUFFIX = re.compile(r"(-MIG-[0-9]+g\.[0-9]+gb[0-9a-z+]*)?(-SHARED)?$")  # MIG profiles such as 1g.10gb+me
+# What a GFD label looks like: NVML's device names start with the vendor's brand (NVIDIA, Tesla,
+# Quadro, GeForce) in capitals. A value shaped like one that lwsgen does not list may be a GPU
+# newer than the list (a warning); one that is not (h100, H100, h100-80gb as plan names GPUs) is an error.
+_GFD_SHAPE = re.compile(r"^(NVIDIA|Tesla|Quadro|GeForce|Quadro-RTX)-[A-Z0-9]")
 
 
 def _nearest_product(value: str) -> str | None:
@@ -149,13 +153,12 @@ def _nearest_product(value: str) -> str | None:
     return lowered[close[0]] if close else None
 
 
-def check_gpu_product(profile: Profile, src: Source) -> list[Problem]:
-    """node.gpuProduct becomes a required node affinity: a value no node carries leaves every pod Pending."""
+def _unknown_product(profile: Profile, src: Source) -> Problem | None:
     node = profile.node
     if not node.gpu_product or node.gpu_product_unlisted:
-        return []
+        return None
     if _GFD_SUFFIX.sub("", node.gpu_product, count=1) in GFD_PRODUCTS:
-        return []
+        return None
     nearest = _nearest_product(node.gpu_product)
     hint = f"; did you mean {nearest}?" if nearest else ""
     message = (
@@ -163,7 +166,20 @@ def check_gpu_product(profile: Profile, src: Source) -> list[Problem]:
         f"would match and every pod would stay Pending{hint} (`kubectl get nodes -L nvidia.com/gpu.product` "
         "lists yours; for a product lwsgen does not list, set node.gpuProductUnlisted: true)"
     )
-    return [src.problem(("node", "gpuProduct"), message, "unknown-gpu-product")]
+    return src.problem(("node", "gpuProduct"), message, "unknown-gpu-product")
+
+
+def check_gpu_product(profile: Profile, src: Source) -> list[Problem]:
+    """node.gpuProduct becomes a required node affinity: a value no node carries leaves every pod
+    Pending. Not shaped like a GFD label: an error."""
+    problem = _unknown_product(profile, src)
+    return [problem] if problem and not _GFD_SHAPE.match(profile.node.gpu_product) else []
+
+
+def gpu_product_warnings(profile: Profile, src: Source) -> list[Problem]:
+    """Shaped like a GFD label but not one lwsgen lists (a newer GPU, or a misspelling): a warning."""
+    problem = _unknown_product(profile, src)
+    return [problem] if problem and _GFD_SHAPE.match(profile.node.gpu_product) else []
 
 
 RULES = (*RULES, check_gpu_product)

@@ -29,32 +29,50 @@ RESERVED_ENV = (
 Rule = Callable[[Profile, Source], list[Problem]]
 
 
-def _layouts(profile: Profile) -> list[str]:
+def _layouts(profile: Profile, src: Source) -> list[str]:
     """Nearby layouts that divide evenly: same GPUs per node with a rounded world size, or fewer GPUs
-    per node. With data parallelism (tensor x pipeline GPUs per rank), a rounded data degree. A layout
-    the fit check says cannot hold the model is not offered (every suggestion must render)."""
+    per node. With data parallelism (tensor x pipeline GPUs per rank), a rounded data degree; for an
+    engine that splits by pipeline only (llama.cpp), a rounded pipeline. A layout the rules would
+    refuse, or the fit check says cannot hold the model, is not offered (every suggestion must render)."""
     from lwsgen.check import sizing
 
     par, world, gpus = profile.parallelism, profile.world_size, profile.node.gpus
     per_rank = par.tensor * par.pipeline if par.data > 1 else 0
+    by_pipeline = profile.runtime == "llamacpp"
     below, above = (world // gpus) * gpus, (world // gpus + 1) * gpus
-    out = []
+    candidates = []
     for total in (below, above):
         nodes = total // gpus
         where = f"({nodes} node{'s' if nodes > 1 else ''} of {gpus} GPUs)"
         if total and per_rank and total % per_rank == 0:
-            layout, label = par._replace(data=total // per_rank), f"data {total // per_rank} {where}"
+            candidates.append(
+                (
+                    profile._replace(parallelism=par._replace(data=total // per_rank)),
+                    f"data {total // per_rank} {where}",
+                )
+            )
+        elif total and by_pipeline:
+            candidates.append(
+                (profile._replace(parallelism=par._replace(tensor=1, pipeline=total)), f"pipeline {total} {where}")
+            )
         elif total and not per_rank:
-            layout, label = par._replace(tensor=gpus, pipeline=nodes), f"tensor {gpus} x pipeline {nodes} {where}"
-        else:
-            continue
-        if sizing.fits_profile(profile._replace(parallelism=layout)) is None:
-            out.append(label)
+            layout = par._replace(tensor=gpus, pipeline=nodes)
+            candidates.append((profile._replace(parallelism=layout), f"tensor {gpus} x pipeline {nodes} {where}"))
     for per_node in range(gpus - 1, 0, -1):
         if world % per_node == 0:
-            out.append(f"node.gpus {per_node} with the same parallelism ({world // per_node} nodes)")
+            node = profile.node._replace(gpus=per_node)
+            candidates.append(
+                (
+                    profile._replace(node=node),
+                    f"node.gpus {per_node} with the same parallelism ({world // per_node} nodes)",
+                )
+            )
             break
-    return out
+    return [
+        label
+        for candidate, label in candidates
+        if sizing.fits_profile(candidate) is None and not check_rules(candidate, src)
+    ]
 
 
 def check_divisible(profile: Profile, src: Source) -> list[Problem]:
@@ -65,7 +83,8 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
     data = f"data {par.data} x " if par.data > 1 else ""
     message = (
         f"world size {world} ({data}tensor {par.tensor} x pipeline {par.pipeline}) is not a multiple of "
-        f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: " + "; ".join(_layouts(profile))
+        f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: "
+        + "; ".join(_layouts(profile, src))
     )
     if par.data > 1 and ("parallelism", "data") in src.values_at:
         field = ("parallelism", "data")

@@ -117,33 +117,74 @@ worker_address() {
   printf '%s-%s.%s' "${leader%%.*}" "$1" "${leader#*.}"
 }
 
-# beacon: a listener on LWSGEN_BEACON_PORT that accepts (and closes) connections as long as this
-# container runs, on a port no engine uses, so the leader can watch this pod without touching the
-# engine's own ports (an rpc-server serves one client at a time). A node that loses power or its
-# link sends no FIN: the leader's connect then times out, which is what the watch counts.
+# beacon: a listener on LWSGEN_BEACON_PORT that answers each connection with one byte as long as
+# this container runs, on a port no engine uses, so the leader can watch this pod without touching
+# the engine's own ports (an rpc-server serves one client at a time). A node that loses power or its
+# link sends no FIN: the leader's connect or read then times out, which is what the watch counts;
+# the byte tells a real answer from a local proxy's accept (a mesh sidecar). IPv4 and IPv6 both.
+# Exits 1, saying why, when the listener does not start (the port taken, on hostNetwork).
 beacon() {
   : "${LWSGEN_BEACON_PORT:?}"
   command -v python3 >/dev/null 2>&1 || {
     log "this image has no python3, which answers the leader's watch on port ${LWSGEN_BEACON_PORT}: use an image with python3"
     exit 1
   }
+  local ready
+  ready=$(mktemp)
   # It ends with this script (in a container its PID namespace ends it anyway).
   python3 -c 'import os, socket, sys, threading, time
-server = socket.create_server(("", int(sys.argv[1])), backlog=64)
+port = int(sys.argv[1])
+if socket.has_dualstack_ipv6():
+    server = socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=64)
+else:
+    server = socket.create_server(("", port), backlog=64)
+print("listening", flush=True)
 def orphaned():
     while os.getppid() == int(sys.argv[2]):
         time.sleep(1)
     os._exit(0)
 threading.Thread(target=orphaned, daemon=True).start()
 while True:
-    server.accept()[0].close()' "$LWSGEN_BEACON_PORT" "$$" &
+    client = server.accept()[0]
+    try:
+        client.sendall(b"1")
+    except OSError:
+        pass
+    client.close()' "$LWSGEN_BEACON_PORT" "$$" >"$ready" &
+  local pid=$! i
+  for ((i = 0; i < 100; i++)); do
+    if grep -q listening "$ready" 2>/dev/null; then
+      rm -f "$ready"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  rm -f "$ready"
+  log "the beacon could not listen on port ${LWSGEN_BEACON_PORT} (taken by another pod on this node's network?)"
+  exit 1
+}
+
+# beacon_answers HOST: whether HOST's beacon answers with its byte within 3 s. A worker's address is
+# looked up once, when it first answers, and then watched by IP: a slow DNS is not a lost member, and
+# a replaced pod has a new IP (the group is recreated then anyway).
+declare -A beacon_ips=()
+beacon_answers() {
+  local ip=${beacon_ips[$1]:-}
+  if [ -z "$ip" ]; then
+    read -r ip _ < <(timeout 3 getent hosts "$1" 2>/dev/null || true) || true
+    [ -n "$ip" ] || return 1
+  fi
+  timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" && read -r -n 1 -t 3 byte <&3 && [ "$byte" = 1 ]' _ "$ip" "${LWSGEN_BEACON_PORT:?}" \
+    2>/dev/null || return 1
+  beacon_ips[$1]=$ip
 }
 
 # beacons_answer: whether every worker of this group answers on its beacon (wait_until or supervise).
 beacons_answer() {
   local i missing=()
   for ((i = 1; i < ${LWS_GROUP_SIZE:?}; i++)); do
-    answers "$(worker_address "$i")" "${LWSGEN_BEACON_PORT:?}" || missing+=("$(worker_address "$i")")
+    beacon_answers "$(worker_address "$i")" || missing+=("$(worker_address "$i")")
   done
   status="${#missing[@]} of $((LWS_GROUP_SIZE - 1)) workers do not answer on port ${LWSGEN_BEACON_PORT} (${missing[*]:-})"
   (( ${#missing[@]} == 0 ))

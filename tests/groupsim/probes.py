@@ -13,7 +13,9 @@ failureThreshold times in a row is killed (LeaderWorkerSet then recreates the gr
   connect; exec on exit status 0, run in the container.
 
 Time is compressed as the scenarios compress the scripts' polls: a period or initial delay is at
-most PERIOD_CAP seconds and a timeout at most TIMEOUT_CAP, thresholds are kept."""
+most PERIOD_CAP seconds and a timeout at most TIMEOUT_CAP; a failure threshold is scaled by the
+period's compression so that it spans the same time as on the kubelet (3 failures 10 s apart
+stay 30 s of failures), and a busy CI machine does not fail a probe the kubelet would pass."""
 
 from __future__ import annotations
 
@@ -62,11 +64,11 @@ def _run(container: Container, simulation: Simulation) -> None:
     delay = min((_seconds(p, "initialDelaySeconds", 0, PERIOD_CAP) for p in (startup, readiness) if p), default=0)
     time.sleep(delay)
     container.ready = started and readiness is None
-    while container.exit_code is None:
+    while container.exit_code is None and container.pod.phase not in ("Unknown", "Gone"):  # lost: no kubelet
         if not started:
             ok = _probe(container, startup)
             started = _count(streaks["startup"], ok, startup)
-            if not started and streaks["startup"][1] >= startup.get("failureThreshold", 3):
+            if not started and streaks["startup"][1] >= _failures(startup):
                 _kill(container, simulation, "startup probe failed")
                 return
             container.ready = started and readiness is None
@@ -77,16 +79,22 @@ def _run(container: Container, simulation: Simulation) -> None:
             _count(streaks["readiness"], ok, readiness)
             if streaks["readiness"][0] >= readiness.get("successThreshold", 1):
                 container.ready = True
-            elif streaks["readiness"][1] >= readiness.get("failureThreshold", 3):
+            elif streaks["readiness"][1] >= _failures(readiness):
                 container.ready = False
         if liveness is not None:
             ok = _probe(container, liveness)
             _count(streaks["liveness"], ok, liveness)
-            if streaks["liveness"][1] >= liveness.get("failureThreshold", 3):
+            if streaks["liveness"][1] >= _failures(liveness):
                 _kill(container, simulation, "liveness probe failed")
                 return
         period = min(_seconds(p, "periodSeconds", 10, PERIOD_CAP) for p in (readiness, liveness, {}) if p is not None)
         time.sleep(period if (readiness or liveness) else PERIOD_CAP)
+
+
+def _failures(probe: dict[str, Any]) -> float:
+    """failureThreshold, scaled to span the same time as with the probe's real period."""
+    period = float(probe.get("periodSeconds", 10))
+    return probe.get("failureThreshold", 3) * period / min(period, PERIOD_CAP)
 
 
 def _count(streak: list[int], ok: bool, probe: dict[str, Any]) -> bool:

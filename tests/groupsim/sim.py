@@ -473,15 +473,23 @@ class Simulation:
         (SIGSTOP) and its link goes down, so no FIN or RST leaves it and connections to it time out.
         Its DNS name stays, as the headless Service keeps a not-ready address (publishNotReadyAddresses)."""
         self.network.cut(pod.index)
-        for container in pod.init_containers + pod.containers:
-            if container.process and container.exit_code is None and container.pid1:
-                for pid in _pids_in_namespace_of(container.pid1):
-                    try:
-                        os.kill(pid, signal.SIGSTOP)
-                        pod.frozen.append(pid)
-                    except ProcessLookupError:
-                        pass
         pod.phase = "Unknown"
+        for _ in range(10):  # again until no new process: one forked meanwhile would run on
+            fresh = [
+                pid
+                for container in pod.init_containers + pod.containers
+                if container.process and container.exit_code is None and container.pid1
+                for pid in _pids_in_namespace_of(container.pid1)
+                if pid not in pod.frozen
+            ]
+            if not fresh:
+                break
+            for pid in fresh:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                    pod.frozen.append(pid)
+                except ProcessLookupError:
+                    pass
 
     def wait_exit(self, container: Container, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout

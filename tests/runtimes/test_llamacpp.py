@@ -157,7 +157,7 @@ BEACON = {"LWSGEN_BEACON_PORT": "0"}  # a worker's beacon on any free port (the 
 
 @pytest.fixture
 def rpc_listener():
-    """A local TCP listener standing in for a worker's rpc-server."""
+    """A local TCP listener standing in for a worker's rpc-server and its beacon."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
@@ -168,6 +168,7 @@ def rpc_listener():
         while not stop.is_set():
             try:
                 conn, _ = server.accept()
+                conn.sendall(b"1")  # what a beacon answers (the rpc-server checks read nothing)
                 conn.close()
             except OSError:
                 pass

@@ -12,13 +12,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 declare -A release=([vllm]=vllm==0.33.0 [sglang]=sglang==0.5.23)
 stamp="$venv/.ready-$(cat "$here/$engine-requirements.txt" "$here/setup.sh" <(echo "$torch_site") | cksum | cut -d' ' -f1)"
 [ -e "$stamp" ] && exit 0
+python="$torch_site/../../../bin/python"  # the interpreter whose site-packages hold torch
+"$python" -c 'import sys; assert sys.version_info[:2] == (3, 11), "the flag tables and their argparse mirror are of Python 3.11"'
 rm -rf "$venv"
-python3 -m venv "$venv"
+"$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps)
 "${pip[@]}" "${release[$engine]}"
 # vLLM 0.33.0 pins torch 2.14.0; 2.13.0 serves the parser (it only imports torch).
-"$torch_site/../../../bin/python" -c 'import torch; assert torch.__version__.startswith("2.13.0"), torch.__version__'
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 printf '%s\n' "$torch_site" >"$site/lwsgen-torch.pth"
 "${pip[@]}" -r "$here/$engine-requirements.txt"
+"$venv/bin/python" -c 'import torch; assert torch.__version__.startswith("2.13.0"), torch.__version__' 2>/dev/null
 touch "$stamp"
