@@ -36,6 +36,16 @@ def tool(name: str) -> str:
     return found
 
 
+def json_through(argv: list[str], payload, timeout: float):
+    """Run argv (an engine venv's python on a script) with payload as JSON on stdin; its JSON stdout."""
+    import json
+    import subprocess
+
+    proc = subprocess.run(argv, input=json.dumps(payload), capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
 def engine_missing(reason: str) -> None:
     """Skip for want of a real engine, or fail under make test-engines (LWSGEN_ENGINES_REQUIRED), so
     CI never passes on engines it did not run. Callable at module level."""

@@ -5,14 +5,12 @@ says, and passes the engine's own checks of a parsed command line. Opt-in (two v
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import PROFILES, REPO, engine_missing, lws_of, merged
+from conftest import PROFILES, REPO, engine_missing, json_through, lws_of, merged
 from groupsim.kubeenv import expand_command
 from lwsgen import runtimes
 from lwsgen.pipeline import render_profile
@@ -24,15 +22,7 @@ PARSE = REPO / "tools" / "engine_args" / "parse.py"
 
 
 def _parse(engine: str, argvs: list[list[str]]) -> dict:
-    proc = subprocess.run(
-        [str(VENVS / engine / "bin" / "python"), str(PARSE), engine],
-        input=json.dumps(argvs),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    return json_through([str(VENVS / engine / "bin" / "python"), str(PARSE), engine], argvs, timeout=120)
 
 
 def _command_lines(rendered, leader_address: str) -> list[list[str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, engine_missing
+from conftest import REPO, engine_missing, json_through
 from lwsgen.check import flags
 from lwsgen.check.flags import argv_problems
 
@@ -211,15 +211,7 @@ sys.__stdout__.write(json.dumps(out))
 
 
 def _real(engine: str, argvs: list[list[str]]) -> list[dict]:
-    proc = subprocess.run(
-        [str(_venv(engine)), "-c", RUN_REAL, engine, str(TOOLS)],
-        input=json.dumps(argvs),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    return json_through([str(_venv(engine)), "-c", RUN_REAL, engine, str(TOOLS)], argvs, timeout=600)
 
 
 # (argv, what happens): "ok" the real parser takes it as written, "reinterpreted" it takes it as
