@@ -41,8 +41,9 @@ def check_model_path(profile: Profile, src: Source) -> list[Problem]:
 def _hub_repo(profile: Profile) -> str | None:
     if profile.model.source is not None:
         return profile.model.source.repo
-    path = profile.model.path
-    return path if path.count("/") == 1 and not path.startswith((".", "/")) else None
+    from lwsgen.check.budget import is_hub_id
+
+    return profile.model.path if is_hub_id(profile.model.path) else None
 
 
 def check_gated_model(profile: Profile, src: Source) -> list[Problem]:
