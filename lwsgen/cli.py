@@ -78,7 +78,12 @@ def _render_arguments(commands) -> None:
     render.add_argument(
         "--force",
         action="store_true",
-        help="replace files in OUT/<name>/ that lwsgen did not write (not in .lwsgen-files)",
+        help="replace or remove files in OUT/<name>/ that lwsgen did not write (not in .lwsgen-files)",
+    )
+    render.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep OUT/<name>/ directories lwsgen wrote whose profile (in the paths given) is gone or renamed",
     )
     render.add_argument(
         "--lock-timeout",
@@ -257,6 +262,11 @@ def _render(args: argparse.Namespace) -> int:
     if args.check:
         try:
             found = [item for result in results for item in write.drift(out_root, result)]
+            if not args.keep:
+                found += [
+                    write.Drift(o.directory, "orphan", o.source)
+                    for o in write.orphans(out_root, results, [Path(p) for p in args.paths])
+                ]
         except OSError as err:
             sys.stderr.write(f"lwsgen render: cannot read {_safe(str(err.filename or out_root))}: {err.strerror}\n")
             return EXIT_INVALID
@@ -265,9 +275,12 @@ def _render(args: argparse.Namespace) -> int:
     try:
         with write.locked(out_root, args.lock_timeout):
             reports = list(zip(results, write.write_all(out_root, results, args.force), strict=True))
+            orphans = [] if args.keep else write.orphans(out_root, results, [Path(p) for p in args.paths])
+            kept = write.remove_orphans(out_root, orphans, args.force)
     except write.WriteError as err:
         sys.stderr.write(f"lwsgen render: {_safe(str(err))}\n")
         return EXIT_INVALID
+    _say_orphans(orphans, kept, out)
     for result, report in reports:
         p = result.profile
         out.write(
@@ -275,7 +288,29 @@ def _render(args: argparse.Namespace) -> int:
             f"{f', {len(report.removed)} removed' if report.removed else ''} "
             f"({_shape(p)})\n"
         )
+        for name in report.kept:
+            sys.stderr.write(
+                f"lwsgen render: kept {_safe(str(report.directory / name))}: lwsgen did not write it and "
+                "--check reports it; remove it, or render with --force\n"
+            )
     return EXIT_OK
+
+
+def _say_orphans(orphans: list, kept: list, out) -> None:
+    """What became of the output directories no profile renders any more."""
+    held = {orphan.directory: names for orphan, names in kept}
+    for orphan in orphans:
+        where = _safe(str(orphan.directory))
+        if orphan.directory in held:
+            sys.stderr.write(
+                f"lwsgen render: {where}/: no profile renders it any more, but it holds "
+                f"{_safe(', '.join(held[orphan.directory]))}, which lwsgen did not write; not removed "
+                "(--force removes it)\n"
+            )
+        else:
+            out.write(
+                f"{where}/: removed (rendered from {_safe(orphan.source)}, which renders it no more; --keep keeps)\n"
+            )
 
 
 def _shape(profile) -> str:

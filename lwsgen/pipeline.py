@@ -22,6 +22,7 @@ class Rendered(Record):
     files: dict[str, str]
     warnings: tuple[Problem, ...]
     name_at: tuple[str, int, int] = ("", 1, 1)  # where `name` is set: the profile, or the base that set it
+    path: str = ""  # the profile file, resolved: recorded in .lwsgen-files, so a deleted profile's output is found
 
     @property
     def name(self) -> str:
@@ -116,4 +117,4 @@ def render_profile(path: Path, out_root: str = "out", display: str | None = None
     if problems:
         raise ProblemsError(problems)
     name_at = (src.file_of(("name",)), *src.position(("name",)))
-    return Rendered(src.file, profile, files, tuple(warnings), name_at)
+    return Rendered(src.file, profile, files, tuple(warnings), name_at, str(path.resolve()))

@@ -25,6 +25,7 @@ def _repo(tmp_path):
     (root / "docs" / "notes.yaml").write_text("title: not a profile\nitems: [a, b]\n")
     base = yaml.safe_load((PROFILES / "vllm-llama31-405b.yaml").read_text())
     del base["name"]
+    base["base"] = True
     (root / "profiles" / "team").mkdir()
     (root / "profiles" / "team" / "base.yaml").write_text(yaml.safe_dump(base))
     (root / "profiles" / "team" / "prod.yaml").write_text("extends: base.yaml\nname: team-prod\n")

@@ -29,7 +29,11 @@ def rendered_repo(write_profile, minimal, tmp_path):
     [
         ("missing", "{out}/demo/service.yaml: missing"),
         ("stale", "{out}/demo/service.yaml: stale (differs from what {profiles} renders)"),
-        ("extra", "{out}/demo/notes.yaml: extra (not rendered from {profiles})"),
+        (
+            "extra",
+            "{out}/demo/notes.yaml: extra (not written by lwsgen, not rendered from {profiles}): "
+            "remove it, or render --force",
+        ),
     ],
 )
 def test_check_reports_each_kind_of_drift_and_exits_1(rendered_repo, capsys, drift, expected):
@@ -210,17 +214,35 @@ def test_a_missing_base_is_reported_at_extends(write_profile, capsys):
     assert f"{path}:2:10: extends: base profile 'nowhere.yaml' not found" in capsys.readouterr().err
 
 
-def test_a_directory_renders_overlays_not_their_base(write_profile, tmp_path, capsys):
-    write_profile(BASE, "profiles/base.yaml")
+def test_a_directory_renders_every_complete_profile_and_skips_only_files_that_say_base(write_profile, tmp_path, capsys):
+    """A complete profile that others extend still renders (its out/ can never go stale unseen);
+    only `base: true` makes a file a base, and naming such a file is an error."""
+    write_profile(f"{BASE}base: true\n", "profiles/base.yaml")
     write_profile("extends: ../base.yaml\nname: prod-llama\n", "profiles/prod/llama.yaml")
     write_profile("extends: ../base.yaml\nname: staging-llama\nreplicas: 0\n", "profiles/staging/llama.yaml")
     out = tmp_path / "out"
     assert main(["render", str(tmp_path / "profiles"), "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["prod-llama", "staging-llama"]
-    assert (
-        main(["render", str(tmp_path / "profiles" / "base.yaml"), "-o", str(out)]) == 1
-    )  # named: rendered, has no name
-    assert "missing required field 'name'" in capsys.readouterr().err
+    assert main(["render", str(tmp_path / "profiles" / "base.yaml"), "-o", str(out)]) == 1
+    assert "base: this file is only a base (base: true)" in capsys.readouterr().err
+    # The base becomes complete and loses its marker: it renders too, and --check sees its edits.
+    write_profile(f"{BASE}name: shared-llama\n", "profiles/base.yaml")
+    assert main(["render", str(tmp_path / "profiles"), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["prod-llama", "shared-llama", "staging-llama"]
+    write_profile(f"{BASE.replace('NCCL_DEBUG: WARN', 'NCCL_DEBUG: INFO')}name: shared-llama\n", "profiles/base.yaml")
+    capsys.readouterr()
+    assert main(["render", str(tmp_path / "profiles"), "-o", str(out), "--check"]) == 1
+    stale = capsys.readouterr().out
+    assert "shared-llama/leaderworkerset.yaml: stale" in stale and "prod-llama/leaderworkerset.yaml: stale" in stale
+
+
+def test_an_incomplete_file_without_the_marker_says_how_to_mark_it(write_profile, tmp_path, capsys):
+    write_profile(BASE, "profiles/base.yaml")
+    write_profile("extends: base.yaml\nname: prod-llama\n", "profiles/llama.yaml")
+    assert main(["render", str(tmp_path / "profiles"), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "base.yaml:1:1: missing required field 'name'; a file that is only a base says base: true" in err
+    assert not (tmp_path / "out").exists()
 
 
 def test_sync_waves_order_rbac_workload_monitoring_autoscaler(render, minimal):
@@ -460,3 +482,41 @@ def test_flux_health_check_expressions_for_inferencepool(sample):
     """The same verdicts as the Argo CD check, from docs/flux/kustomization.yaml's InferencePool entry."""
     obj, argocd, _ = POOL_SAMPLES[sample]
     assert _flux(obj) == FLUX_VERDICT[argocd]
+
+
+def test_render_of_a_tree_removes_the_output_of_a_deleted_or_renamed_profile(write_profile, tmp_path, capsys):
+    profiles, out = tmp_path / "profiles", tmp_path / "out"
+    write_profile(f"{BASE}name: one\n", "profiles/one.yaml")
+    two = write_profile(f"{BASE}name: two\n", "profiles/two.yaml")
+    assert main(["render", str(profiles), "-o", str(out)]) == 0
+    two.unlink()
+    capsys.readouterr()
+    assert main(["render", str(profiles), "-o", str(out), "--check"]) == 1
+    assert f"{out}/two: no profile renders this directory any more" in capsys.readouterr().out
+    # A render of another file leaves it: its profile was not in that run's scope.
+    assert main(["render", str(profiles / "one.yaml"), "-o", str(out)]) == 0
+    assert (out / "two").is_dir()
+    assert main(["render", str(profiles), "-o", str(out), "--keep"]) == 0
+    assert (out / "two").is_dir()
+    capsys.readouterr()
+    assert main(["render", str(profiles), "-o", str(out)]) == 0
+    assert f"{out}/two/: removed (rendered from" in capsys.readouterr().out and not (out / "two").exists()
+    write_profile(f"{BASE}name: uno\n", "profiles/one.yaml")  # renamed
+    assert main(["render", str(profiles), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["uno"]
+    assert main(["render", str(profiles), "-o", str(out), "--check"]) == 0
+
+
+def test_a_foreign_file_is_kept_and_reported_until_force_removes_it(write_profile, tmp_path, capsys):
+    profiles, out = tmp_path / "profiles", tmp_path / "out"
+    write_profile(f"{BASE}name: one\n", "profiles/one.yaml")
+    assert main(["render", str(profiles), "-o", str(out)]) == 0
+    (out / "one" / "README.md").write_text("mine\n")
+    capsys.readouterr()
+    assert main(["render", str(profiles), "-o", str(out), "--check"]) == 1
+    assert "README.md: extra (not written by lwsgen" in capsys.readouterr().out
+    assert main(["render", str(profiles), "-o", str(out)]) == 0
+    assert "kept" in capsys.readouterr().err and (out / "one" / "README.md").exists()
+    assert main(["render", str(profiles), "-o", str(out), "--force"]) == 0
+    assert not (out / "one" / "README.md").exists()
+    assert main(["render", str(profiles), "-o", str(out), "--check"]) == 0

@@ -45,6 +45,7 @@ def repo(tmp_path):
     shutil.copytree(REPO / "out", root / "out")
     base = yaml.safe_load((PROFILES / "vllm-llama31-405b.yaml").read_text())
     del base["name"]
+    base["base"] = True
     (root / "profiles" / "team").mkdir()
     (root / "profiles" / "team" / "base.yaml").write_text(yaml.safe_dump(base))
     (root / "profiles" / "team" / "prod.yaml").write_text("extends: base.yaml\nname: team-prod\n")
@@ -97,3 +98,25 @@ def test_a_changed_base_alone_and_drift(repo):
     _git(root, "add", "-A")
     broken = _pre_commit(root, env, "run")
     assert broken.returncode == 1 and "node.gpus: must be an integer, not a string" in broken.stdout
+
+
+def test_a_deleted_profile_and_a_foreign_file_fail_the_check_hook_until_render_fixes_them(repo):
+    """Drift that once stayed green: a deleted profile's out/<name>/ and a file lwsgen did not write."""
+    root, env = repo
+    assert _git(root, "commit", "-qm", "start", "--no-verify").returncode == 0
+    _git(root, "rm", "-q", "profiles/vllm-qwen3-235b-a22b.yaml")
+    gone = _pre_commit(root, env, "run", "--all-files")
+    assert gone.returncode == 1
+    assert "out/vllm-qwen3-235b-a22b: no profile renders this directory any more" in gone.stdout
+    _render(root, env)
+    assert not (root / "out" / "vllm-qwen3-235b-a22b").exists()
+    (root / "out" / "vllm-llama31-405b" / "notes.txt").write_text("mine\n")
+    _git(root, "add", "-A")
+    foreign = _pre_commit(root, env, "run", "--all-files")
+    assert foreign.returncode == 1 and "notes.txt: extra (not written by lwsgen" in foreign.stdout
+    subprocess.run(
+        [sys.executable, "-m", "lwsgen", "render", "profiles", "-o", "out", "--force"], cwd=root, env=env, check=True
+    )
+    assert not (root / "out" / "vllm-llama31-405b" / "notes.txt").exists()
+    _git(root, "add", "-A")
+    assert _pre_commit(root, env, "run", "--all-files").returncode == 0

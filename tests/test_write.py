@@ -98,7 +98,7 @@ def test_check_reports_missing_stale_and_extra_files_and_writes_nothing(write_pr
     assert report == [
         f"{out}/demo/configmap.yaml: missing",
         f"{out}/demo/service.yaml: stale (differs from what {path} renders)",
-        f"{out}/demo/extra.yaml: extra (not rendered from {path})",
+        f"{out}/demo/extra.yaml: extra (not written by lwsgen, not rendered from {path}): remove it, or render --force",
     ]
     assert (out / "demo" / "service.yaml").read_text() == "edited by hand\n"
 
@@ -142,9 +142,10 @@ def test_check_shows_a_bounded_diff_and_speaks_json_and_github(write_profile, mi
     annotations = sorted(capsys.readouterr().out.splitlines(), reverse=True)
     assert annotations == [
         f"::error file={service},line=1,col=1::{service}: stale (differs from what {path} renders)",
-        f"::error file={out}/demo/extra.yaml,line=1,col=1::{out}/demo/extra.yaml: extra (not rendered from {path})",
+        f"::error file={out}/demo/extra.yaml,line=1,col=1::{out}/demo/extra.yaml: "
+        f"extra (not written by lwsgen, not rendered from {path}): remove it, or render --force",
     ]
     assert main(["render", str(path), "--check", "-o", str(out), "--format", "json"]) == 1
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["state"], r["file"]) for r in rows] == [("stale", str(service)), ("extra", f"{out}/demo/extra.yaml")]
+    assert [(r["state"], r["file"]) for r in rows] == [("stale", str(service)), ("foreign", f"{out}/demo/extra.yaml")]
     assert rows[0]["diff"][0].endswith("(committed)") and len(rows[0]["diff"]) == 41

@@ -91,12 +91,13 @@ def test_files_lwsgen_did_not_write_are_never_replaced_or_removed(write_profile,
     assert _tree(out) == before
     assert _render(off, out) == 0  # render v1 again: the user's file is not lwsgen's to remove
     assert mine.read_text() == "# my own\n"
-    assert _render(on, out, "--force") == 0
-    assert mine.read_text() != "# my own\n"
     assert (out / "demo" / "NOTES.md").read_text() == "kept\n"
     assert (out / "demo" / "extra" / "overlay.yaml").read_text() == "kept too\n"
+    assert _render(on, out, "--force") == 0  # --force, as documented: replaces and removes what is not lwsgen's
+    assert mine.read_text() != "# my own\n"
+    assert not (out / "demo" / "NOTES.md").exists() and not (out / "demo" / "extra").exists()
     assert _render(off, out) == 0  # now it is lwsgen's: removed when no longer rendered
-    assert not mine.exists() and (out / "demo" / "NOTES.md").exists()
+    assert not mine.exists()
 
 
 def test_unchanged_files_keep_their_inode_and_mtime_when_others_change(write_profile, minimal, tmp_path):

@@ -12,6 +12,9 @@ def check(src: Source) -> tuple[Profile, list[Problem]]:
     problems = schema.check_schema(src) or delivery.model_problems(src)
     if problems:
         raise ProblemsError(problems)
+    if src.data.get("base") is True:
+        message = "this file is only a base (base: true): render a profile that extends it, or remove base: true"
+        raise ProblemsError([src.problem(("base",), message, "base-only")])
     if src.data.get("roles"):
         return disaggregation.check(src, typed)
     if src.data.get("disaggregation"):

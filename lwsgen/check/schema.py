@@ -115,7 +115,9 @@ def _describe(err, src: Source) -> Problem:
         allowed = ", ".join(_allowed_fields(schema_path))
         return src.problem(path + (field,), f"unknown field; allowed here: {allowed}", "unknown-field", key=True)
     if name == "required":
-        return src.problem(path, f"missing required field '{kind.property}'", "missing-field", key=True)
+        # a file that is meant only as a base says so; being extended no longer makes it one
+        hint = "; a file that is only a base says base: true" if path == () else ""
+        return src.problem(path, f"missing required field '{kind.property}'{hint}", "missing-field", key=True)
     if name.startswith("oneOf") and all(set(o) == {"required"} for o in _subschema(schema_path)):
         fields = " or ".join(f"'{o['required'][0]}'" for o in _subschema(schema_path))
         return src.problem(path, f"give exactly one of {fields}", "one-of")

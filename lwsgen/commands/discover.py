@@ -3,19 +3,19 @@
 A named file is always taken as given. Walking a directory, lwsgen reads the *.yaml and *.yml files
 that are profiles: a top-level `runtime:` or `extends:` key and no top-level `kind:` (Kubernetes
 objects and kustomizations have one). It skips dot directories and dot files (.git, .github,
-.pre-commit-config.yaml), and the output root being written. A base is a profile another profile
-in the walk extends: it renders only when named itself, and `validate` checks it as a partial
-profile (schemas/profile-partial.schema.json is the schema editors can use for it).
+.pre-commit-config.yaml), and the output root being written. Every complete profile renders,
+whether other profiles extend it or not: a file that is only a base says so (`base: true`), is
+skipped by the walk and checked by `validate` as a partial profile
+(schemas/profile-partial.schema.json is the schema editors use for it and for overlays).
 """
 
 import re
 from pathlib import Path
 
-from lwsgen.load.inherit import bases_of
-
 YAML_SUFFIXES = (".yaml", ".yml")
 _PROFILE_KEY = re.compile(rb"^(runtime|extends)\s*:", re.M)
 _KIND_KEY = re.compile(rb"^kind\s*:", re.M)
+_BASE_ONLY = re.compile(rb"^base\s*:\s*(true|True|TRUE)\s*(#.*)?$", re.M)
 
 
 def walk(root: Path, skip: Path | None = None) -> list[Path]:
@@ -43,9 +43,22 @@ def looks_like_profile(path: Path) -> bool:
     return bool(_PROFILE_KEY.search(head)) and not _KIND_KEY.search(head)
 
 
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(65536)
+    except OSError:
+        return b""
+
+
+def is_base_only(path: Path) -> bool:
+    """The file says it is only a base: a top-level `base: true` (the pipeline refuses it if named)."""
+    return bool(_BASE_ONLY.search(_head(path)))
+
+
 def profiles(paths: list[str], out_root: Path | None = None) -> tuple[list[tuple[Path, str]], set[Path]]:
     """(profile, as shown) for named files and the profiles found under named directories, except
-    the bases among them; and the resolved paths of every base they extend."""
+    those that say they are only bases; and the resolved paths of those bases."""
     named, walked = [], []
     for raw in paths:
         path = Path(raw)
@@ -53,5 +66,5 @@ def profiles(paths: list[str], out_root: Path | None = None) -> tuple[list[tuple
             walked += [(p, str(p)) for p in walk(path, out_root) if looks_like_profile(p)]
         else:
             named.append((path, raw))
-    bases = {base for path, _ in (*named, *walked) for base in bases_of(path)}
+    bases = {path.resolve() for path, _ in walked if is_base_only(path)}
     return named + [(path, shown) for path, shown in walked if path.resolve() not in bases], bases

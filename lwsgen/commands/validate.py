@@ -15,9 +15,8 @@ from typing import Any
 from lwsgen.check import schema
 from lwsgen.commands import discover
 from lwsgen.load import source
-from lwsgen.load.inherit import bases_of
 from lwsgen.output import locate, relations, validate
-from lwsgen.output.write import MANIFEST
+from lwsgen.output.write import MANIFEST, listed_names
 from lwsgen.problems import Problem, ProblemsError
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -47,12 +46,8 @@ def _files(paths: list[str]) -> list[tuple[Path, str]]:
 
 
 def _bases(files: list[tuple[Path, str]]) -> set[Path]:
-    """Profiles that another profile given, or one beside a given file, extends: checked as bases."""
-    candidates = {path.resolve() for path, _ in files}
-    for directory in {path.parent.resolve() for path, _ in files}:
-        # the given file's directory and its sibling directories: where overlays of a base live
-        candidates |= {p for p in (*directory.glob("*.y*ml"), *directory.parent.glob("*/*.y*ml")) if p.is_file()}
-    return {base for candidate in candidates for base in bases_of(candidate)}
+    """The given profiles that say they are only bases (`base: true`): checked as partial profiles."""
+    return {path.resolve() for path, _ in files if discover.is_base_only(path)}
 
 
 def _siblings(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
@@ -61,8 +56,8 @@ def _siblings(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
     given = {path.resolve() for path, _ in files}
     found = []
     for directory in sorted({path.parent for path, _ in files if (path.parent / MANIFEST).is_file()}):
-        listed = (directory / MANIFEST).read_text(encoding="utf-8", errors="replace").split()
-        for name in listed:
+        listed = listed_names((directory / MANIFEST).read_text(encoding="utf-8", errors="replace"))
+        for name in sorted(listed):
             sibling = directory / name
             if (
                 "/" not in name

@@ -15,6 +15,7 @@ from lwsgen.load.source import PathKey, Source, load_mapping
 from lwsgen.problems import Problem, ProblemsError
 
 EXTENDS = "extends"
+BASE = "base"  # `base: true`: a file that is only a base; not inherited by the profiles extending it
 
 
 def _merge(base: Any, child: Any) -> Any:
@@ -134,30 +135,5 @@ def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -
     shown = os.path.normpath(os.path.join(os.path.dirname(display or str(path)), target))
     base = load(base_path, shown, (*chain, resolved))
     child_data = {k: v for k, v in src.data.items() if k != EXTENDS}
-    merged = _merge(base.data, child_data)
+    merged = _merge({k: v for k, v in base.data.items() if k != BASE}, child_data)
     return _merge_positions(base, Source(src.file, child_data, src.values_at, src.keys_at, src.files_at), merged)
-
-
-def bases_of(path: Path) -> set[Path]:
-    """Resolved paths of the profiles `path` extends, directly or through a chain (best effort)."""
-    found: set[Path] = set()
-    current = path
-    while True:
-        if not current.is_file():  # a named pipe or a device is never read here
-            return found
-        try:
-            if EXTENDS not in current.read_text(encoding="utf-8", errors="replace"):
-                return found  # no extends anywhere in the file: no need to parse it
-            src = load_mapping(current)
-        except (ProblemsError, OSError):
-            return found
-        target = src.data.get(EXTENDS)
-        if not isinstance(target, str) or len(found) > MAX_DEPTH:
-            return found
-        base = _confined(target, current)
-        if base is None:
-            return found
-        current = base
-        if current in found or not current.is_file():
-            return found
-        found.add(current)

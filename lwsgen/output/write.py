@@ -112,10 +112,34 @@ def locked(out_root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         os.close(fd)
 
 
-def _with_manifest(result: Rendered) -> dict[str, str]:
+SOURCE_LINE = "# rendered from "  # .lwsgen-files' first line: the profile, relative to the directory
+
+
+def _with_manifest(result: Rendered, directory: Path) -> dict[str, str]:
     files = dict(result.files)
-    files[MANIFEST] = "".join(f"{name}\n" for name in sorted(result.files))
+    source = ""
+    if result.path:
+        source = f"{SOURCE_LINE}{os.path.relpath(result.path, os.path.abspath(directory))}\n"
+    files[MANIFEST] = source + "".join(f"{name}\n" for name in sorted(result.files))
     return files
+
+
+def listed_names(text: str) -> set[str]:
+    """The plain file names a .lwsgen-files lists: never a path, '.', '..', a NUL, a comment, or the
+    manifest itself."""
+    names = {line.strip() for line in text.splitlines() if not line.startswith("#")}
+    return {n for n in names if n and "/" not in n and "\0" not in n and n not in (".", "..", MANIFEST)}
+
+
+def recorded_source(directory: Path) -> Path | None:
+    """The profile a directory's .lwsgen-files says it was rendered from (resolved), if it says."""
+    try:
+        first = (directory / MANIFEST).read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith(SOURCE_LINE):
+        return None
+    return Path(os.path.normpath(os.path.join(os.path.abspath(directory), first[len(SOURCE_LINE) :])))
 
 
 class Plan(Record):
@@ -125,12 +149,14 @@ class Plan(Record):
     files: dict[str, str]  # name -> text, the manifest included
     changed: tuple[str, ...]
     removed: tuple[str, ...]
+    kept: tuple[str, ...] = ()  # files lwsgen did not write, left in place (without --force)
 
 
 class WriteReport(Record):
     directory: Path
     changed: tuple[str, ...]
     removed: tuple[str, ...]
+    kept: tuple[str, ...] = ()
 
 
 def _lstat(path: Path) -> os.stat_result | None:
@@ -147,10 +173,7 @@ def _owned(directory: Path) -> set[str]:
         return set()
     if not stat.S_ISREG(info.st_mode):
         raise WriteError(f"{manifest} is not a regular file; lwsgen never writes through a link")
-    text = manifest.read_text(encoding="utf-8", errors="replace")
-    names = {line.strip() for line in text.splitlines()}
-    # only plain file names: never a path, '.', '..', a NUL, or the manifest itself
-    return {n for n in names if n and "/" not in n and "\0" not in n and n not in (".", "..", MANIFEST)}
+    return listed_names(manifest.read_text(encoding="utf-8", errors="replace"))
 
 
 def _is_file_or_link(info: os.stat_result | None) -> bool:
@@ -163,10 +186,12 @@ def _same(path: Path, text: str) -> bool:
 
 
 def plan(out_root: Path, result: Rendered, force: bool = False) -> Plan:
-    """What a write of result changes; raises WriteError for a link or a file lwsgen did not write."""
+    """What a write of result changes; raises WriteError for a link or a file lwsgen did not write.
+    --force replaces such a file, and removes the ones the profile does not render; without it they
+    are kept (and --check reports them as extra)."""
     directory = out_root / result.name
     info = _lstat(directory)
-    files = _with_manifest(result)
+    files = _with_manifest(result, directory)
     if info is None:
         return Plan(directory, files, tuple(files), ())
     if stat.S_ISLNK(info.st_mode):
@@ -193,7 +218,10 @@ def plan(out_root: Path, result: Rendered, force: bool = False) -> Plan:
             f"{foreign[0]} was not written by lwsgen (not in {MANIFEST}); "
             "move it away, or render with --force to replace it"
         )
-    return Plan(directory, files, tuple(changed), tuple(removed))
+    others = sorted(set(os.listdir(directory)) - set(files) - set(removed) - owned)
+    if force:
+        return Plan(directory, files, tuple(changed), tuple(sorted([*removed, *others])))
+    return Plan(directory, files, tuple(changed), tuple(removed), tuple(others))
 
 
 def _hardlink_or_copy(source: Path, target: Path) -> None:
@@ -216,12 +244,12 @@ def _stage(staging: Path, change: Plan) -> None:
         with os.scandir(change.directory) as scan:
             entries = list(scan)
         for entry in entries:
-            if entry.name in rewritten:
-                continue
             if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_dev != old.st_dev:
                 raise WriteError(
                     f"{entry.path} is a mount point; lwsgen swaps whole directories and never moves a mount"
                 )
+            if entry.name in rewritten:
+                continue
             if entry.is_dir(follow_symlinks=False):
                 shutil.copytree(entry.path, staging / entry.name, symlinks=True, copy_function=_hardlink_or_copy)
             else:
@@ -321,9 +349,8 @@ def write_all(out_root: Path, results: list[Rendered], force: bool = False) -> l
         for change in plans:
             if change.changed or change.removed:
                 _replace_directory(out_root, change)
-            reports.append(
-                WriteReport(change.directory, tuple(c for c in change.changed if c != MANIFEST), change.removed)
-            )
+            changed = tuple(c for c in change.changed if c != MANIFEST)
+            reports.append(WriteReport(change.directory, changed, change.removed, change.kept))
         return reports
     except OSError as err:
         where = err.filename or out_root
@@ -347,7 +374,9 @@ class Drift(Record):
             "not-a-file": "not a regular file (a link, a directory or a device)",
             "missing": "missing",
             "stale": f"stale (differs from what {self.profile} renders)",
-            "extra": f"extra (not rendered from {self.profile})",
+            "extra": f"extra (no longer rendered from {self.profile}; render removes it)",
+            "foreign": f"extra (not written by lwsgen, not rendered from {self.profile}): remove it, or render --force",
+            "orphan": f"no profile renders this directory any more ({self.profile}); render removes it",
         }
         return f"{self.path}: {what[self.state]}"
 
@@ -366,7 +395,7 @@ def _diff(path: Path, text: str) -> tuple[str, ...]:
 def drift(out_root: Path, result: Rendered) -> list[Drift]:
     """Every missing, stale or extra file of OUT/<name>/."""
     directory = out_root / result.name
-    files = _with_manifest(result)
+    files = _with_manifest(result, directory)
     info = _lstat(directory)
     if info is not None and not stat.S_ISDIR(info.st_mode):  # a link or a file: render would refuse it too
         return [Drift(directory, "not-a-directory", result.source)]
@@ -381,10 +410,62 @@ def drift(out_root: Path, result: Rendered) -> list[Drift]:
         elif not _same(path, text):
             found.append(Drift(path, "stale", result.source, _diff(path, text)))
     if info is not None:
+        owned = _owned(directory)
         for path in sorted(directory.iterdir()):
             if path.name not in files:
-                found.append(Drift(path, "extra", result.source))
+                found.append(Drift(path, "extra" if path.name in owned else "foreign", result.source))
     return found
+
+
+class Orphan(Record):
+    """An output directory lwsgen wrote that no profile of this run renders any more."""
+
+    directory: Path
+    source: str  # the profile it was rendered from, as recorded (or "unknown")
+
+
+def orphans(out_root: Path, results: list[Rendered], scope: list[Path]) -> list[Orphan]:
+    """OUT/<name>/ directories lwsgen owns (they hold .lwsgen-files) whose profile is in the scope of
+    this run (a given file, or under a given directory) and rendered none of them: the profile was
+    deleted, renamed, or now says `base: true`. A directory whose profile lies outside the scope
+    is another run's; one without a recorded profile (an older lwsgen's) is judged by a directory run."""
+    if not out_root.is_dir():
+        return []
+    produced = {result.name for result in results}
+    roots = [path.resolve() for path in scope]
+    whole_tree = any(path.is_dir() for path in roots)
+    found = []
+    for entry in sorted(out_root.iterdir()):
+        if entry.name.startswith(".") or entry.name in produced or entry.is_symlink() or not entry.is_dir():
+            continue
+        manifest = _lstat(entry / MANIFEST)
+        if manifest is None or not stat.S_ISREG(manifest.st_mode):
+            continue  # not lwsgen's
+        source = recorded_source(entry)
+        if source is None:
+            if whole_tree:
+                found.append(Orphan(entry, "unknown"))
+        elif any(source == root or source.is_relative_to(root) for root in roots):
+            found.append(Orphan(entry, os.path.relpath(source)))
+    return found
+
+
+def remove_orphans(out_root: Path, found: list[Orphan], force: bool = False) -> list[tuple[Orphan, tuple[str, ...]]]:
+    """Remove each orphan directory whole (moved aside in one rename, then deleted); one holding files
+    lwsgen did not write is kept unless --force: (orphan, the names that kept it)."""
+    kept = []
+    try:
+        for orphan in found:
+            others = tuple(sorted(set(os.listdir(orphan.directory)) - _owned(orphan.directory) - {MANIFEST}))
+            if others and not force:
+                kept.append((orphan, others))
+                continue
+            doomed = out_root / f".{orphan.directory.name}{STAGING}{secrets.token_hex(6)}"
+            os.rename(orphan.directory, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+    except OSError as err:
+        raise WriteError(f"cannot remove {err.filename or out_root}: {err.strerror or err}") from None
+    return kept
 
 
 def stream(results: list[Rendered], include: tuple[str, ...] = ()) -> str:
