@@ -12,6 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
+from lwsgen.load.given import NOTHING, Given
 from lwsgen.pipeline import Rendered, render_profile
 from lwsgen.problems import Problem, ProblemsError
 from lwsgen.records import Record
@@ -66,10 +67,10 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def _render_one(job: tuple[Path, str, str]) -> Outcome:
-    path, out_root, display = job
+def _render_one(job: tuple[Path, str, str, Given]) -> Outcome:
+    path, out_root, display, given = job
     try:
-        return Outcome(render_profile(path, out_root, display))
+        return Outcome(render_profile(path, out_root, display, given))
     except ProblemsError as err:
         return Outcome(None, tuple(err.problems))
 
@@ -94,9 +95,9 @@ def _results(pending) -> list[Outcome]:
     return pending.get()
 
 
-def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int) -> list[Outcome]:
+def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int, given: Given = NOTHING) -> list[Outcome]:
     """Outcomes in the order of `profiles`; `jobs` worker processes at most."""
-    work = [(path, out_root, display) for path, display in profiles]
+    work = [(path, out_root, display, given) for path, display in profiles]
     context = _fork_context() if jobs > 1 and len(work) >= PARALLEL_FROM else None
     if context is None:
         return [_render_one(job) for job in work]

@@ -36,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
         "schema", help="print the profile JSON Schema", description="Print the profile JSON Schema."
     )
     schema.add_argument("--partial", action="store_true", help="the schema of a base: every field, none required")
+    commands.add_parser(
+        "argocd-generate",
+        help="the Argo CD plugin's generate: render from the variables Argo CD sets (docs/gitops.md)",
+        description="Render the application's profiles as Argo CD's config-management plugin: parameters from "
+        "ARGOCD_APP_PARAMETERS / PARAM_* (or ARGOCD_ENV_*), namespace and Kubernetes version from "
+        "ARGOCD_APP_NAMESPACE and KUBE_VERSION where the profile leaves them unset.",
+    )
     return parser
 
 
@@ -48,7 +55,9 @@ def _render_arguments(commands) -> None:
             "Nothing is written unless every profile is valid."
         ),
     )
-    render.add_argument("paths", nargs="+", metavar="PROFILE_OR_DIR")
+    render.add_argument(
+        "paths", nargs="+", metavar="PROFILE_OR_DIR", help="profiles, directories, or - (standard input)"
+    )
     render.add_argument("-o", "--out", default="out", metavar="OUT", help="output root (default: out)")
     mode = render.add_mutually_exclusive_group()
     mode.add_argument(
@@ -79,6 +88,25 @@ def _render_arguments(commands) -> None:
         "--force",
         action="store_true",
         help="replace or remove files in OUT/<name>/ that lwsgen did not write (not in .lwsgen-files)",
+    )
+    render.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="override a profile field (repeatable; e.g. replicas=4, autoscaling.maxReplicas=8), checked as the file",
+    )
+    render.add_argument(
+        "--default",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="a field's value where no file of the profile sets it (repeatable; the profile wins)",
+    )
+    render.add_argument(
+        "--root",
+        metavar="DIR",
+        help="a directory `extends` may reach besides the profile's own tree and its git work tree",
     )
     render.add_argument(
         "--keep",
@@ -243,11 +271,14 @@ def _render(args: argparse.Namespace) -> int:
     from lwsgen.commands import render
     from lwsgen.output import write
 
+    given = _given(args)
+    if isinstance(given, int):
+        return given
     profiles = render.profile_paths(args.paths, None if args.stdout else args.out)
     if not profiles:
         sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
         return EXIT_INVALID
-    results, problems = render.render_all(profiles, args.out, args.jobs)
+    results, problems = render.render_all(profiles, args.out, args.jobs, given)
     problems = _strictly(problems, args.strict)
     if any(p.is_error for p in problems):
         _report(problems, args.format)
@@ -294,6 +325,29 @@ def _render(args: argparse.Namespace) -> int:
                 "--check reports it; remove it, or render with --force\n"
             )
     return EXIT_OK
+
+
+def _given(args: argparse.Namespace):
+    """What the command line adds to the profiles (load/given.py), or an exit code."""
+    from lwsgen.load.given import STDIN, Given
+    from lwsgen.load.source import MAX_PROFILE_BYTES
+
+    if args.paths.count(STDIN) > 1:
+        sys.stderr.write("lwsgen render: - (standard input) may be given once\n")
+        return EXIT_USAGE
+    if args.root is not None and not Path(args.root).is_dir():
+        sys.stderr.write(f"lwsgen render: --root {_safe(args.root)} is not a directory\n")
+        return EXIT_USAGE
+    stdin = None
+    if STDIN in args.paths:
+        raw = sys.stdin.buffer.read(MAX_PROFILE_BYTES + 1)
+        if len(raw) > MAX_PROFILE_BYTES:
+            sys.stderr.write(f"<stdin>: is more than {MAX_PROFILE_BYTES} bytes; a profile is at most that\n")
+            return EXIT_INVALID
+        stdin = raw
+    sets = tuple(("--set", a) for a in args.set)
+    defaults = tuple(("--default", a) for a in args.default)
+    return Given(args.root, stdin, sets, defaults)
 
 
 def _say_orphans(orphans: list, kept: list, out) -> None:
@@ -404,7 +458,20 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"render": _render, "validate": _validate, "plan": _plan, "explain": _explain, "schema": _schema}
+def _argocd_generate(args: argparse.Namespace) -> int:
+    from lwsgen.commands import argocd
+
+    return argocd.generate()
+
+
+COMMANDS = {
+    "render": _render,
+    "validate": _validate,
+    "plan": _plan,
+    "explain": _explain,
+    "schema": _schema,
+    "argocd-generate": _argocd_generate,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

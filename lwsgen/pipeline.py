@@ -7,6 +7,7 @@ from lwsgen.check import check
 from lwsgen.check.profile import Profile
 from lwsgen.derive import derive
 from lwsgen.load import load
+from lwsgen.load.given import NOTHING, STDIN, Given
 from lwsgen.load.source import dotted, load_documents
 from lwsgen.output import locate, overrides, parse, relations, usertemplates, validate
 from lwsgen.problems import Problem, ProblemsError
@@ -29,9 +30,9 @@ class Rendered(Record):
         return self.profile.name
 
 
-def load_profile(path: Path, display: str | None = None):
+def load_profile(path: Path, display: str | None = None, given: Given = NOTHING):
     """Stages 1-2: the typed profile, the loaded source and the warnings; raises ProblemsError."""
-    src = load(path, display)
+    src = load(path, display, given)
     profile, warnings = check(src)
     return profile, src, warnings
 
@@ -101,9 +102,9 @@ def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, l
     return output, problems, origins
 
 
-def render_profile(path: Path, out_root: str = "out", display: str | None = None) -> Rendered:
+def render_profile(path: Path, out_root: str = "out", display: str | None = None, given: Given = NOTHING) -> Rendered:
     """Stages 1-6 for one profile; raises ProblemsError, writes nothing."""
-    profile, src, warnings = load_profile(path, display)
+    profile, src, warnings = load_profile(path, display, given)
     if profile.templates is None and not profile.patches:
         output, problems, origins = parse.build(render(derive(profile, src.file))), [], {}
     else:
@@ -117,4 +118,5 @@ def render_profile(path: Path, out_root: str = "out", display: str | None = None
     if problems:
         raise ProblemsError(problems)
     name_at = (src.file_of(("name",)), *src.position(("name",)))
-    return Rendered(src.file, profile, files, tuple(warnings), name_at, str(path.resolve()))
+    recorded = "" if str(path) == STDIN else str(path.resolve())  # standard input has no file to record
+    return Rendered(src.file, profile, files, tuple(warnings), name_at, recorded)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import PROFILES, REPO, merged
 from lwsgen import __version__
@@ -158,3 +159,45 @@ def test_warnings_with_stdout_stream_go_to_stderr(write_profile, minimal, capsys
     assert main(["render", str(path), "--stdout", "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("---\n") and json.loads(captured.err)[0]["severity"] == "warning"
+
+
+def test_render_reads_a_profile_from_standard_input(monkeypatch, capsys, tmp_path):
+    import io
+
+    text = (PROFILES / "vllm-llama31-405b.yaml").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text)))
+    assert main(["render", "-", "--stdout"]) == 0
+    streamed = capsys.readouterr().out
+    assert main(["render", str(PROFILES / "vllm-llama31-405b.yaml"), "--stdout"]) == 0
+    assert streamed == capsys.readouterr().out  # the same bytes as from the file
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"name: x\nruntime: [\n")))
+    assert main(["render", "-", "-o", str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err.startswith("<stdin>:") and not (tmp_path / "out").exists()
+
+
+def test_set_overrides_fields_and_is_checked_as_the_file_at_the_flag(capsys):
+    profile = str(PROFILES / "trtllm-serve-llama31-405b.yaml")
+    args = ["render", profile, "--stdout", "--set", "replicas=3", "--set", "labels.team\\.example\\.com/owner=ml"]
+    assert main(args) == 0
+    lws = next(d for d in yaml.safe_load_all(capsys.readouterr().out) if d and d["kind"] == "LeaderWorkerSet")
+    assert lws["spec"]["replicas"] == 3 and lws["metadata"]["labels"]["team.example.com/owner"] == "ml"
+    assert main(["render", profile, "--stdout", "--set", "replicas=2", "--set", "replicas=three"]) == 1
+    assert "--set:2:10: replicas: must be an integer, not a string" in capsys.readouterr().err
+    assert main(["render", profile, "--stdout", "--set", "replicas=2", "--set", "nope"]) == 1
+    assert "--set:2:1: must be PATH=VALUE" in capsys.readouterr().err
+    assert main(["render", profile, "--stdout", "--set", "extends=../x.yaml"]) == 1
+    assert "--set:1:1: extends: is the file's to say" in capsys.readouterr().err
+
+
+def test_default_fills_only_what_no_file_sets(tmp_path, capsys):
+    base = yaml.safe_load((PROFILES / "triton-llama3-405b.yaml").read_text())
+    base.pop("namespace", None)
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(base))
+    assert main(["render", str(path), "--stdout", "--default", "namespace=team-a"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "LeaderWorkerSet"} == {"team-a"}
+    path.write_text(yaml.safe_dump({**base, "namespace": "mine"}))
+    assert main(["render", str(path), "--stdout", "--default", "namespace=team-a"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "LeaderWorkerSet"} == {"mine"}

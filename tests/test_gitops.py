@@ -348,6 +348,26 @@ POOL_SAMPLES = {
         "Degraded",
         "gw: ResolvedRefs False (InvalidExtensionRef)",
     ),
+    # A False written for the previous spec: the controller has not judged this one yet (it was Degraded).
+    "a False of an older generation": (
+        _pool(3, _parent("gw", "True", "False", observed=2)),
+        "Progressing",
+        "Waiting for Gateway gw",
+    ),
+    "a False of this generation beside an older True": (
+        _pool(
+            3,
+            {
+                **_parent("gw", "True", "False", observed=3),
+                "conditions": [
+                    *_parent("gw", "True", "True", observed=2)["conditions"][:1],
+                    *_parent("gw", "True", "False", observed=3)["conditions"][1:],
+                ],
+            },
+        ),
+        "Degraded",
+        "gw: ResolvedRefs False (InvalidExtensionRef)",
+    ),
 }
 
 

@@ -3,8 +3,9 @@
 -- Reads what a Gateway controller writes per parent Gateway (api/v1/inferencepool_types.go@v1.6.0,
 -- ParentStatus): Accepted (the Gateway takes the pool; False: NotSupportedByParent,
 -- HTTPRouteNotAccepted) and ResolvedRefs (the endpointPickerRef resolves; False:
--- InvalidExtensionRef). A False is Degraded; Healthy once every parent has both True for the
--- current generation; otherwise (no parent yet, Pending, Unknown, an older generation) Progressing.
+-- InvalidExtensionRef). A False for the current generation is Degraded (each condition's
+-- observedGeneration, per metav1.Condition); Healthy once every parent has both True for the current
+-- generation; otherwise (no parent yet, Pending, Unknown, a verdict on an older generation) Progressing.
 local hs = {}
 local generation = obj.metadata.generation or 0
 local parents = {}
@@ -21,12 +22,13 @@ for _, parent in ipairs(parents) do
   local name = (parent.parentRef and parent.parentRef.name) or "?"
   local seen = {}
   for _, condition in ipairs(parent.conditions or {}) do
-    if (condition.type == "Accepted" or condition.type == "ResolvedRefs") and condition.status == "False" then
+    -- each condition says which generation it judged: one of an older spec is no verdict on this one
+    local current = condition.observedGeneration == nil or condition.observedGeneration >= generation
+    if (condition.type == "Accepted" or condition.type == "ResolvedRefs") and condition.status == "False" and current then
       hs.status = "Degraded"
       hs.message = name .. ": " .. condition.type .. " False (" .. (condition.reason or "") .. "): " .. (condition.message or "")
       return hs
     end
-    local current = condition.observedGeneration == nil or condition.observedGeneration >= generation
     if condition.status == "True" and current then
       seen[condition.type] = true
     end

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from lwsgen import batch
 from lwsgen.commands import discover
+from lwsgen.load.given import NOTHING, STDIN, STDIN_SHOWN, Given
 from lwsgen.pipeline import Rendered
 from lwsgen.problems import Problem
 
@@ -12,7 +13,8 @@ from lwsgen.problems import Problem
 def profile_paths(paths: list[str], out_root: str | None = None) -> list[tuple[Path, str]]:
     """Profiles named on the command line, and the profiles under a named directory except the bases
     other profiles there extend (commands/discover.py); nothing under the output root."""
-    return discover.profiles(paths, Path(out_root) if out_root else None)[0]
+    found = discover.profiles(paths, Path(out_root) if out_root else None)[0]
+    return [(path, STDIN_SHOWN if shown == STDIN else shown) for path, shown in found]
 
 
 def duplicate_names(results: list[Rendered]) -> list[Problem]:
@@ -29,11 +31,13 @@ def duplicate_names(results: list[Rendered]) -> list[Problem]:
     return problems
 
 
-def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int) -> tuple[list[Rendered], list[Problem]]:
+def render_all(
+    profiles: list[tuple[Path, str]], out_root: str, jobs: int, given: Given = NOTHING
+) -> tuple[list[Rendered], list[Problem]]:
     """The rendered profiles, and every problem and warning (a name two profiles share included);
     jobs 0: the default (batch.auto_jobs)."""
     results, problems = [], []
-    for outcome in batch.render_all(profiles, out_root, jobs or batch.auto_jobs(len(profiles))):
+    for outcome in batch.render_all(profiles, out_root, jobs or batch.auto_jobs(len(profiles)), given):
         problems += outcome.problems
         if outcome.result is not None:
             results.append(outcome.result)

@@ -75,17 +75,27 @@ def work_tree(path: Path) -> Path | None:
     return None
 
 
-def _confined(target: str, child: Path) -> Path | None:
-    """The base a child names, if it stays inside the child's directory tree or its git work tree."""
+def _confined(target: str, child: Path, root: str | None = None) -> Path | None:
+    """The base a child names, if it stays inside the child's directory tree, its git work tree, or
+    the root the command line names (--root: an Argo CD checkout may carry no .git)."""
     if os.path.isabs(target):
         return None
     base = (child.parent / target).resolve()
     roots = [child.resolve().parent, *filter(None, [work_tree(child)])]
-    return base if any(base.is_relative_to(root) for root in roots) else None
+    if root is not None:
+        roots.append(Path(root).resolve())
+    return base if any(base.is_relative_to(r) for r in roots) else None
 
 
-def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -> Source:
-    """A profile with every base it extends merged under it; the result has no `extends`."""
+def load(
+    path: Path,
+    display: str | None = None,
+    chain: tuple[Path, ...] = (),
+    root: str | None = None,
+    text: str | None = None,
+) -> Source:
+    """A profile with every base it extends merged under it; the result has no `extends`. `text`:
+    the profile's content when it was not read from `path` (standard input)."""
     resolved = path.resolve()
     if len(chain) > MAX_DEPTH:
         raise ProblemsError(
@@ -103,20 +113,20 @@ def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -
     if resolved in chain:
         names = " -> ".join(_display(p) for p in (*chain, resolved))
         raise ProblemsError([Problem(display or str(path), 1, 1, EXTENDS, f"extends cycle: {names}", "extends-cycle")])
-    src = load_mapping(path, display)
+    src = load_mapping(path, display, text)
     target = src.data.get(EXTENDS)
     if target is None:
         return src
     if not isinstance(target, str) or not target:
         raise ProblemsError([src.problem((EXTENDS,), "must be the relative path of a base profile", "wrong-type")])
-    if _confined(target, path) is None:
+    if _confined(target, path, root) is None:
         raise ProblemsError(
             [
                 src.problem(
                     (EXTENDS,),
                     (
-                        "a base must be a relative path inside this profile's directory or its git work tree; "
-                        "absolute paths and paths that leave it are refused"
+                        "a base must be a relative path inside this profile's directory, its git work tree or "
+                        "the --root given; absolute paths and paths that leave them are refused"
                     ),
                     "base-outside",
                 )
@@ -133,7 +143,17 @@ def load(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -
         )
     # Name the base as the user would: relative to the child's path as it was given.
     shown = os.path.normpath(os.path.join(os.path.dirname(display or str(path)), target))
-    base = load(base_path, shown, (*chain, resolved))
+    base = load(base_path, shown, (*chain, resolved), root)
     child_data = {k: v for k, v in src.data.items() if k != EXTENDS}
     merged = _merge({k: v for k, v in base.data.items() if k != BASE}, child_data)
     return _merge_positions(base, Source(src.file, child_data, src.values_at, src.keys_at, src.files_at), merged)
+
+
+def overlaid(src: Source, over: Source) -> Source:
+    """`over` (a --set) merged over a profile, or (a --default) the profile merged over it; the
+    result keeps the profile's file as its own, and each value the file that set it."""
+    top, bottom = (over, src) if over.file.startswith("--set") else (src, over)
+    merged = _merge(bottom.data, top.data)
+    out = _merge_positions(bottom, top, merged)
+    out.file = src.file
+    return out

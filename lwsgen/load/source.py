@@ -281,6 +281,11 @@ def read_bytes(path: Path, file: str, limit: int | None = None) -> bytes:
     return raw
 
 
+def decode(raw: bytes, file: str) -> str:
+    """Bytes read elsewhere (standard input) as a profile's text, checked as a file's are."""
+    return _decode(raw, file)
+
+
 def read_text(path: Path, display: str | None = None, limit: int | None = None) -> str:
     file = display or str(path)
     return _decode(read_bytes(path, file, limit), file)
@@ -291,9 +296,9 @@ def load_file(path: Path, display: str | None = None) -> Source:
     return load_text(read_text(path, display, MAX_PROFILE_BYTES), display or str(path))
 
 
-def load_mapping(path: Path, display: str | None = None) -> Source:
-    """Load a document that must be a mapping (a profile)."""
-    src = load_file(path, display)
+def load_mapping(path: Path, display: str | None = None, text: str | None = None) -> Source:
+    """Load a document that must be a mapping (a profile); `text`: its content, already read."""
+    src = load_file(path, display) if text is None else load_text(text, display or str(path))
     if not isinstance(src.data, dict):
         kind = "empty" if src.data is None else type(src.data).__name__
         kinds = {"list": "a list", "str": "a string", "int": "a number", "float": "a number", "bool": "a boolean"}
