@@ -18,7 +18,13 @@ CRDS = SHARED / "crds"
 # Custom resources (checked against the upstream CRDs); every other object (lwsgen's core kinds and
 # those a profile's templates add) is Kubernetes' own, checked by kubernetes-validate.
 CUSTOM_KINDS = {kind for _, kind in kinds.project_schemas()}
-NOT_OBJECTS = {"kustomization.yaml", "prometheus-adapter-rules.yaml", "eksctl-nodegroup.yaml", "kustomizeconfig.yaml"}
+NOT_OBJECTS = {
+    "kustomization.yaml",
+    "prometheus-adapter-rules.yaml",
+    "eksctl-nodegroup.yaml",
+    "kustomizeconfig.yaml",
+    "kustomize-openapi.yaml",
+}
 
 
 def _ids(paths):

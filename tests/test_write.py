@@ -19,6 +19,7 @@ def test_one_kind_per_file_and_a_kustomization_listing_them(write_profile, minim
         ".lwsgen-files",
         "configmap.yaml",
         "kustomization.yaml",
+        "kustomize-openapi.yaml",
         "kustomizeconfig.yaml",
         "leaderworkerset.yaml",
         "networkpolicy.yaml",

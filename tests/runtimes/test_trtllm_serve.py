@@ -50,6 +50,7 @@ def test_leader_runs_trtllm_serve_on_every_rank_with_tp_and_pp(render):
     assert sorted(objects_of(rendered)) == [
         "configmap.yaml",
         "kustomization.yaml",
+        "kustomize-openapi.yaml",
         "kustomizeconfig.yaml",
         "leaderworkerset.yaml",
         "networkpolicy.yaml",

@@ -73,6 +73,7 @@ def test_no_rbac_and_no_service_account_token_for_ray(render):
     assert sorted(rendered.files) == [
         "configmap.yaml",
         "kustomization.yaml",
+        "kustomize-openapi.yaml",
         "kustomizeconfig.yaml",
         "leaderworkerset.yaml",
         "networkpolicy.yaml",
