@@ -185,7 +185,9 @@ def test_every_role_gets_its_monitor_records_and_nccl_preflight_on_its_own_shape
     assert 'disaggregatedset_x_k8s_io_role="decode"' in groups[2]["rules"][0]["expr"]
     jobs = [d for d in _docs(rendered, "nccl-test.yaml") if d["kind"] == "Job"]
     gpus = {
-        j["metadata"]["name"]: j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        j["metadata"]["name"][: -len("-12345678")]: j["spec"]["template"]["spec"]["containers"][0]["resources"][
+            "limits"
+        ]["nvidia.com/gpu"]
         for j in jobs
     }
     assert gpus == {"pd-prefill-nccl-test": "4", "pd-decode-nccl-test": "8"}

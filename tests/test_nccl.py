@@ -1,6 +1,7 @@
 """NCCL preflight on the exact shape of one group, with a pass bar; the eksctl node group."""
 
 import importlib.util
+import re
 import subprocess
 import sys
 
@@ -100,7 +101,8 @@ def test_indexed_job_needs_no_operator_and_runs_on_the_serving_image(render):
     assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 2, 2)
     assert spec["backoffLimit"] == 0 and spec["activeDeadlineSeconds"] == 900
     pod = spec["template"]["spec"]
-    assert pod["subdomain"] == service["metadata"]["name"] == job["metadata"]["name"] == "demo-nccl-test"
+    assert pod["subdomain"] == service["metadata"]["name"] == job["metadata"]["name"]
+    assert re.fullmatch(r"demo-nccl-test-[0-9a-f]{8}", job["metadata"]["name"])
     assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"] is True
     assert (
         pod["containers"][0]["image"] == _worker_spec(rendered)["containers"][0]["image"] == "vllm/vllm-openai:v0.8.5"
@@ -118,7 +120,7 @@ def test_indexed_job_needs_no_operator_and_runs_on_the_serving_image(render):
         "--node-rank",
         "$(JOB_COMPLETION_INDEX)",
         "--master-addr",
-        "demo-nccl-test-0.demo-nccl-test",
+        f"{job['metadata']['name']}-0.{job['metadata']['name']}",
         "--master-port",
         "29500",
         "/lwsgen/nccl/nccl_allreduce.py",
@@ -300,3 +302,20 @@ def test_the_mpijob_without_efa_passes_no_efa_settings(render):
     job = _docs(rendered)["MPIJob"]["spec"]
     launcher = job["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     assert "--mca" not in launcher["args"] and "FI_PROVIDER" not in launcher["args"]
+
+
+def test_a_changed_test_is_a_new_job_and_the_same_test_the_same_name(render):
+    """A Job's pod template is immutable: a fixed name made any change an Argo CD / Flux sync error."""
+    test = {"enabled": True, "launcher": "job", "maxBytes": "1G", "minBusBandwidthGBps": 40, "timeoutSeconds": 900}
+
+    def names(**changes):
+        docs = _docs(render(profile_for("vllm", node=NODE, ncclTest={**test, **changes})))
+        return (
+            docs["Job"]["metadata"]["name"],
+            docs["Service"]["metadata"]["name"],
+            docs["ConfigMap"]["metadata"]["name"],
+        )
+
+    first = names()
+    assert names() == first and len(set(first)) == 1
+    assert names(maxBytes="2G")[0] != first[0] and names(minBusBandwidthGBps=80)[0] != first[0]

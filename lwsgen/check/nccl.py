@@ -1,7 +1,7 @@
 """Rules for the NCCL preflight: what each launcher needs from the image, and the test pods' DNS names."""
 
 from lwsgen.check.profile import Profile
-from lwsgen.derive.naming import NCCL_SUFFIX
+from lwsgen.derive.naming import NCCL_DIGITS, NCCL_SUFFIX
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
 
@@ -33,8 +33,10 @@ def check(profile: Profile, src: Source, caps) -> list[Problem]:
                 "missing-image",
             )
         )
-    hostname = f"{profile.name}{NCCL_SUFFIX}-{profile.group_size - 1}"
-    if test.launcher == "job" and len(hostname) > 63:
+    job = f"{profile.name}{NCCL_SUFFIX}-{'0' * NCCL_DIGITS}"
+    # the job's pod host names <job>-<index>; the MPIJob's worker pods <job>-worker-<index>
+    hostname = f"{job}-{profile.group_size - 1}" if test.launcher == "job" else f"{job}-worker-{profile.group_size - 1}"
+    if len(hostname) > 63:
         problems.append(
             src.problem(
                 ("name",),

@@ -26,6 +26,7 @@ SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
 SUFFIXES = {"service": "-leader", "launch": "-launch", "launcher": "-launcher", "epp": "-epp"}
 # The NCCL preflight's objects; its pods' host names are checked on their own (check/nccl.py).
 NCCL_SUFFIX = "-nccl-test"
+NCCL_DIGITS = 8  # <name>-nccl-test-<8 hex digits of its pods> (derive/nccl.py)
 
 # StatefulSet pods carry controller-revision-hash = "<statefulset>-<10 chars>", at most 63;
 # worker StatefulSets are named "<name>-<group>".

@@ -14,13 +14,17 @@ Two launchers:
   Service, `torchrun` running an all-reduce script from a ConfigMap on the serving image.
 """
 
+import hashlib
+import json
+
 from lwsgen import resources
 from lwsgen.derive import naming, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EnvVar, Meta, Pod
-from lwsgen.records import Record
+from lwsgen.records import Record, canonical
 from lwsgen.runtimes.base import literal
 
+NAME_DIGITS = naming.NCCL_DIGITS
 SCRIPTS_MOUNT = "/lwsgen/nccl"
 SCRIPTS_VOLUME = "scripts"
 MASTER_PORT = 29500
@@ -225,9 +229,18 @@ def _indexed_job(ctx: Context) -> IndexedJob:
 
 
 def nccl_test(ctx: Context, kind) -> NcclTest | None:
-    test = ctx.profile.nccl_test
-    if not test.enabled:
+    """The test, named <name>-nccl-test-<8 hex digits of its pods>: a Job's pod template cannot
+    change, so a changed test is a new Job (and MPIJob) rather than an immutable-field sync error."""
+    if not ctx.profile.nccl_test.enabled:
         return None
+    draft = _nccl_test(ctx)
+    text = json.dumps(canonical([draft.mpijob, draft.job, draft.scripts]), sort_keys=True)
+    name = f"{ctx.names.nccl_test}-{hashlib.sha256(text.encode()).hexdigest()[:NAME_DIGITS]}"
+    return _nccl_test(ctx._replace(names=ctx.names._replace(nccl_test=name)))
+
+
+def _nccl_test(ctx: Context) -> NcclTest:
+    test = ctx.profile.nccl_test
     mpi = test.launcher == "mpijob"
     scripts = ("nccl-mpi-verdict.sh",) if mpi else ("lib.sh", "nccl-rendezvous.sh", "nccl_allreduce.py")
     # A one-off test: no sync wave, no profile annotations; queue labels as the LWS has them.

@@ -178,5 +178,12 @@ def core_definitions(kubernetes_version: str) -> dict[str, Any]:
     return dict(sorted(found.items()))
 
 
+LWS, SET = "io.x-k8s.leaderworkerset.v1.LeaderWorkerSet", "io.x-k8s.disaggregatedset.v1.DisaggregatedSet"
+
+
 def build(ctx: Any, _kind: Any) -> PatchSchema:
-    return PatchSchema({**core_definitions(ctx.profile.kubernetes_version), **CUSTOM})
+    """The core definitions, and the custom kinds' for the workload this output has (an LWS, or a
+    set with roles)."""
+    workload = SET if ctx.roles is not None else LWS
+    custom = {name: schema for name, schema in CUSTOM.items() if name not in (LWS, SET) or name == workload}
+    return PatchSchema({**core_definitions(ctx.profile.kubernetes_version), **custom})
