@@ -91,7 +91,7 @@ def test_extends_is_bounded_and_confined_to_the_repository(write_profile, minima
     outside.write_text(yaml.safe_dump(minimal))
     _fails(write_profile(f"extends: {outside}\nname: x\n", "abs.yaml"), capsys, "absolute paths and paths that leave")
     _fails(
-        write_profile(f"extends: ../{outside.name}\nname: x\n", "up.yaml"), capsys, "paths that leave it are refused"
+        write_profile(f"extends: ../{outside.name}\nname: x\n", "up.yaml"), capsys, "paths that leave them are refused"
     )
     write_profile(minimal, "chain/p0.yaml")
     for i in range(1, 40):

@@ -15,6 +15,7 @@ def check(src: Source) -> tuple[Profile, list[Problem]]:
     if src.data.get("base") is True:
         message = "this file is only a base (base: true): render a profile that extends it, or remove base: true"
         raise ProblemsError([src.problem(("base",), message, "base-only")])
+    src.data.pop("base", None)  # base: false says nothing the typed profile keeps
     if src.data.get("roles"):
         return disaggregation.check(src, typed)
     if src.data.get("disaggregation"):

@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lwsgen.check.delivery import gigabytes
 from lwsgen.check.profile import Profile
+from lwsgen.quantity import HELP as QUANTITY_HELP
+from lwsgen.quantity import parse as parse_quantity
 
 Found = tuple[tuple, str, str]
 DEVICE_FIELDS = {"vpc.amazonaws.com/efa": "node.efa"}
@@ -27,7 +28,6 @@ UNCONFINED = "Unconfined"
 SELINUX_TYPES = ("container_t", "container_init_t", "container_kvm_t", "container_engine_t")
 GPU_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_VISIBLE_DEVICES")
 _REFERENCE = re.compile(r"(?<!\$)\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
-QUANTITY = re.compile(r"([0-9]+(\.[0-9]+)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][0-9]+)?")
 
 
 def kept_capabilities(profile: Profile) -> set[str]:
@@ -116,10 +116,8 @@ def secret_message(name: str) -> str:
 
 
 def _amount(quantity: object) -> object:
-    try:
-        return gigabytes(quantity)  # type: ignore[arg-type]
-    except (AttributeError, KeyError, ValueError, TypeError):
-        return str(quantity)
+    amount = parse_quantity(quantity)
+    return str(quantity) if amount is None else amount
 
 
 def resources(profile: Profile, spec: dict) -> list[Found]:
@@ -130,8 +128,8 @@ def resources(profile: Profile, spec: dict) -> list[Found]:
         return [(("resources",), "limits and requests are mappings of resource names to amounts", "bad-value")]
     for side, amounts in (("limits", limits), ("requests", requests)):
         for resource, amount in amounts.items():
-            if not QUANTITY.fullmatch(str(amount)):
-                message = f"{amount!r} is not a Kubernetes quantity such as 500m, 2 or 512Mi"
+            if parse_quantity(amount) is None:
+                message = f"{amount!r} is not {QUANTITY_HELP}"
                 out.append((("resources", side, resource), message, "bad-quantity"))
     missing = [r for r in ("cpu", "memory") if r not in limits]
     if missing:

@@ -15,6 +15,7 @@ from lwsgen.check import budget
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.quantity import gigabytes as quantity_gigabytes
 
 CACHE_MOUNT = "/lwsgen/model-cache"
 MARKER = ".lwsgen-complete"  # written last by the download script (templates/scripts/download-model.py)
@@ -119,14 +120,11 @@ def check(profile: Profile, src: Source) -> list[Problem]:
 
 
 _SPLIT_GGUF = re.compile(r"^(.*)-\d{5}-of-(\d{5})\.gguf$")
-_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_UNITS |= {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3, "": 1}
 
 
 def gigabytes(quantity: str | int) -> float:
-    """A Kubernetes quantity (schema-valid) in GB (10^9 bytes)."""
-    number, unit = re.fullmatch(r"([0-9.]+(?:[eE][0-9]+)?)([A-Za-z]*)", str(quantity)).groups()
-    return float(number) * _UNITS[unit] / 1e9
+    """A Kubernetes quantity (schema-valid) in GB (10^9 bytes): lwsgen/quantity.py's parser."""
+    return quantity_gigabytes(quantity)
 
 
 def file_patterns(file: str) -> tuple[str, ...]:

@@ -43,7 +43,7 @@ PATTERN_HELP = {
         "a volcano.sh/ annotation key (LeaderWorkerSet copies only those onto the PodGroup)"
     ),
 }
-QUANTITY_HELP = "a Kubernetes quantity such as 64, 500m, 512Gi or 1.5Ti"
+QUANTITY_HELP = "a Kubernetes quantity such as 64, 500m, 512Gi, 1.5Ti or 1e9, not negative"
 
 
 @lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ Kinds lwsgen has no schema for are listed as not checked. Every problem points a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ class Report:
         self.checked = 0
         self.not_checked: dict[str, int] = {}  # kind -> documents of it that have no schema
         self.cel_not_evaluated = 0  # --crd rules the CEL library could not compile
+        self.broken: set[str] = set()  # names of objects their schema refused
 
 
 def _files(paths: list[str]) -> list[tuple[Path, str]]:
@@ -111,6 +113,31 @@ def _keep_if_valid(doc: source.Source, errors: list, kept: list[source.Source], 
     report.problems += locate.problems([doc], ((0, error) for error in errors))
     if not errors:
         kept.append(doc)
+        return
+    name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data.get("metadata"), dict) else None
+    if isinstance(name, str) and name:
+        report.broken.add(name)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def _depends_on_broken(obj: Any, broken: set[str]) -> bool:
+    """An object that names an object its schema refused (or one named after it, <name>-...): its
+    cross-object findings would follow from that one error, so they wait until it is fixed."""
+    return any(text in broken or _prefixed(text, broken) for text in _strings(obj))
+
+
+def _prefixed(text: str, broken: set[str]) -> bool:
+    return any(text.startswith(f"{name}-") for name in broken)
 
 
 def _base(src: source.Source, report: Report) -> None:
@@ -188,5 +215,7 @@ def run(paths: list[str], kubernetes_version: str, crd_paths: list[str] = ()) ->
         objects[shown] = tuple(d.data for d in kept)  # objects, and rule files such as the adapter's
     for file, index, error in relations.cross_object_errors(objects):
         docs = sources[file]
+        if report.broken and _depends_on_broken(docs[index].data, report.broken):
+            continue  # one typo, one finding: this one follows from an object the schema refused
         report.problems += locate.problems(docs, [(index, error)])
     return report

@@ -51,65 +51,7 @@ CORE_ROOTS = (
     "io.k8s.api.rbac.v1.RoleBinding",
     "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
 )
-POD_TEMPLATE = {"$ref": "#/definitions/io.k8s.api.core.v1.PodTemplateSpec"}
-LWS_SPEC = {
-    "type": "object",
-    "properties": {
-        "leaderWorkerTemplate": {
-            "type": "object",
-            "properties": {"leaderTemplate": POD_TEMPLATE, "workerTemplate": POD_TEMPLATE},
-        }
-    },
-}
-
-
-def _gvk(group: str, version: str, kind: str) -> list[dict[str, str]]:
-    return [{"group": group, "kind": kind, "version": version}]
-
-
-CUSTOM = {
-    "io.x-k8s.leaderworkerset.v1.LeaderWorkerSet": {
-        "type": "object",
-        "x-kubernetes-group-version-kind": _gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"),
-        "properties": {"spec": LWS_SPEC},
-    },
-    "io.x-k8s.disaggregatedset.v1.DisaggregatedSet": {
-        "type": "object",
-        "x-kubernetes-group-version-kind": _gvk("disaggregatedset.x-k8s.io", "v1", "DisaggregatedSet"),
-        "properties": {
-            "spec": {
-                "type": "object",
-                "properties": {
-                    "roles": {
-                        "type": "array",
-                        "items": {"type": "object", "properties": {"spec": LWS_SPEC}},
-                        "x-kubernetes-list-type": "map",
-                        "x-kubernetes-list-map-keys": ["name"],
-                        "x-kubernetes-patch-merge-key": "name",
-                        "x-kubernetes-patch-strategy": "merge",
-                    }
-                },
-            }
-        },
-    },
-    "com.coreos.monitoring.v1.PrometheusRule": {
-        "type": "object",
-        "x-kubernetes-group-version-kind": _gvk("monitoring.coreos.com", "v1", "PrometheusRule"),
-        "properties": {
-            "spec": {
-                "type": "object",
-                "properties": {
-                    "groups": {
-                        "type": "array",
-                        "items": {"type": "object"},
-                        "x-kubernetes-patch-merge-key": "name",
-                        "x-kubernetes-patch-strategy": "merge",
-                    }
-                },
-            }
-        },
-    },
-}
+MERGE_KEYS = "kustomize-merge-keys.json"  # schemas/: the custom kinds' definitions (data, not code)
 
 
 class PatchSchema(Record):
@@ -184,6 +126,9 @@ LWS, SET = "io.x-k8s.leaderworkerset.v1.LeaderWorkerSet", "io.x-k8s.disaggregate
 def build(ctx: Any, _kind: Any) -> PatchSchema:
     """The core definitions, and the custom kinds' for the workload this output has (an LWS, or a
     set with roles)."""
+    from lwsgen.resources import schema
+
     workload = SET if ctx.roles is not None else LWS
-    custom = {name: schema for name, schema in CUSTOM.items() if name not in (LWS, SET) or name == workload}
+    kinds = schema(MERGE_KEYS)["definitions"]
+    custom = {name: definition for name, definition in kinds.items() if name not in (LWS, SET) or name == workload}
     return PatchSchema({**core_definitions(ctx.profile.kubernetes_version), **custom})

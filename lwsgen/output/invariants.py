@@ -13,6 +13,7 @@ from typing import Any
 
 from lwsgen.check.pods import OWN_VOLUMES
 from lwsgen.derive.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, SET_NAME_LABEL, scripts_digest
+from lwsgen.output import podneeds
 from lwsgen.output.locate import OutputError
 from lwsgen.output.sets import as_leaderworkersets
 
@@ -49,7 +50,9 @@ def _world_in_args(container: dict[str, Any]) -> int | None:
     return int(tensor) * int(pipeline) * int(data) if pipeline.isdigit() and data.isdigit() else None
 
 
-def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> Iterator[OutputError]:
+def _lws(
+    lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str], image_versions: bool = True
+) -> Iterator[OutputError]:
     lwt = lws["spec"]["leaderWorkerTemplate"]
     size = lwt.get("size", 1)
     leader = lwt.get("leaderTemplate") or lwt["workerTemplate"]
@@ -79,6 +82,7 @@ def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> I
         yield from _scripts_hash(template, at, mounted)
     if "leaderTemplate" in lwt:
         yield from _sides_agree(lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"])
+    yield from podneeds.lws_errors(lws, image_versions)
 
 
 def _config_map_volumes(spec: dict[str, Any], names: dict) -> dict[str, dict[str, Any]]:
@@ -233,7 +237,9 @@ def _adapter_names(objects: list[dict[str, Any]]) -> dict[str, str] | None:
     return served
 
 
-def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, OutputError]]:
+def invariant_errors(
+    objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True
+) -> Iterator[tuple[str, int, OutputError]]:
     everything = [o for docs in objects_by_file.values() for o in docs]
     names = {
         kind: {
@@ -266,12 +272,12 @@ def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> 
             kind = obj.get("kind")
             errors: Iterator[OutputError] = iter(())
             if kind == "LeaderWorkerSet":
-                errors = _lws(obj, names, scaled)
+                errors = _lws(obj, names, scaled, image_versions)
             elif kind == "DisaggregatedSet":  # each role as the LeaderWorkerSet it becomes
                 errors = (
                     error._replace(path=(*prefix, *error.path))
                     for prefix, lws in as_leaderworkersets(obj)
-                    for error in _lws(lws, names, scaled)
+                    for error in _lws(lws, names, scaled, image_versions)
                 )
             elif kind == "NetworkPolicy":
                 errors = _policy(obj, names["LeaderWorkerSet"], names["DisaggregatedSet"])
@@ -283,6 +289,8 @@ def invariant_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> 
                 errors = _adapter(obj, records)
             for error in errors:
                 yield file, index, error._replace(code="cross-object")
+            for error in podneeds.quantity_errors(obj):
+                yield file, index, error._replace(code="bad-quantity")
 
 
 def _policy(policy: dict[str, Any], lws_names: set[str], set_names: set[str] = frozenset()) -> Iterator[OutputError]:

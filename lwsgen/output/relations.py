@@ -156,11 +156,13 @@ def _rule_rules(rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) ->
     for g, group in enumerate(rule["spec"].get("groups", [])):
         for r, item in enumerate(group.get("rules", [])):
             at = ("spec", "groups", g, "rules", r, "expr")
-            yield from _promql_rules(str(item.get("expr", "")), own, at, lws_by_name, owner="rule")
+            yield from _promql_rules(
+                str(item.get("expr", "")), own, at, lws_by_name, owner="rule", own_name=rule["metadata"].get("name")
+            )
 
 
 def _promql_rules(
-    expr: str, own: str | None, at: tuple, lws_by_name, owner: str = "object"
+    expr: str, own: str | None, at: tuple, lws_by_name, owner: str = "object", own_name: str | None = None
 ) -> Iterator[tuple[tuple, str]]:
     for name in set(_SERIES_SET.findall(expr)):
         if _SETS and name not in _SETS:
@@ -168,7 +170,13 @@ def _promql_rules(
                 at,
                 f"selects DisaggregatedSet {name!r}, which is not in this set (names in PromQL do not follow a rename)",
             )
-    for name in set(_SERIES_NAME.findall(expr)):
+    for name in sorted(set(_SERIES_NAME.findall(expr))):
+        if name in lws_by_name and own_name in lws_by_name and name != own_name:
+            yield (
+                at,
+                f"selects LeaderWorkerSet {name!r}, another copy's (this object's is {own_name!r}; names in PromQL "
+                "do not follow a kustomize namePrefix/nameSuffix; render the profile with the new name)",
+            )
         if lws_by_name and name not in lws_by_name:
             yield (
                 at,
@@ -194,7 +202,10 @@ def _scaled_rules(scaled: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]
     own = scaled["metadata"].get("namespace")
     for index, trigger in enumerate(scaled["spec"].get("triggers", [])):
         query = str((trigger.get("metadata") or {}).get("query", ""))
-        yield from _promql_rules(query, own, ("spec", "triggers", index, "metadata", "query"), lws_by_name)
+        target = (scaled["spec"].get("scaleTargetRef") or {}).get("name")
+        yield from _promql_rules(
+            query, own, ("spec", "triggers", index, "metadata", "query"), lws_by_name, own_name=target
+        )
 
 
 def _role_rules(role: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
@@ -261,9 +272,11 @@ CROSS_RULES = {
 
 
 def cross_object_errors(
-    objects_by_file: dict[str, tuple[dict[str, Any], ...]],
+    objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True
 ) -> Iterator[tuple[str, int, OutputError]]:
-    """(file, document index, error) for rules that span objects."""
+    """(file, document index, error) for rules that span objects. image_versions: hold the engine
+    flags to the version the image tag names (validate); a render already held them to the version
+    the profile runs, runtimeVersion included, which may be a tag that does not tell."""
     lws_by_name = {
         o["metadata"]["name"]: o
         for docs in objects_by_file.values()
@@ -280,5 +293,5 @@ def cross_object_errors(
             rules = CROSS_RULES.get(obj.get("kind"))
             for path, message in rules(obj, lws_by_name) if rules else ():
                 yield file, index, OutputError(path, message, code="cross-object")
-    yield from invariant_errors(objects_by_file)
+    yield from invariant_errors(objects_by_file, image_versions)
     yield from routing_errors(objects_by_file)

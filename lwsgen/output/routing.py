@@ -14,12 +14,13 @@ from typing import Any
 
 import yaml
 
-from lwsgen.derive.naming import LWS_NAME_LABEL, SET_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.derive.naming import LWS_NAME_LABEL, SET_NAME_LABEL, SUFFIXES, WORKER_INDEX_LABEL
 from lwsgen.output import sets as ds_rules
 from lwsgen.output.locate import OutputError
 from lwsgen.resources import package_dir
 
 PICKER_CONFIG_KIND = "EndpointPickerConfig"
+EPP_SUFFIX = SUFFIXES["epp"]  # the picker's Deployment is <pool>-epp
 
 
 def _named(everything: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
@@ -129,10 +130,15 @@ def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator
         args = list(container.get("args") or [])
         if "--pool-name" in args[:-1]:
             index = args.index("--pool-name") + 1
+            at = ("spec", "template", "spec", "containers", c, "args", index)
+            own = str(_get(deployment, "metadata", "name") or "").removesuffix(EPP_SUFFIX)
             if args[index] not in objects["InferencePool"]:
+                yield OutputError(at, f"names InferencePool {args[index]!r}, which is not in this set ({RENAMED})")
+            elif args[index] != own and own in objects["InferencePool"]:
                 yield OutputError(
-                    ("spec", "template", "spec", "containers", c, "args", index),
-                    f"names InferencePool {args[index]!r}, which is not in this set ({RENAMED})",
+                    at,
+                    f"names InferencePool {args[index]!r}, the pool of another copy "
+                    f"(this picker's is {own!r}; {RENAMED})",
                 )
     yield from _router_selectors(deployment, objects)
 
@@ -200,6 +206,15 @@ def _deployment_selector(
     if not owners:
         yield OutputError(("spec", "selector"), "selects the pods of no LeaderWorkerSet, Deployment or Job in this set")
         return
+    deployments = [d for d in owners if d.get("kind") == "Deployment"]
+    if len(deployments) > 1:
+        names = " and ".join(repr(_get(d, "metadata", "name")) for d in deployments)
+        yield OutputError(
+            ("spec", "selector"),
+            f"selects the pods of Deployments {names}: two copies of one output in a namespace carry the same "
+            "labels (a namePrefix renames objects, not labels); add a label per copy (kustomize `labels` with "
+            "includeSelectors), or render each copy as a profile of its own",
+        )
     named = _container_ports(_get(owners[0], "spec", "template") or {})
     for path, port in ports:
         if isinstance(port, str) and port not in named:

@@ -81,6 +81,10 @@ ENGINE = versions.Engine(
     ),
 )
 
+# rpc-server workers hold no weights: the leader's llama-server loads the GGUF and sends each worker
+# its tensors over RPC (tools/rpc/README.md), so only the leader mounts the model (output/podneeds.py).
+WORKERS_LOAD_MODEL = False
+
 CAPABILITIES = Capabilities(
     derived_flags=("--model", "-m", "--alias", "--host", "--port", "--n-gpu-layers", "-ngl", "--rpc"),
     tensor_splits_heads=False,

@@ -113,6 +113,10 @@ ENGINE = versions.Engine(
     ),
 )
 
+
+# Flags only newer SGLang has, checked on output against the image tag in the object (output/podneeds.py).
+FLAG_FEATURES = {"--pp-size": "pp-size", "--attn-dp-size": "attn-dp-size"}
+
 CAPABILITIES = Capabilities(
     derived_flags=(
         "--model-path",

@@ -126,6 +126,23 @@ ENGINE = versions.Engine(
 )
 
 
+# Flags of the launch lwsgen writes that only newer vLLM has: output validation reads the version
+# from the image tag in the object (an overlay's `images: newTag` included) and checks each against
+# ENGINE's table (output/podneeds.py).
+FLAG_FEATURES = {
+    "--nnodes": "native-multi-node",
+    "--node-rank": "native-multi-node",
+    "--master-addr": "native-multi-node",
+    "--master-port": "native-multi-node",
+    "--headless": "data-parallel-multi-node",
+    "--data-parallel-size-local": "data-parallel-multi-node",
+    "--data-parallel-address": "data-parallel-multi-node",
+    "--data-parallel-rpc-port": "data-parallel-multi-node",
+    "--data-parallel-start-rank": "data-parallel-multi-node",
+    "--all2all-backend": "all2all-flag",
+}
+
+
 def _rules(kv_metric: str) -> Capabilities:
     # vllm/envs.py VLLM_API_KEY (since v0.3.0, still read in v0.33.0); --api-key wins. Only /v1
     # (and /v2, /inference) need the key: /health and /metrics stay open.

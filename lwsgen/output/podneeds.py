@@ -1,0 +1,197 @@
+"""What the engine and LeaderWorkerSet need of a group's pods, checked on rendered and built or
+hand-edited output alike (an overlay can break each): every container has an image; the engine
+container starts the launch (command or args); leader and workers ask the same GPUs; a Secret or a
+shared volume one side reads, the other reads too; the engine flags exist in the engine version
+the image tag names; and every quantity is one Kubernetes accepts (lwsgen/quantity.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from lwsgen import quantity
+from lwsgen.output.locate import OutputError
+
+SIDES = ("leaderTemplate", "workerTemplate")
+RUNTIME_LABEL = "app.kubernetes.io/name"
+# Volumes every pod mounts for itself, not the weights or a Secret both sides must share.
+PRIVATE_VOLUMES = ("launch", "shm", "tmp", "scripts")
+# The Hub token every rank that loads the weights reads (huggingface_hub constants.py: HF_TOKEN, and
+# the older HUGGING_FACE_HUB_TOKEN); an API key is the serving leader's alone.
+MODEL_TOKENS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+
+
+def _main(spec: dict[str, Any]) -> dict[str, Any]:
+    containers = spec.get("containers") or [{}]
+    return containers[0] if isinstance(containers[0], dict) else {}
+
+
+def _gpus(container: dict[str, Any]) -> tuple[str, object] | None:
+    limits = (container.get("resources") or {}).get("limits") or {}
+    return next(((k, v) for k, v in limits.items() if str(k).endswith("/gpu")), None)
+
+
+def _secret_env(container: dict[str, Any]) -> set[str]:
+    return {e.get("name") for e in container.get("env") or [] if (e.get("valueFrom") or {}).get("secretKeyRef")}
+
+
+def _shared_mounts(container: dict[str, Any], spec: dict[str, Any]) -> set[str]:
+    kinds = {v.get("name"): v for v in spec.get("volumes") or []}
+    return {
+        m.get("name")
+        for m in container.get("volumeMounts") or []
+        if m.get("name") not in PRIVATE_VOLUMES
+        and not any(key in kinds.get(m.get("name"), {}) for key in ("configMap", "emptyDir", "downwardAPI"))
+    }
+
+
+def _containers(spec: dict[str, Any], at: tuple) -> Iterator[OutputError]:
+    for group in ("initContainers", "containers"):
+        for c, container in enumerate(spec.get(group) or []):
+            if isinstance(container, dict) and not container.get("image"):
+                yield OutputError((*at, group, c), f"container {container.get('name')!r} has no image")
+    main = _main(spec)
+    if main and not main.get("command") and not main.get("args"):
+        yield OutputError(
+            (*at, "containers", 0),
+            "the engine container has neither command nor args: it would run its image's entrypoint, not the "
+            "group's launch (render the profile again)",
+        )
+
+
+def _runtime(lws: dict[str, Any], side: str):
+    """The runtime plugin lwsgen's name label names on the object or its pod template, if any."""
+    from lwsgen import runtimes
+
+    template = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get(side) or {}
+    labels = {
+        **((lws.get("metadata") or {}).get("labels") or {}),
+        **((template.get("metadata") or {}).get("labels") or {}),
+    }
+    return runtimes.get(str(labels.get(RUNTIME_LABEL, "")))
+
+
+def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[OutputError]:
+    leader, worker = (lwt.get(side, {}).get("spec") or {} for side in SIDES)
+    at = {side: ("spec", "leaderWorkerTemplate", side, "spec", "containers", 0) for side in SIDES}
+    mains = {"leaderTemplate": _main(leader), "workerTemplate": _main(worker)}
+    gpus = {side: _gpus(container) for side, container in mains.items()}
+    if (gpus["leaderTemplate"] is None) != (gpus["workerTemplate"] is None) or (
+        gpus["leaderTemplate"]
+        and quantity.parse(gpus["leaderTemplate"][1]) != quantity.parse(gpus["workerTemplate"][1])
+    ):
+        said = {side: (f"{g[1]} {g[0]}" if g else "no GPU") for side, g in gpus.items()}
+        short = "leaderTemplate" if gpus["leaderTemplate"] is None else "workerTemplate"
+        yield OutputError(
+            (*at[short], "resources"),
+            f"the leader asks {said['leaderTemplate']} and each worker {said['workerTemplate']}: every pod of a group "
+            "is one rank set of the same engine, with the same GPUs (render the profile again)",
+        )
+    for mine, other in (SIDES, SIDES[::-1]):
+        if mine == SIDES[1] and not workers_load_model:
+            continue
+        needed = (_secret_env(mains[other]) - _secret_env(mains[mine])) & set(MODEL_TOKENS)
+        for name in sorted(needed):
+            yield OutputError(
+                (*at[mine], "env"),
+                f"has no {name} from its Secret, which the {_side(other)} reads: "
+                f"the {_side(mine)} would start without it",
+            )
+        theirs = _shared_mounts(mains[other], leader if other == SIDES[0] else worker)
+        ours = _shared_mounts(mains[mine], leader if mine == SIDES[0] else worker)
+        for name in sorted(theirs - ours):
+            yield OutputError(
+                (*at[mine], "volumeMounts"),
+                f"does not mount {name!r}, which the {_side(other)} mounts: every rank loads the same model",
+            )
+
+
+def _side(side: str) -> str:
+    return "leader" if side == SIDES[0] else "worker"
+
+
+def _flags(lws: dict[str, Any]) -> Iterator[OutputError]:
+    """The engine flags lwsgen wrote for the version it rendered, against the version of the image
+    the object runs now (an overlay's retag): features the runtime plugin ties to its flags."""
+    from lwsgen.runtimes import versions
+
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    for side in SIDES:
+        template = lwt.get(side) or {}
+        plugin = _runtime(lws, side)
+        features = getattr(plugin, "FLAG_FEATURES", None)
+        main = _main(template.get("spec") or {})
+        if not features or not isinstance(main.get("image"), str):
+            continue
+        text = versions.from_tag(plugin.ENGINE, main["image"])
+        if text is None:
+            continue
+        running = versions.EngineVersion(plugin.ENGINE, text, "image")
+        for key in ("command", "args"):
+            for index, arg in enumerate(main.get(key) or []):
+                feature = features.get(str(arg).split("=", 1)[0])
+                message = running.needs(feature, str(arg).split("=", 1)[0]) if feature else None
+                if message:
+                    where = ("spec", "leaderWorkerTemplate", side, "spec", "containers", 0, key, index)
+                    yield OutputError(where, message.replace("this profile runs", f"image {main['image']!r} runs"))
+
+
+def lws_errors(lws: dict[str, Any], image_versions: bool = True) -> Iterator[OutputError]:
+    lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+    for side in SIDES:
+        if isinstance(lwt.get(side), dict):
+            yield from _containers(lwt[side].get("spec") or {}, ("spec", "leaderWorkerTemplate", side, "spec"))
+    if isinstance(lwt.get("leaderTemplate"), dict) and isinstance(lwt.get("workerTemplate"), dict):
+        yield from _sides(lwt, getattr(_runtime(lws, "leaderTemplate"), "WORKERS_LOAD_MODEL", True))
+    if image_versions:
+        yield from _flags(lws)
+
+
+def _pod_specs(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]]:
+    """(path, pod spec) of every pod template an object holds."""
+    spec = obj.get("spec") or {}
+    for side in SIDES:
+        template = (spec.get("leaderWorkerTemplate") or {}).get(side)
+        if isinstance(template, dict):
+            yield ("spec", "leaderWorkerTemplate", side, "spec"), template.get("spec") or {}
+    for r, role in enumerate(spec.get("roles") or []):
+        for side in SIDES:
+            template = (((role or {}).get("spec") or {}).get("leaderWorkerTemplate") or {}).get(side)
+            if isinstance(template, dict):
+                yield ("spec", "roles", r, "spec", "leaderWorkerTemplate", side, "spec"), template.get("spec") or {}
+    template = spec.get("template") or ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")
+    if isinstance(template, dict):
+        yield ("spec", "template", "spec"), template.get("spec") or {}
+    for name, replica in (spec.get("mpiReplicaSpecs") or {}).items():
+        yield (
+            ("spec", "mpiReplicaSpecs", name, "template", "spec"),
+            ((replica or {}).get("template") or {}).get("spec") or {},
+        )
+
+
+def _bad(value: object, at: tuple, what: str) -> Iterator[OutputError]:
+    amount = quantity.parse(value)
+    if amount is None:
+        yield OutputError(at, f"{value!r} is not {quantity.HELP}; the API server would refuse {what}")
+    elif amount < 0:
+        yield OutputError(at, f"{value!r} is negative; the API server would refuse {what}")
+
+
+def quantity_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
+    """Every resource amount, emptyDir sizeLimit and claim size, parsed as apimachinery parses it
+    (Kubernetes' schema types a quantity as any string, so `memory: 800GB` passes the schema)."""
+    for at, spec in _pod_specs(obj):
+        for group in ("initContainers", "containers"):
+            for c, container in enumerate(spec.get(group) or []):
+                resources = (container or {}).get("resources") or {}
+                for side in ("limits", "requests"):
+                    for name, value in (resources.get(side) or {}).items():
+                        yield from _bad(value, (*at, group, c, "resources", side, name), f"{name} {value!r}")
+        for v, volume in enumerate(spec.get("volumes") or []):
+            empty = (volume or {}).get("emptyDir") or {}
+            if "sizeLimit" in empty:
+                yield from _bad(empty["sizeLimit"], (*at, "volumes", v, "emptyDir", "sizeLimit"), "the sizeLimit")
+    if obj.get("kind") == "PersistentVolumeClaim":
+        for side in ("requests", "limits"):
+            for name, value in (((obj.get("spec") or {}).get("resources") or {}).get(side) or {}).items():
+                yield from _bad(value, ("spec", "resources", side, name), f"the claim's {name}")

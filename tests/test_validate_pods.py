@@ -1,0 +1,145 @@
+"""`lwsgen validate` on hand-edited and overlay-built output sees what would break the group
+(#33: each of these was accepted before)."""
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import REPO, tool
+from lwsgen.cli import main
+
+EXAMPLE = "vllm-llama31-405b"
+
+
+def _edited(tmp_path, edit, example=EXAMPLE):
+    shutil.copytree(REPO / "out" / example, tmp_path / example)
+    path = tmp_path / example / "leaderworkerset.yaml"
+    lws = yaml.safe_load(path.read_text())
+    edit(lws["spec"]["leaderWorkerTemplate"])
+    path.write_text(yaml.safe_dump(lws, sort_keys=False))
+    return tmp_path / example
+
+
+def _leader(lwt):
+    return lwt["leaderTemplate"]["spec"]["containers"][0]
+
+
+def _worker(lwt):
+    return lwt["workerTemplate"]["spec"]["containers"][0]
+
+
+def _drop_env(container, name):
+    container["env"] = [e for e in container["env"] if e["name"] != name]
+
+
+BROKEN = {
+    "leader without GPUs": (
+        lambda t: _leader(t)["resources"]["limits"].pop("nvidia.com/gpu"),
+        "the leader asks no GPU and each worker 8 nvidia.com/gpu",
+    ),
+    "workers with 4 GPUs": (
+        lambda t: _worker(t)["resources"]["limits"].update({"nvidia.com/gpu": 4}),
+        "the leader asks 8 nvidia.com/gpu and each worker 4 nvidia.com/gpu",
+    ),
+    "leader without image": (lambda t: _leader(t).pop("image"), "container 'leader' has no image"),
+    "leader without command or args": (
+        lambda t: (_leader(t).pop("command"), _leader(t).pop("args", None)),
+        "the engine container has neither command nor args",
+    ),
+    "leader without HF_TOKEN": (
+        lambda t: _drop_env(_leader(t), "HF_TOKEN"),
+        "has no HF_TOKEN from its Secret, which the worker reads",
+    ),
+    "worker without the model mount": (
+        lambda t: _worker(t).update(volumeMounts=[m for m in _worker(t)["volumeMounts"] if m["name"] != "model"]),
+        "does not mount 'model', which the leader mounts",
+    ),
+    "memory 800GB": (
+        lambda t: _leader(t)["resources"]["limits"].update(memory="800GB"),
+        "limits.memory: '800GB' is not a Kubernetes quantity",
+    ),
+    "cpu lots": (
+        lambda t: _worker(t)["resources"]["requests"].update(cpu="lots"),
+        "'lots' is not a Kubernetes quantity",
+    ),
+    "sizeLimit 16 gigs": (
+        lambda t: t["leaderTemplate"]["spec"]["volumes"][0]["emptyDir"].update(sizeLimit="16 gigs"),
+        "emptyDir.sizeLimit: '16 gigs' is not a Kubernetes quantity",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_validate_refuses_what_would_break_the_group(case, tmp_path, capsys):
+    edit, said = BROKEN[case]
+    directory = _edited(tmp_path, edit)
+    assert main(["validate", str(directory)]) == 1
+    out = capsys.readouterr().out
+    assert said in out, out
+
+
+def test_the_untouched_output_is_valid(tmp_path, capsys):
+    assert main(["validate", str(_edited(tmp_path, lambda t: None))]) == 0, capsys.readouterr().out
+
+
+def test_one_typo_is_one_finding(tmp_path, capsys):
+    """Before: startupPolicyy in the LWS also failed the Service, PodMonitor and HPA that select it."""
+
+    shutil.copytree(REPO / "out" / EXAMPLE, tmp_path / EXAMPLE)
+    path = tmp_path / EXAMPLE / "leaderworkerset.yaml"
+    lws = yaml.safe_load(path.read_text())
+    lws["spec"]["startupPolicyy"] = lws["spec"].pop("startupPolicy")
+    path.write_text(yaml.safe_dump(lws, sort_keys=False))
+    assert main(["validate", str(tmp_path / EXAMPLE), "--format", "json"]) == 1
+    import json
+
+    findings = json.loads(capsys.readouterr().out)
+    assert {f["file"].rsplit("/", 1)[-1] for f in findings} == {"leaderworkerset.yaml"}, findings
+    assert len(findings) == 1 and "startupPolicyy" in findings[0]["path"]
+
+
+def _build(tmp_path, overlay, example=EXAMPLE):
+    shutil.copytree(REPO / "out" / example, tmp_path / "base")
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (tmp_path / "built.yaml").write_text(built.stdout)
+    return tmp_path / "built.yaml"
+
+
+@pytest.mark.tools
+def test_an_image_retag_is_held_to_the_version_it_names(tmp_path, capsys):
+    """Before: images newTag v0.8.5 on a vLLM 0.33 output kept --nnodes/--headless and validated."""
+    built = _build(tmp_path, {"resources": ["../base"], "images": [{"name": "vllm/vllm-openai", "newTag": "v0.8.5"}]})
+    assert main(["validate", str(built)]) == 1
+    out = capsys.readouterr().out
+    assert "--nnodes needs vLLM 0.11.1 or newer" in out and "image 'vllm/vllm-openai:v0.8.5' runs 0.8.5" in out
+    assert "--headless needs vLLM 0.9.0 or newer" in out
+    newer = _build(
+        tmp_path / "b", {"resources": ["../base"], "images": [{"name": "vllm/vllm-openai", "newTag": "v0.34.0"}]}
+    )
+    assert main(["validate", str(newer)]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.tools
+def test_two_copies_in_one_namespace_name_what_points_at_the_other(tmp_path, capsys):
+    """The base and a namePrefix copy side by side: the copy's --pool-name and PromQL still name the
+    base's objects, and each picker Service selects both pickers' pods."""
+    (tmp_path / "copy").mkdir()
+    shutil.copytree(REPO / "out" / EXAMPLE, tmp_path / "base")
+    (tmp_path / "copy" / "kustomization.yaml").write_text(
+        yaml.safe_dump({"resources": ["../base"], "namePrefix": "b-"})
+    )
+    (tmp_path / "both").mkdir()
+    (tmp_path / "both" / "kustomization.yaml").write_text(yaml.safe_dump({"resources": ["../base", "../copy"]}))
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "both")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (tmp_path / "built.yaml").write_text(built.stdout)
+    assert main(["validate", str(tmp_path / "built.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert f"names InferencePool '{EXAMPLE}', the pool of another copy (this picker's is 'b-{EXAMPLE}';" in out
+    assert f"selects LeaderWorkerSet '{EXAMPLE}', another copy's (this object's is 'b-{EXAMPLE}';" in out
+    assert f"selects the pods of Deployments 'b-{EXAMPLE}-epp' and '{EXAMPLE}-epp'" in out
