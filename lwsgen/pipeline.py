@@ -3,7 +3,7 @@ Writing (output/write.py) is the caller's, once every profile has passed."""
 
 from pathlib import Path
 
-from lwsgen.check import check
+from lwsgen.check import check, editor
 from lwsgen.check.profile import Profile
 from lwsgen.derive import derive
 from lwsgen.load import load
@@ -34,6 +34,8 @@ def load_profile(path: Path, display: str | None = None, given: Given = NOTHING)
     """Stages 1-2: the typed profile, the loaded source and the warnings; raises ProblemsError."""
     src = load(path, display, given)
     profile, warnings = check(src)
+    if str(path) != STDIN:
+        warnings = [*warnings, *editor.warnings(path, display or str(path))]
     return profile, src, warnings
 
 

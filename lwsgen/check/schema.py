@@ -249,16 +249,40 @@ PARTIAL_SCHEMA = "profile-partial.schema.json"
 
 
 def partial_schema() -> dict[str, Any]:
-    """The profile schema for a base (a part of a profile that others extend): every field as in a
-    profile, none required. The committed schemas/profile-partial.schema.json is this (make docs)."""
-    partial = copy.deepcopy(profile_schema())
-    partial["$id"] = partial["$id"].replace(PROFILE_SCHEMA, PARTIAL_SCHEMA)
-    partial["title"] = "lwsgen profile base (fields of a profile that others extend; none required)"
-    for key in ("if", "then", "else"):
-        partial.pop(key, None)
-    for field in ("model", "node"):
-        partial["properties"][field].pop("required", None)
+    """The profile schema for a file that is part of a profile: a base, or an overlay (`extends:`).
+    Every field as in a profile, none required wherever the merge reaches: maps merge key by key,
+    so an overlay may give `tokenSecret: {name}` and its base the key. Lists replace whole, so a
+    list item keeps its required fields. The committed schemas/profile-partial.schema.json is this
+    (make docs); editors use it for overlays and bases."""
+    full = profile_schema()
+    partial = _loosened(copy.deepcopy(full), full.get("$defs", {}))
+    partial["$id"] = full["$id"].replace(PROFILE_SCHEMA, PARTIAL_SCHEMA)
+    partial["title"] = "lwsgen profile part: an overlay (extends:) or a base (fields of a profile; none required)"
+    partial["$defs"] = full["$defs"]
     return partial
+
+
+def _only_required(options: Any) -> bool:
+    return isinstance(options, list) and all(isinstance(o, dict) and set(o) == {"required"} for o in options)
+
+
+def _loosened(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """node without what makes a field required, down every path a deep merge follows; a $ref on
+    such a path is inlined (the definition may be required elsewhere, inside a list)."""
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        node = {**copy.deepcopy(defs[ref.removeprefix("#/$defs/")]), **{k: v for k, v in node.items() if k != "$ref"}}
+    for key in ("required", "if", "then", "else"):
+        node.pop(key, None)
+    for key in ("oneOf", "anyOf"):
+        if _only_required(node.get(key)):
+            node.pop(key)
+    for name, child in (node.get("properties") or {}).items():
+        if isinstance(child, dict):
+            node["properties"][name] = _loosened(child, defs)
+    if isinstance(node.get("additionalProperties"), dict):
+        node["additionalProperties"] = _loosened(node["additionalProperties"], defs)
+    return node
 
 
 @lru_cache(maxsize=1)
