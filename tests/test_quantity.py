@@ -111,3 +111,10 @@ def test_the_profile_takes_what_kubernetes_takes(write_profile, minimal, tmp_pat
         path = write_profile(merged(minimal, **{"node.memory": memory}))
         assert main(["render", str(path), "-o", str(tmp_path / "out")]) == 1
         assert "node.memory" in capsys.readouterr().err
+
+
+def test_the_profile_schema_uses_the_same_grammar():
+    """One grammar: the profile's pattern is apimachinery's, without the minus sign (no resource is negative)."""
+    from lwsgen.check.schema import profile_schema
+
+    assert profile_schema()["$defs"]["quantity"]["pattern"] == quantity.PATTERN.replace("[+-]?", "\\+?", 1)
