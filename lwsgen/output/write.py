@@ -446,7 +446,8 @@ def orphans(out_root: Path, results: list[Rendered], scope: list[Path]) -> list[
             if whole_tree:
                 found.append(Orphan(entry, "unknown"))
         elif any(source == root or source.is_relative_to(root) for root in roots):
-            found.append(Orphan(entry, os.path.relpath(source)))
+            shown = os.path.relpath(source)
+            found.append(Orphan(entry, str(source) if shown.startswith("..") else shown))
     return found
 
 
