@@ -359,7 +359,7 @@ def _say_orphans(orphans: list, kept: list, out) -> None:
             sys.stderr.write(
                 f"lwsgen render: {where}/: no profile renders it any more, but it holds "
                 f"{_safe(', '.join(held[orphan.directory]))}, which lwsgen did not write; not removed "
-                "(--force removes it)\n"
+                "(--force removes files lwsgen did not write, never a directory)\n"
             )
         else:
             out.write(

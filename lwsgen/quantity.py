@@ -16,8 +16,9 @@ the output. tests/test_quantity.py runs quantity_test.go's vectors.
 
 from __future__ import annotations
 
+import decimal
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]*)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE])?$"
 _QUANTITY = re.compile(PATTERN)
@@ -40,13 +41,17 @@ def parse(value: object) -> Decimal | None:
     number = text[: len(text) - len(suffix)]
     if number.lstrip("+-") in (".", ""):
         number = number.replace(".", "0") or "0"
-    try:
-        amount = Decimal(number)
-        if suffix not in _SCALE:  # a decimal exponent: e3, E-3, e+6
-            return amount.scaleb(int(suffix[1:]))
-        return amount * _SCALE[suffix]
-    except (InvalidOperation, ValueError, OverflowError):
-        return None
+    # Exact for every digit a profile could hold (apimachinery keeps arbitrary precision too); an
+    # exponent beyond what any resource could mean is not a quantity lwsgen can compare.
+    with decimal.localcontext(
+        decimal.Context(prec=120, Emax=999, Emin=-999, traps=[decimal.Overflow, decimal.InvalidOperation])
+    ):
+        try:
+            amount = Decimal(number)
+            amount = amount.scaleb(int(suffix[1:])) if suffix not in _SCALE else amount * _SCALE[suffix]
+            return amount if amount.is_finite() else None  # a decimal exponent above: e3, E-3, e+6
+        except (ArithmeticError, ValueError):
+            return None
 
 
 def is_quantity(value: object) -> bool:

@@ -207,3 +207,14 @@ def test_parameters_cannot_leave_the_app_path_or_inject(app, tmp_path):
     assert strict.returncode == 0, strict.stderr  # the examples render without warnings
     wrong = _generate(app, _argocd_env(tmp_path, [{"name": "strict", "string": "yes"}]))
     assert wrong.returncode == 1 and "strict must be true or false" in wrong.stderr
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['[{"name":"set","array":null}]', '[{"name":"set","array":5}]', "[" * 100000, '["profile"]', '{"a": 1}'],
+)
+def test_malformed_parameters_fail_the_sync_in_one_line(raw, app, tmp_path):
+    env = _argocd_env(tmp_path)
+    env["ARGOCD_APP_PARAMETERS"] = raw
+    run = _generate(app, env)
+    assert run.returncode == 1 and run.stderr.startswith("lwsgen plugin: ") and "Traceback" not in run.stderr

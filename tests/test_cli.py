@@ -201,3 +201,15 @@ def test_default_fills_only_what_no_file_sets(tmp_path, capsys):
     assert main(["render", str(path), "--stdout", "--default", "namespace=team-a"]) == 0
     docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "LeaderWorkerSet"} == {"mine"}
+
+
+def test_hostile_assignments_are_problems_not_crashes(capsys):
+    profile = str(PROFILES / "trtllm-serve-llama31-405b.yaml")
+    deep = ".".join(["a"] * 300)
+    for assignment, said in (
+        (f"labels.{deep}=1", "--set:1:1: a field path of more than 16 keys"),
+        ("node.memory=1e1000000", "the API server would refuse memory '1e1000000'"),
+        ("replicas=!!python/object:os.system x", "--set:1:10"),
+    ):
+        assert main(["render", profile, "--stdout", "--set", assignment]) == 1, assignment
+        assert said in capsys.readouterr().err, assignment

@@ -73,3 +73,14 @@ def test_editors_accept_overlays_and_bases():
     assert jsonschema_rs.validator_for(partial_schema()).is_valid(base)
     assert not jsonschema_rs.validator_for(partial_schema()).is_valid(merged(base, **{"node.gpus": "many"}))
     assert json.loads((REPO / "schemas" / "profile-partial.schema.json").read_text()) == partial_schema()
+
+
+def test_base_only_is_read_as_yaml_reads_it(tmp_path, capsys):
+    """Any YAML spelling of base: true marks a base; the words inside a string do not."""
+    profiles = tmp_path / "p"
+    profiles.mkdir()
+    complete = (PROFILES / "vllm-llama31-405b.yaml").read_text()
+    (profiles / "quoted.yaml").write_text('"base": !!bool true\nruntime: vllm\nnode: {gpus: 8}\n')
+    (profiles / "a.yaml").write_text(complete + 'annotations:\n  note: "deploy after\nbase: true\n  "\n')
+    assert main(["render", str(profiles), "-o", str(tmp_path / "out")]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["vllm-llama31-405b"]

@@ -542,3 +542,26 @@ def test_a_foreign_file_is_kept_and_reported_until_force_removes_it(write_profil
     assert main(["render", str(profiles), "-o", str(out), "--force"]) == 0
     assert not (out / "one" / "README.md").exists()
     assert main(["render", str(profiles), "-o", str(out), "--check"]) == 0
+
+
+def test_orphan_removal_never_reaches_what_it_cannot_vouch_for(write_profile, tmp_path, capsys):
+    """An independent attack's cases: a directory without a recorded profile, a directory inside an
+    orphan, a copy under another name, and an output root spelled through a link."""
+    profiles, out = tmp_path / "profiles", tmp_path / "out"
+    write_profile(f"{BASE}name: one\n", "profiles/one.yaml")
+    two = write_profile(f"{BASE}name: two\n", "profiles/two.yaml")
+    assert main(["render", str(profiles), "-o", str(out)]) == 0
+    shutil.copytree(out / "one", out / "one.bak")  # a copy: not a name a profile could have
+    shutil.copytree(out / "one", out / "legacy")
+    manifest = out / "legacy" / ".lwsgen-files"
+    manifest.write_text(manifest.read_text().split("\n", 1)[1])  # no recorded profile (older lwsgen, stdin)
+    (out / "two" / "data").mkdir()
+    (out / "two" / "data" / "keep.txt").write_text("precious\n")
+    two.unlink()
+    assert main(["render", str(profiles), "-o", str(out), "--force"]) == 0
+    assert (out / "two" / "data" / "keep.txt").read_text() == "precious\n"  # never a directory, even with --force
+    assert (out / "one.bak").is_dir() and (out / "legacy").is_dir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    capsys.readouterr()
+    assert main(["render", str(profiles / "one.yaml"), "-o", str(link / "out"), "--check"]) == 0, capsys.readouterr()

@@ -40,8 +40,8 @@ def escaped(name: str) -> str:
 def _from_json(raw: str) -> dict[str, object]:
     try:
         entries = json.loads(raw)
-    except ValueError as err:
-        raise PluginError(f"ARGOCD_APP_PARAMETERS is not JSON: {err}") from None
+    except (ValueError, RecursionError) as err:
+        raise PluginError(f"ARGOCD_APP_PARAMETERS is not JSON lwsgen can read: {err}") from None
     if not isinstance(entries, list):
         raise PluginError("ARGOCD_APP_PARAMETERS must be a JSON list of parameters")
     values: dict[str, object] = {}
@@ -49,12 +49,12 @@ def _from_json(raw: str) -> dict[str, object]:
         name = entry.get("name") if isinstance(entry, dict) else None
         if name not in PARAMETERS:
             raise PluginError(f"unknown plugin parameter {name!r}; the lwsgen plugin takes {', '.join(PARAMETERS)}")
-        if "string" in entry:
+        if isinstance(entry.get("string"), str):
             values[name] = entry["string"]
-        elif "array" in entry:
+        elif isinstance(entry.get("array"), list) and all(isinstance(v, str) for v in entry["array"]):
             values[name] = list(entry["array"])
         else:
-            raise PluginError(f"plugin parameter {name!r} needs a string or an array")
+            raise PluginError(f"plugin parameter {name!r} needs a string or an array of strings")
     return values
 
 
@@ -121,7 +121,8 @@ def render_arguments(environ: dict[str, str], app_path: Path) -> tuple[list[str]
     strict = str(values.get("strict") or "false").lower()
     if strict not in ("true", "false"):
         raise PluginError(f"strict must be true or false, not {values['strict']!r}")
-    args, notes = ["render", profile, "--stdout"], []
+    # a profile named like an option is still a path (./-x.yaml), never a flag
+    args, notes = ["render", f"./{profile}" if profile.startswith("-") else profile, "--stdout"], []
     if strict == "true":
         args.append("--strict")
     for kind in _listed(values.get("include", "")):

@@ -15,7 +15,6 @@ from pathlib import Path
 YAML_SUFFIXES = (".yaml", ".yml")
 _PROFILE_KEY = re.compile(rb"^(runtime|extends)\s*:", re.M)
 _KIND_KEY = re.compile(rb"^kind\s*:", re.M)
-_BASE_ONLY = re.compile(rb"^base\s*:\s*(true|True|TRUE)\s*(#.*)?$", re.M)
 
 
 def walk(root: Path, skip: Path | None = None) -> list[Path]:
@@ -52,8 +51,19 @@ def _head(path: Path) -> bytes:
 
 
 def is_base_only(path: Path) -> bool:
-    """The file says it is only a base: a top-level `base: true` (the pipeline refuses it if named)."""
-    return bool(_BASE_ONLY.search(_head(path)))
+    """The file says it is only a base: a top-level `base: true`, read as the loader reads it (any
+    YAML spelling of the key and the boolean; never a line inside a string). A file that does not
+    load is not a base: the pipeline reports what is wrong with it."""
+    from lwsgen.load.source import load_file
+    from lwsgen.problems import ProblemsError
+
+    try:
+        if b"base" not in _head(path) and path.stat().st_size <= 65536:
+            return False  # the word is nowhere: no need to parse
+        data = load_file(path).data
+    except (ProblemsError, OSError):
+        return False
+    return isinstance(data, dict) and data.get("base") is True
 
 
 def profiles(paths: list[str], out_root: Path | None = None) -> tuple[list[tuple[Path, str]], set[Path]]:

@@ -115,8 +115,8 @@ def _keep_if_valid(doc: source.Source, errors: list, kept: list[source.Source], 
         kept.append(doc)
         return
     name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data.get("metadata"), dict) else None
-    if isinstance(name, str) and name:
-        report.broken.add(name)
+    # an object without a usable name could be what anything selects: every cross-object finding waits
+    report.broken.add(name if isinstance(name, str) and name else ANY)
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -130,10 +130,13 @@ def _strings(value: Any) -> Iterator[str]:
         yield value
 
 
+ANY = "\0any"  # in Report.broken: a refused object whose name itself is unusable
+
+
 def _depends_on_broken(obj: Any, broken: set[str]) -> bool:
     """An object that names an object its schema refused (or one named after it, <name>-...): its
     cross-object findings would follow from that one error, so they wait until it is fixed."""
-    return any(text in broken or _prefixed(text, broken) for text in _strings(obj))
+    return ANY in broken or any(text in broken or _prefixed(text, broken) for text in _strings(obj))
 
 
 def _prefixed(text: str, broken: set[str]) -> bool:

@@ -21,6 +21,7 @@ STDIN_SHOWN = "<stdin>"
 _SEGMENT = re.compile(r"(?:\\.|[^.\\])+")
 _KEY = re.compile(r"^[A-Za-z0-9_][-A-Za-z0-9_./]*$")
 REFUSED = ("extends", "base")  # the file's own statements, never the command line's
+MAX_DEPTH = 16  # keys in a PATH: the deepest profile field is far shallower
 
 
 class Given(Record):
@@ -46,6 +47,9 @@ def _one(flag: str, index: int, assignment: str) -> Source:
     """One --set or --default as a Source of its own, positioned at the flag."""
     key, sep, value = assignment.partition("=")
     path = _path(key) if sep else ()
+    if len(path) > MAX_DEPTH:
+        message = f"a field path of more than {MAX_DEPTH} keys; no profile field is that deep"
+        raise ProblemsError([Problem(flag, index, 1, "", message, "too-deep")])
     if not path:
         message = "must be PATH=VALUE (a dotted field path of the profile, e.g. autoscaling.maxReplicas=4)"
         raise ProblemsError([Problem(flag, index, 1, "", message, "bad-assignment")])

@@ -118,8 +118,11 @@ def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[OutputError]:
         return
     seen: set[str] = set()
     for group in ("initContainers", "containers"):
-        for c, container in enumerate(pod.get(group, [])):
+        for c, container in enumerate(pod.get(group) or []):
             here = (*at, group, c)
+            if not isinstance(container, dict):  # null or a scalar: the API server refuses it too
+                yield OutputError(here, "a container is a mapping (name, image, ...)")
+                continue
             name = str(container.get("name", ""))
             if len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
                 yield OutputError((*here, "name"), f"container name {name!r} must be a DNS-1123 label")
@@ -127,7 +130,10 @@ def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[OutputError]:
                 yield OutputError((*here, "name"), f"container name {name!r} is used twice in this pod")
             seen.add(name)
             ports: set[str] = set()
-            for p, port in enumerate(container.get("ports", [])):
+            for p, port in enumerate(container.get("ports") or []):
+                if not isinstance(port, dict):
+                    yield OutputError((*here, "ports", p), "a port is a mapping (name, containerPort, ...)")
+                    continue
                 port_name = port.get("name")
                 if port_name is not None:
                     why = port_name_problem(str(port_name))
@@ -139,7 +145,10 @@ def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[OutputError]:
                 number = port.get("containerPort")
                 if isinstance(number, int) and not 1 <= number <= 65535:
                     yield OutputError((*here, "ports", p, "containerPort"), f"{number} is not a port (1-65535)")
-            for e, env in enumerate(container.get("env", [])):
+            for e, env in enumerate(container.get("env") or []):
+                if not isinstance(env, dict):
+                    yield OutputError((*here, "env", e), "an env entry is a mapping (name, value or valueFrom)")
+                    continue
                 if not ENV_VAR_NAME.fullmatch(str(env.get("name", ""))):
                     yield OutputError(
                         (*here, "env", e, "name"),

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from lwsgen import quantity
 from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
 from lwsgen.output import sets as ds_rules
 from lwsgen.output.invariants import invariant_errors
@@ -27,8 +28,13 @@ def _containers(template: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _unequal_resources(resources: dict[str, Any]) -> list[str]:
     """Resources whose request differs from their limit (an omitted request defaults to the limit)."""
-    limits = {k: str(v) for k, v in (resources.get("limits") or {}).items()}
-    requests = {**limits, **{k: str(v) for k, v in (resources.get("requests") or {}).items()}}
+
+    def amount(value: object) -> object:
+        parsed = quantity.parse(value)
+        return str(value) if parsed is None else parsed  # 8, '8' and 8000m are one amount
+
+    limits = {k: amount(v) for k, v in (resources.get("limits") or {}).items()}
+    requests = {**limits, **{k: amount(v) for k, v in (resources.get("requests") or {}).items()}}
     return sorted(k for k in requests if requests[k] != limits.get(k))
 
 

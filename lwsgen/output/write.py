@@ -40,6 +40,7 @@ from lwsgen.records import Record
 MANIFEST = ".lwsgen-files"
 STAGING = ".lwsgen-"  # OUT/.<name>.lwsgen-<random>: a directory being built or being removed
 # Exactly what lwsgen names them (a profile name is a DNS label; 12 hex digits): nothing of the user's.
+_PROFILE_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # a DNS-1035 label: what a profile name is
 _LEFTOVER = re.compile(r"\.(?P<name>[a-z]([-a-z0-9]*[a-z0-9])?)\.lwsgen-(?P<old>old-)?[0-9a-f]{12}")
 LOCK_TIMEOUT = 60.0
 
@@ -118,8 +119,8 @@ SOURCE_LINE = "# rendered from "  # .lwsgen-files' first line: the profile, rela
 def _with_manifest(result: Rendered, directory: Path) -> dict[str, str]:
     files = dict(result.files)
     source = ""
-    if result.path:
-        source = f"{SOURCE_LINE}{os.path.relpath(result.path, os.path.abspath(directory))}\n"
+    if result.path:  # relative to the directory as it really is: however OUT is spelled, the same line
+        source = f"{SOURCE_LINE}{os.path.relpath(result.path, os.path.realpath(directory))}\n"
     files[MANIFEST] = source + "".join(f"{name}\n" for name in sorted(result.files))
     return files
 
@@ -139,7 +140,7 @@ def recorded_source(directory: Path) -> Path | None:
         return None
     if not first.startswith(SOURCE_LINE):
         return None
-    return Path(os.path.normpath(os.path.join(os.path.abspath(directory), first[len(SOURCE_LINE) :])))
+    return Path(os.path.normpath(os.path.join(os.path.realpath(directory), first[len(SOURCE_LINE) :])))
 
 
 class Plan(Record):
@@ -376,7 +377,10 @@ class Drift(Record):
             "stale": f"stale (differs from what {self.profile} renders)",
             "extra": f"extra (no longer rendered from {self.profile}; render removes it)",
             "foreign": f"extra (not written by lwsgen, not rendered from {self.profile}): remove it, or render --force",
-            "orphan": f"no profile renders this directory any more ({self.profile}); render removes it",
+            "orphan": (
+                f"no profile renders this directory any more ({self.profile}); render removes it (with --force "
+                "if it holds files lwsgen did not write)"
+            ),
         }
         return f"{self.path}: {what[self.state]}"
 
@@ -428,24 +432,27 @@ def orphans(out_root: Path, results: list[Rendered], scope: list[Path]) -> list[
     """OUT/<name>/ directories lwsgen owns (they hold .lwsgen-files) whose profile is in the scope of
     this run (a given file, or under a given directory) and rendered none of them: the profile was
     deleted, renamed, or now says `base: true`. A directory whose profile lies outside the scope
-    is another run's; one without a recorded profile (an older lwsgen's) is judged by a directory run."""
+    is another run's; one without a recorded profile (standard input, an older lwsgen) is never judged."""
     if not out_root.is_dir():
         return []
     produced = {result.name for result in results}
     roots = [path.resolve() for path in scope]
-    whole_tree = any(path.is_dir() for path in roots)
     found = []
     for entry in sorted(out_root.iterdir()):
-        if entry.name.startswith(".") or entry.name in produced or entry.is_symlink() or not entry.is_dir():
-            continue
+        if (
+            not _PROFILE_NAME.fullmatch(entry.name)
+            or entry.name in produced
+            or entry.is_symlink()
+            or not entry.is_dir()
+        ):
+            continue  # only what a profile could have named: never a copy (x.bak) or a dot entry
         manifest = _lstat(entry / MANIFEST)
         if manifest is None or not stat.S_ISREG(manifest.st_mode):
             continue  # not lwsgen's
         source = recorded_source(entry)
         if source is None:
-            if whole_tree:
-                found.append(Orphan(entry, "unknown"))
-        elif any(source == root or source.is_relative_to(root) for root in roots):
+            continue  # no recorded profile (standard input, an older lwsgen): never judged
+        if any(source == root or source.is_relative_to(root) for root in roots):
             shown = os.path.relpath(source)
             found.append(Orphan(entry, str(source) if shown.startswith("..") else shown))
     return found
@@ -457,9 +464,12 @@ def remove_orphans(out_root: Path, found: list[Orphan], force: bool = False) -> 
     kept = []
     try:
         for orphan in found:
-            others = tuple(sorted(set(os.listdir(orphan.directory)) - _owned(orphan.directory) - {MANIFEST}))
-            if others and not force:
-                kept.append((orphan, others))
+            entries = {name: os.lstat(orphan.directory / name) for name in os.listdir(orphan.directory)}
+            # lwsgen writes only files: a directory (or a mount) inside is never removed, not even by --force
+            held = tuple(sorted(n for n, info in entries.items() if not _is_file_or_link(info)))
+            foreign = tuple(sorted(set(entries) - _owned(orphan.directory) - {MANIFEST} - set(held)))
+            if held or (foreign and not force):
+                kept.append((orphan, held + (() if force else foreign)))
                 continue
             doomed = out_root / f".{orphan.directory.name}{STAGING}{secrets.token_hex(6)}"
             os.rename(orphan.directory, doomed)
