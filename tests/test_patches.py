@@ -144,16 +144,3 @@ def test_the_standalone_kustomize_is_tested_where_make_tools_built_it():
         pytest.skip("no standalone kustomize in .tools/bin (make tools builds it where Go is installed)")
     version = subprocess.run([str(STANDALONE), "version"], capture_output=True, text=True).stdout
     assert "v5.7.1" in version, version
-
-
-def test_the_cached_core_definitions_are_the_pruned_ones(tmp_path, monkeypatch):
-    from lwsgen.derive import patchschema
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    patchschema.core_definitions.cache_clear()
-    first = patchschema.core_definitions("1.33")  # pruned and stored
-    patchschema.core_definitions.cache_clear()
-    assert list(tmp_path.glob("lwsgen/kustomize-openapi-1.33-*.json"))
-    assert patchschema.core_definitions("1.33") == first == patchschema._pruned("1.33")
-    assert "io.k8s.api.core.v1.PodSpec" in first
-    patchschema.core_definitions.cache_clear()

@@ -103,34 +103,11 @@ class _Pruner:
         return out
 
 
-CACHE_FORMAT = 1  # bump when the pruning changes
-
-
 @lru_cache(maxsize=4)
 def core_definitions(kubernetes_version: str) -> dict[str, Any]:
-    """The pruned core definitions of one Kubernetes version: from the cache (keyed by the
-    definitions file's size and mtime), else pruned (~75 ms) and cached."""
-    from lwsgen.files import atomic_write, cache_dir
-    from lwsgen.resources import kubernetes_schema_root
-
-    source = kubernetes_schema_root() / f"v{kubernetes_version}.0-local-strict" / "_definitions.json"
-    info = source.stat()
-    where = cache_dir()
-    name = f"kustomize-openapi-{kubernetes_version}-{CACHE_FORMAT}-{info.st_size}-{info.st_mtime_ns}.json"
-    cached = where / name if where is not None else None
-    if cached is not None:
-        try:
-            return json.loads(cached.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass  # absent or damaged: pruned again
-    found = _pruned(kubernetes_version)
-    if cached is not None:
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(cached, json.dumps(found))
-        except OSError:
-            pass  # no cache directory: pruned again next time
-    return found
+    """The pruned core definitions of one Kubernetes version, once per process (~18 ms; a disk
+    cache would be built on a fresh install's first render, which the wheel promises never to do)."""
+    return _pruned(kubernetes_version)
 
 
 def _pruned(kubernetes_version: str) -> dict[str, Any]:
