@@ -15,7 +15,7 @@ from lwsgen.check import budget
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
-from lwsgen.quantity import gigabytes as quantity_gigabytes
+from lwsgen.quantity import gigabytes
 
 CACHE_MOUNT = "/lwsgen/model-cache"
 MARKER = ".lwsgen-complete"  # written last by the download script (templates/scripts/download-model.py)
@@ -120,11 +120,6 @@ def check(profile: Profile, src: Source) -> list[Problem]:
 
 
 _SPLIT_GGUF = re.compile(r"^(.*)-\d{5}-of-(\d{5})\.gguf$")
-
-
-def gigabytes(quantity: str | int) -> float:
-    """A Kubernetes quantity (schema-valid) in GB (10^9 bytes): lwsgen/quantity.py's parser."""
-    return quantity_gigabytes(quantity)
 
 
 def file_patterns(file: str) -> tuple[str, ...]:

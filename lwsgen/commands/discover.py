@@ -32,22 +32,21 @@ def walk(root: Path, skip: Path | None = None) -> list[Path]:
     return found
 
 
-def looks_like_profile(path: Path) -> bool:
-    """A top-level runtime: or extends: key, and no kind: (the first 64 KiB are enough to tell)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(65536)
-    except OSError:
-        return True  # unreadable: let the pipeline say so
-    return bool(_PROFILE_KEY.search(head)) and not _KIND_KEY.search(head)
-
-
-def _head(path: Path) -> bytes:
+def _head(path: Path) -> bytes | None:
+    """The first 64 KiB (enough to tell what a file is), or None if it cannot be read."""
     try:
         with open(path, "rb") as handle:
             return handle.read(65536)
     except OSError:
-        return b""
+        return None
+
+
+def looks_like_profile(path: Path) -> bool:
+    """A top-level runtime: or extends: key, and no kind:."""
+    head = _head(path)
+    if head is None:
+        return True  # unreadable: let the pipeline say so
+    return bool(_PROFILE_KEY.search(head)) and not _KIND_KEY.search(head)
 
 
 def is_base_only(path: Path) -> bool:
@@ -58,7 +57,7 @@ def is_base_only(path: Path) -> bool:
     from lwsgen.problems import ProblemsError
 
     try:
-        if b"base" not in _head(path) and path.stat().st_size <= 65536:
+        if b"base" not in (_head(path) or b"") and path.stat().st_size <= 65536:
             return False  # the word is nowhere: no need to parse
         data = load_file(path).data
     except (ProblemsError, OSError):

@@ -17,7 +17,7 @@ from lwsgen.output import podneeds
 from lwsgen.output.locate import OutputError
 from lwsgen.output.sets import as_leaderworkersets
 
-SIDES = ("leaderTemplate", "workerTemplate")
+SIDES = podneeds.SIDES
 # Engine flags that carry tensor and pipeline degrees (vllm/aphrodite, sglang, trtllm-serve).
 TENSOR_FLAGS = ("--tensor-parallel-size", "--tp", "--tp-size", "--tp_size")
 PIPELINE_FLAGS = ("--pipeline-parallel-size", "--pp-size", "--pp_size")
@@ -56,7 +56,7 @@ def _lws(
     lwt = lws["spec"]["leaderWorkerTemplate"]
     size = lwt.get("size", 1)
     leader = lwt.get("leaderTemplate") or lwt["workerTemplate"]
-    main = _main(leader["spec"])
+    main = podneeds.engine_container(leader["spec"])
     world, gpus = _world_in_args(main), _gpus(main)
     if world is not None and gpus is not None and size * gpus != world:
         yield OutputError(
@@ -92,12 +92,6 @@ def _config_map_volumes(spec: dict[str, Any], names: dict) -> dict[str, dict[str
         for v in spec.get("volumes", [])
         if v.get("configMap", {}).get("name") in names["data"]
     }
-
-
-def _main(spec: dict[str, Any]) -> dict[str, Any]:
-    """A pod template's first container: the engine's, by lwsgen's convention."""
-    [main, *_] = spec.get("containers") or [{}]
-    return main
 
 
 def _pod(spec: dict[str, Any], at: tuple, names: dict, mounted: dict) -> Iterator[OutputError]:
@@ -180,13 +174,17 @@ def _env_secrets(spec: dict[str, Any]) -> dict[str, tuple]:
     """Env var -> (Secret, key) for the first container, where it reads a Secret."""
     return {
         e.get("name"): (ref.get("name"), ref.get("key"))
-        for e in _main(spec).get("env", [])
+        for e in podneeds.engine_container(spec).get("env", [])
         if (ref := e.get("valueFrom", {}).get("secretKeyRef"))
     }
 
 
 def _mount_paths(spec: dict[str, Any]) -> dict[str, str]:
-    return {m.get("name"): m.get("mountPath") for m in _main(spec).get("volumeMounts", []) if not m.get("subPath")}
+    return {
+        m.get("name"): m.get("mountPath")
+        for m in podneeds.engine_container(spec).get("volumeMounts", [])
+        if not m.get("subPath")
+    }
 
 
 def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[OutputError]:
@@ -194,7 +192,7 @@ def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Out
     (a token only the leader can read, weights at another path) breaks the workers."""
     at = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", 0)
     leader_secrets = _env_secrets(leader)
-    for e, env in enumerate(_main(worker).get("env", [])):
+    for e, env in enumerate(podneeds.engine_container(worker).get("env", [])):
         ref = env.get("valueFrom", {}).get("secretKeyRef")
         theirs = leader_secrets.get(env.get("name"))
         if ref and theirs and (ref.get("name"), ref.get("key")) != theirs:
@@ -204,7 +202,7 @@ def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Out
                 f"{theirs[0]!r} key {theirs[1]!r} for {env.get('name')}",
             )
     leader_paths = _mount_paths(leader)
-    for m, mount in enumerate(_main(worker).get("volumeMounts", [])):
+    for m, mount in enumerate(podneeds.engine_container(worker).get("volumeMounts", [])):
         theirs = leader_paths.get(mount.get("name"))
         if theirs and not mount.get("subPath") and mount.get("mountPath") != theirs:
             yield OutputError(

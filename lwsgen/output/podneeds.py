@@ -21,7 +21,8 @@ PRIVATE_VOLUMES = ("launch", "shm", "tmp", "scripts")
 MODEL_TOKENS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
 
-def _main(spec: dict[str, Any]) -> dict[str, Any]:
+def engine_container(spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec's first container: the engine's, by lwsgen's convention ({} if it has none)."""
     containers = spec.get("containers") or [{}]
     return containers[0] if isinstance(containers[0], dict) else {}
 
@@ -50,7 +51,7 @@ def _containers(spec: dict[str, Any], at: tuple) -> Iterator[OutputError]:
         for c, container in enumerate(spec.get(group) or []):
             if isinstance(container, dict) and not container.get("image"):
                 yield OutputError((*at, group, c), f"container {container.get('name')!r} has no image")
-    main = _main(spec)
+    main = engine_container(spec)
     if main and not main.get("command") and not main.get("args"):
         yield OutputError(
             (*at, "containers", 0),
@@ -74,7 +75,7 @@ def _runtime(lws: dict[str, Any], side: str):
 def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[OutputError]:
     leader, worker = (lwt.get(side, {}).get("spec") or {} for side in SIDES)
     at = {side: ("spec", "leaderWorkerTemplate", side, "spec", "containers", 0) for side in SIDES}
-    mains = {"leaderTemplate": _main(leader), "workerTemplate": _main(worker)}
+    mains = {"leaderTemplate": engine_container(leader), "workerTemplate": engine_container(worker)}
     gpus = {side: _gpus(container) for side, container in mains.items()}
     if (gpus["leaderTemplate"] is None) != (gpus["workerTemplate"] is None) or (
         gpus["leaderTemplate"]
@@ -120,7 +121,7 @@ def _flags(lws: dict[str, Any]) -> Iterator[OutputError]:
         template = lwt.get(side) or {}
         plugin = _runtime(lws, side)
         features = getattr(plugin, "FLAG_FEATURES", None)
-        main = _main(template.get("spec") or {})
+        main = engine_container(template.get("spec") or {})
         if not features or not isinstance(main.get("image"), str):
             continue
         text = versions.from_tag(plugin.ENGINE, main["image"])
