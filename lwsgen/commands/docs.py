@@ -254,7 +254,16 @@ def regenerate(text: str, blocks: tuple[str, ...]) -> str:
     return text
 
 
-GENERATED_FILES = {"schemas/profile-partial.schema.json": lambda: _json(partial_schema())}
+def _patch_definitions() -> str:
+    from lwsgen.derive.patchschema import pruned_by_version
+
+    return _json(pruned_by_version())
+
+
+GENERATED_FILES = {
+    "schemas/profile-partial.schema.json": lambda: _json(partial_schema()),
+    "schemas/kustomize-openapi-core.json": _patch_definitions,  # derive/patchschema.py CORE_FILE
+}
 
 
 def _json(data: Any) -> str:

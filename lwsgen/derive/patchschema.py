@@ -103,11 +103,24 @@ class _Pruner:
         return out
 
 
+CORE_FILE = "kustomize-openapi-core.json"  # schemas/: _pruned for every bundled version (make docs)
+
+
+def pruned_by_version() -> dict[str, dict[str, Any]]:
+    """What schemas/kustomize-openapi-core.json holds: the pruned core definitions by version."""
+    from lwsgen.output.validate import available_versions
+
+    return {version: _pruned(version) for version in available_versions()}
+
+
 @lru_cache(maxsize=4)
 def core_definitions(kubernetes_version: str) -> dict[str, Any]:
-    """The pruned core definitions of one Kubernetes version, once per process (~18 ms; a disk
-    cache would be built on a fresh install's first render, which the wheel promises never to do)."""
-    return _pruned(kubernetes_version)
+    """The pruned core definitions of one Kubernetes version: read from the committed file (pruning
+    costs ~18 ms, which a cold render cannot spare), pruned only for a version it lacks."""
+    from lwsgen.resources import schema
+
+    shipped = schema(CORE_FILE).get(kubernetes_version)
+    return shipped if shipped is not None else _pruned(kubernetes_version)
 
 
 def _pruned(kubernetes_version: str) -> dict[str, Any]:
