@@ -97,6 +97,13 @@ def _results(pending) -> list[Outcome]:
 
 def render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int, given: Given = NOTHING) -> list[Outcome]:
     """Outcomes in the order of `profiles`; `jobs` worker processes at most."""
+    from lwsgen.load.inherit import reuse
+
+    with reuse():
+        return _render_all(profiles, out_root, jobs, given)
+
+
+def _render_all(profiles: list[tuple[Path, str]], out_root: str, jobs: int, given: Given) -> list[Outcome]:
     work = [(path, out_root, display, given) for path, display in profiles]
     context = _fork_context() if jobs > 1 and len(work) >= PARALLEL_FROM else None
     if context is None:

@@ -480,8 +480,13 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
+    from lwsgen.problems import ProblemsError, format_text
+
     try:
         return COMMANDS[args.command](args)
+    except ProblemsError as err:  # an input refused before any command-specific reporting (a walk)
+        sys.stderr.write(format_text(err.problems))
+        return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -94,9 +94,11 @@ def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, l
     output = parse.build(builtin)
     if directory is not None:
         user = usertemplates.render_templates(deployment, directory, (*replaced, *added), src)
-        files = usertemplates.parse_templates({**builtin, **user}, src)
+        files = usertemplates.parse_templates({**builtin, **user}, src, (*replaced, *added))
         problems, origins = usertemplates.template_problems(profile, src, output, files, (*replaced, *added))
         output = files
+    if problems:  # patches apply to objects of the right shape only
+        return output, problems, origins
     if profile.patches:
         output, more, patched = overrides.apply_patches(profile, src, output)
         problems += more + overrides.duplicates(src, ("patches",), output)

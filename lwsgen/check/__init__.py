@@ -1,7 +1,7 @@
 """Stage 2, check: loaded data -> problems (JSON Schema, then business rules) -> the typed, frozen
 Profile (profile.py) with its derived numbers, and the warnings worth saying out loud."""
 
-from lwsgen.check import delivery, disaggregation, hatches, rules, schema
+from lwsgen.check import delivery, disaggregation, hatches, rules, schema, sizebound
 from lwsgen.check.profile import Profile, from_data
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem, ProblemsError
@@ -29,6 +29,9 @@ def typed(src: Source) -> tuple[Profile, list[Problem]]:
     from lwsgen.output.validate import available_versions
 
     profile = from_data(schema.with_defaults(src.data))
+    problems = sizebound.problems(profile, src)
+    if problems:  # before any work that grows with the groups
+        raise ProblemsError(problems)
     if profile.kubernetes_version in available_versions():
         # the hatches' Kubernetes structures first: the rules read into them
         problems = hatches.definition_problems(src, profile.kubernetes_version)

@@ -176,6 +176,19 @@ def _flag_value(args: tuple, flag: str) -> tuple[int, str] | None:
     return found
 
 
+def _where_set(values: dict[str, tuple[int, str] | None], shared: int) -> tuple:
+    """Where a differing flag is written: the first role that sets it (or its value) in its own
+    extraArgs, else the shared model.extraArgs (a flag there whose value a role's args supply)."""
+    for role, found in values.items():
+        if found and found[0] >= shared:
+            return ("roles", role, "extraArgs", found[0] - shared)
+    for role, found in values.items():
+        if found and found[0] + 1 >= shared:
+            return ("roles", role, "extraArgs", 0)
+    index = next((v[0] for v in values.values() if v), 0)
+    return ("model", "extraArgs", index)
+
+
 def matching_flag_problems(top: Profile, flags: tuple[str, ...]) -> list[tuple[tuple, str, str]]:
     """Engine flags that must be equal on every role (the KV cache layout both sides agree on)."""
     out, shared = [], len(top.model.extra_args)
@@ -185,11 +198,10 @@ def matching_flag_problems(top: Profile, flags: tuple[str, ...]) -> list[tuple[t
         said = {role: (v[1] if v else None) for role, v in values.items()}
         if len(set(said.values())) < 2:
             continue
-        role, (index, _) = next((r, v) for r, v in values.items() if v and v[0] >= shared)
         listed = ", ".join(f"{r} {v if v is not None else '(engine default)'}" for r, v in said.items())
         message = (
             f"{flag} must be the same on every role, or the KV cache one role writes is not the layout the other "
             f"reads: {listed}"
         )
-        out.append((("roles", role, "extraArgs", index - shared), message, "kv-mismatch"))
+        out.append((_where_set(values, shared), message, "kv-mismatch"))
     return out

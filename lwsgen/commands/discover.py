@@ -12,24 +12,46 @@ skipped by the walk and checked by `validate` as a partial profile
 import re
 from pathlib import Path
 
+from lwsgen.problems import ProblemsError
+
 YAML_SUFFIXES = (".yaml", ".yml")
 _PROFILE_KEY = re.compile(rb"^(runtime|extends)\s*:", re.M)
 _KIND_KEY = re.compile(rb"^kind\s*:", re.M)
 
 
 def walk(root: Path, skip: Path | None = None) -> list[Path]:
-    """The YAML files under root, in order, outside dot directories and the skipped tree."""
-    skipped = skip.resolve() if skip is not None else None
-    found = []
+    """The YAML files under root, in order, outside dot directories and the skipped tree. A file
+    whose links loop, or lead out of root and its git work tree, is a ProblemsError: a walk reads
+    only what the tree holds."""
+    from lwsgen import bounds
+    from lwsgen.load.inherit import work_tree
+
+    skipped = bounds.resolved(skip) if skip is not None else None
+    roots = [r for r in (bounds.resolved(root), work_tree(root)) if r is not None]
+    found, problems = [], []
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root).parts
         if any(part.startswith(".") for part in relative) or path.suffix not in YAML_SUFFIXES:
             continue
-        if skipped is not None and path.resolve().is_relative_to(skipped):
+        real = bounds.resolved(path)
+        if real is None:
+            problems.append(_refused(path, "its links loop; remove the link or point it at a file"))
             continue
-        if path.is_file():
+        if skipped is not None and real.is_relative_to(skipped):
+            continue
+        if not any(real.is_relative_to(r) for r in roots):
+            problems.append(_refused(path, f"links out of {root}; a directory's profiles are files inside it"))
+        elif path.is_file():
             found.append(path)
+    if problems:
+        raise ProblemsError(problems)
     return found
+
+
+def _refused(path: Path, message: str):
+    from lwsgen.problems import Problem
+
+    return Problem(str(path), 0, 0, "", message, "link-outside")
 
 
 def _head(path: Path) -> bytes | None:
@@ -75,5 +97,7 @@ def profiles(paths: list[str], out_root: Path | None = None) -> tuple[list[tuple
             walked += [(p, str(p)) for p in walk(path, out_root) if looks_like_profile(p)]
         else:
             named.append((path, raw))
-    bases = {path.resolve() for path, _ in walked if is_base_only(path)}
-    return named + [(path, shown) for path, shown in walked if path.resolve() not in bases], bases
+    from lwsgen import bounds
+
+    bases = {bounds.resolved(path) for path, _ in walked if is_base_only(path)}
+    return named + [(path, shown) for path, shown in walked if bounds.resolved(path) not in bases], bases

@@ -9,12 +9,15 @@ Kinds lwsgen has no schema for are listed as not checked. Every problem points a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lwsgen import bounds
 from lwsgen.check import schema
 from lwsgen.commands import discover
+from lwsgen.jsondata import NOT_JSON, not_json
 from lwsgen.load import source
 from lwsgen.output import locate, relations, validate
 from lwsgen.output.write import MANIFEST, listed_names
@@ -49,13 +52,13 @@ def _files(paths: list[str]) -> list[tuple[Path, str]]:
 
 def _bases(files: list[tuple[Path, str]]) -> set[Path]:
     """The given profiles that say they are only bases (`base: true`): checked as partial profiles."""
-    return {path.resolve() for path, _ in files if discover.is_base_only(path)}
+    return {bounds.resolved(path) for path, _ in files if discover.is_base_only(path)}
 
 
 def _siblings(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
     """The other files of each lwsgen output directory a given file is in (listed in its
     .lwsgen-files): what cross-object rules read when only some of a directory's files are given."""
-    given = {path.resolve() for path, _ in files}
+    given = {bounds.resolved(path) for path, _ in files}
     found = []
     for directory in sorted({path.parent for path, _ in files if (path.parent / MANIFEST).is_file()}):
         listed = listed_names((directory / MANIFEST).read_text(encoding="utf-8", errors="replace"))
@@ -65,7 +68,7 @@ def _siblings(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
                 "/" not in name
                 and sibling.suffix in YAML_SUFFIXES
                 and sibling.is_file()
-                and sibling.resolve() not in given
+                and bounds.resolved(sibling) not in given
             ):
                 found.append((sibling, str(sibling)))
     return found
@@ -96,7 +99,9 @@ def _kustomization_paths(path: Path, doc: source.Source) -> list[Problem]:
         for index, entry in enumerate(entries if isinstance(entries, list) else ()):
             if not isinstance(entry, str) or "://" in entry or entry.startswith(("git@", "github.com/")):
                 continue  # remote bases are kustomize's to fetch
-            if not (path.parent / entry).exists():
+            if (why := bounds.path_problem(entry)) is not None:
+                problems.append(doc.problem((field, index), f"{why}; kubectl kustomize could not read it", "bad-path"))
+            elif not os.path.lexists(path.parent / entry):
                 problems.append(
                     doc.problem(
                         (field, index),
@@ -107,14 +112,18 @@ def _kustomization_paths(path: Path, doc: source.Source) -> list[Problem]:
     return problems
 
 
-def _keep_if_valid(doc: source.Source, errors: list, kept: list[source.Source], report: Report) -> None:
+def _keep_if_valid(doc: source.Source, errors: list, report: Report) -> bool:
     """Cross-object rules read only objects their schema accepts: a hand edit that drops a required
     key is reported once, at that key, not again as a crash or a chain of follow-on errors."""
     report.problems += locate.problems([doc], ((0, error) for error in errors))
-    if not errors:
-        kept.append(doc)
-        return
-    name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data.get("metadata"), dict) else None
+    if errors:
+        _refuse_name(doc, report)
+    return not errors
+
+
+def _refuse_name(doc: source.Source, report: Report) -> None:
+    data = doc.data if isinstance(doc.data, dict) else {}
+    name = (data.get("metadata") or {}).get("name") if isinstance(data.get("metadata"), dict) else None
     # an object without a usable name could be what anything selects: every cross-object finding waits
     report.broken.add(name if isinstance(name, str) and name else ANY)
 
@@ -160,7 +169,51 @@ def _profile(path: Path, shown: str, report: Report) -> None:
     report.checked += 1
 
 
+def _shape(doc: source.Source, path: Path) -> Problem | None:
+    """What keeps a document from being checked at all: not an object, apiVersion or kind that
+    are not strings, or values JSON cannot hold."""
+    data = doc.data
+    if not (_is_object(data) or path.name in validate.FILE_SCHEMAS):
+        message = "neither a profile (runtime, ...) nor a Kubernetes object (apiVersion, kind)"
+        return doc.problem((), message, "unknown-document")
+    for field in ("apiVersion", "kind") if _is_object(data) else ():
+        if not isinstance(data[field], str):
+            return doc.problem((field,), f"must be a string, not {type(data[field]).__name__}", "wrong-type")
+    where = not_json(data)
+    return None if where is None else doc.problem(where, NOT_JSON, "not-json")
+
+
+def _admitted(doc: source.Source, path: Path, report: Report, crds: dict, version: str) -> bool:
+    """Whether a document goes on to the cross-object rules: its shape and schema findings go into
+    the report, and a refused object's name into report.broken."""
+    shape = _shape(doc, path)
+    if shape is not None:
+        report.problems.append(shape)
+        _refuse_name(doc, report)
+        return False
+    data = doc.data
+    if _is_object(data) and data.get("kind") == "Kustomization":
+        report.problems += _kustomization_paths(path, doc)
+    given_crd = crds.get((data.get("apiVersion"), data.get("kind"))) if _is_object(data) else None
+    if given_crd is not None:  # --crd: the user's CRD instead of lwsgen's bundled schema
+        report.checked += 1
+        return _keep_if_valid(doc, list(given_crd.errors(data)), report)
+    if not _lwsgen_kustomization(path, data) or not validate.has_schema(data, version, path.name):
+        kind = f"{data.get('apiVersion')} {data.get('kind')}"
+        report.not_checked[kind] = report.not_checked.get(kind, 0) + 1
+        return False
+    report.checked += 1
+    return _keep_if_valid(doc, list(validate.schema_errors(data, version, path.name)), report)
+
+
 def run(paths: list[str], kubernetes_version: str, crd_paths: list[str] = ()) -> Report:
+    from lwsgen.load.inherit import reuse
+
+    with reuse():
+        return _run(paths, kubernetes_version, crd_paths)
+
+
+def _run(paths: list[str], kubernetes_version: str, crd_paths: list[str]) -> Report:
     report = Report()
     crds = {}
     if crd_paths:
@@ -177,43 +230,20 @@ def run(paths: list[str], kubernetes_version: str, crd_paths: list[str] = ()) ->
         try:
             docs = source.load_documents(source.read_text(path, shown), shown)
         except ProblemsError as err:
-            report.problems += err.problems
+            if shown not in context:  # a broken sibling is its own validation's to report
+                report.problems += err.problems
             continue
         if len(docs) == 1 and _is_profile(docs[0].data):
-            if path.resolve() in bases:
+            if shown in context:
+                continue
+            if bounds.resolved(path) in bases:
                 _base(docs[0], report)
             else:
                 _profile(path, shown, report)
             continue
-        if shown in context:  # read for the cross-object rules only
-            sources[shown] = [d for d in docs if _is_object(d.data) or path.name in validate.FILE_SCHEMAS]
-            objects[shown] = tuple(d.data for d in sources[shown])
-            continue
-        kept = []
-        for doc in docs:
-            data = doc.data
-            if not (_is_object(data) or path.name in validate.FILE_SCHEMAS):
-                report.problems.append(
-                    doc.problem(
-                        (),
-                        "neither a profile (runtime, ...) nor a Kubernetes object (apiVersion, kind)",
-                        "unknown-document",
-                    )
-                )
-                continue
-            if _is_object(data) and data.get("kind") == "Kustomization":
-                report.problems += _kustomization_paths(path, doc)
-            given_crd = crds.get((data.get("apiVersion"), data.get("kind"))) if _is_object(data) else None
-            if given_crd is not None:  # --crd: the user's CRD instead of lwsgen's bundled schema
-                report.checked += 1
-                _keep_if_valid(doc, list(given_crd.errors(data)), kept, report)
-                continue
-            if not _lwsgen_kustomization(path, data) or not validate.has_schema(data, kubernetes_version, path.name):
-                kind = f"{data.get('apiVersion')} {data.get('kind')}"
-                report.not_checked[kind] = report.not_checked.get(kind, 0) + 1
-                continue
-            report.checked += 1
-            _keep_if_valid(doc, list(validate.schema_errors(data, kubernetes_version, path.name)), kept, report)
+        quiet = Report() if shown in context else report  # a sibling: read for the cross-object rules only
+        kept = [doc for doc in docs if _admitted(doc, path, quiet, crds, kubernetes_version)]
+        report.broken |= quiet.broken
         sources[shown] = kept
         objects[shown] = tuple(d.data for d in kept)  # objects, and rule files such as the adapter's
     for file, index, error in relations.cross_object_errors(objects):

@@ -8,9 +8,11 @@ so a problem points into the base or the overlay, wherever the offending value w
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lwsgen import bounds
 from lwsgen.load.source import PathKey, Source, load_mapping
 from lwsgen.problems import Problem, ProblemsError
 
@@ -27,15 +29,17 @@ def _merge(base: Any, child: Any) -> Any:
     return child
 
 
-def _under(path: PathKey, prefix: PathKey) -> bool:
-    return path[: len(prefix)] == prefix
-
-
 def _replaced(child: Any, path: PathKey = ()) -> set[PathKey]:
     """Paths whose whole subtree the child sets (lists and scalars replace; maps recurse)."""
     if isinstance(child, dict):
         return {p for key, value in child.items() for p in _replaced(value, path + (key,))}
     return {path}
+
+
+def _kept(path: PathKey, replaced: set[PathKey]) -> bool:
+    """The base's value at path survives: no prefix of it is replaced by the child (a set lookup
+    per prefix, so a merge costs the paths times their depth, never base x child)."""
+    return not any(path[:length] in replaced for length in range(len(path) + 1))
 
 
 def _merge_positions(base: Source, child: Source, merged: Any) -> Source:
@@ -46,11 +50,11 @@ def _merge_positions(base: Source, child: Source, merged: Any) -> Source:
         (out.keys_at, base.keys_at, child.keys_at),
     ):
         for path, position in base_table.items():
-            if not any(_under(path, r) for r in replaced):
+            if _kept(path, replaced):
                 table[path] = position
         table.update(child_table)
     for path in base.values_at:
-        if not any(_under(path, r) for r in replaced):
+        if _kept(path, replaced):
             out.files_at[path] = base.file_of(path)
     for path in child.values_at:
         out.files_at[path] = child.file_of(path)
@@ -64,12 +68,13 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-MAX_DEPTH = 32  # bases in one chain
+MAX_DEPTH = bounds.MAX_EXTENDS  # bases in one chain
 
 
 def work_tree(path: Path) -> Path | None:
     """The git work tree holding path (the nearest directory above it with a .git), if any."""
-    for directory in path.resolve().parents:
+    real = bounds.resolved(path)
+    for directory in real.parents if real is not None else ():
         if (directory / ".git").exists():
             return directory
     return None
@@ -80,73 +85,136 @@ def _confined(target: str, child: Path, root: str | None = None) -> Path | None:
     the root the command line names (--root: an Argo CD checkout may carry no .git)."""
     if os.path.isabs(target):
         return None
-    base = (child.parent / target).resolve()
-    roots = [child.resolve().parent, *filter(None, [work_tree(child)])]
+    base, here = bounds.resolved(child.parent / target), bounds.resolved(child)
+    roots = [here.parent if here is not None else None, work_tree(child)]
     if root is not None:
-        roots.append(Path(root).resolve())
-    return base if any(base.is_relative_to(r) for r in roots) else None
+        roots.append(bounds.resolved(Path(root)))
+    return base if base is not None and any(r is not None and base.is_relative_to(r) for r in roots) else None
 
 
-def load(
-    path: Path,
-    display: str | None = None,
-    chain: tuple[Path, ...] = (),
-    root: str | None = None,
-    text: str | None = None,
-) -> Source:
+_STEPS: dict[tuple, Any] | None = None  # within reuse(): each file's read and its link, once
+_MERGED: dict[tuple, tuple[Source, int]] | None = None  # within reuse(): each chain's merge, once
+
+
+@contextmanager
+def reuse():
+    """Within it, a profile that several others extend is read, checked and merged once (validate
+    of a directory of thousands that share bases costs each file once, not once per chain)."""
+    global _STEPS, _MERGED
+    outer = _STEPS, _MERGED
+    if _STEPS is None:
+        _STEPS, _MERGED = {}, {}
+    try:
+        yield
+    finally:
+        _STEPS, _MERGED = outer
+
+
+def load(path: Path, display: str | None = None, root: str | None = None, text: str | None = None) -> Source:
     """A profile with every base it extends merged under it; the result has no `extends`. `text`:
-    the profile's content when it was not read from `path` (standard input)."""
-    resolved = path.resolve()
-    if len(chain) > MAX_DEPTH:
-        raise ProblemsError(
-            [
-                Problem(
-                    display or str(path),
-                    1,
-                    1,
-                    EXTENDS,
-                    (f"more than {MAX_DEPTH} bases in one extends chain; flatten it"),
-                    "extends-too-deep",
-                )
-            ]
-        )
-    if resolved in chain:
-        names = " -> ".join(_display(p) for p in (*chain, resolved))
-        raise ProblemsError([Problem(display or str(path), 1, 1, EXTENDS, f"extends cycle: {names}", "extends-cycle")])
+    the profile's content when it was not read from `path` (standard input). The chain is walked
+    without recursion, at most MAX_DEPTH bases; within reuse() each file is read and each chain
+    merged once."""
+    steps: list[tuple[tuple, Source]] = []  # the profile first, then each base
+    below: tuple[Source, int] | None = None  # a chain merged before, where the walk reached one
+    while True:
+        resolved = bounds.resolved(path)
+        if resolved is None:
+            message = "its links loop or its path cannot be resolved; point it at a file"
+            raise ProblemsError([Problem(display or str(path), 0, 0, "", message, "link-loop")])
+        key = (resolved, display, root)
+        if any(resolved == seen[0] for seen, _ in steps):
+            names = " -> ".join(_display(k[0]) for k, _ in steps) + f" -> {_display(resolved)}"
+            raise ProblemsError(
+                [Problem(display or str(path), 1, 1, EXTENDS, f"extends cycle: {names}", "extends-cycle")]
+            )
+        if len(steps) > MAX_DEPTH:
+            raise ProblemsError([_too_deep(display or str(path))])
+        if text is None and _MERGED is not None and key in _MERGED:
+            below = _MERGED[key]
+            if len(steps) + below[1] > MAX_DEPTH:
+                raise ProblemsError([_too_deep(display or str(path))])
+            break
+        src, base = _step(path, resolved, display, root, text)
+        steps.append((key, src))
+        if base is None:
+            break
+        path, display, text = (*base, None)
+    return _merged(steps, below)
+
+
+def _merged(steps: list[tuple[tuple, Source]], below: tuple[Source, int] | None) -> Source:
+    """The chain merged from its deepest base up; each link's result kept within reuse()."""
+    if below is None:
+        key, src = steps.pop()
+        below = (src, 0)
+        _keep(key, below)
+    for key, src in reversed(steps):
+        base, depth = below
+        child_data = {k: v for k, v in src.data.items() if k != EXTENDS}
+        merged = _merge({k: v for k, v in base.data.items() if k != BASE}, child_data)
+        child = Source(src.file, child_data, src.values_at, src.keys_at, src.files_at)
+        below = (_merge_positions(base, child, merged), depth + 1)
+        _keep(key, below)
+    src = below[0]
+    return Source(src.file, dict(src.data), src.values_at, src.keys_at, src.files_at)  # the caller's to change
+
+
+def _keep(key: tuple, merged: tuple[Source, int]) -> None:
+    if _MERGED is not None and key[0] is not None:
+        _MERGED[key] = merged
+
+
+def _too_deep(file: str) -> Problem:
+    message = f"more than {MAX_DEPTH} bases in one extends chain; flatten it"
+    return Problem(file, 1, 1, EXTENDS, message, "extends-too-deep")
+
+
+def _step(path: Path, resolved: Path, display: str | None, root: str | None, text: str | None):
+    """(the file's mapping, (its base's path, as shown) or None); raises ProblemsError. Within
+    reuse(), once per file: what is wrong with a file is so whichever profile reaches it."""
+    key = (resolved, display, root)
+    if _STEPS is None or text is not None:
+        return _read_step(path, display, root, text)
+    if key not in _STEPS:
+        if len(_STEPS) >= bounds.MAX_FILES:
+            message = f"one command reads at most {bounds.MAX_FILES} profile files; split the directory"
+            raise ProblemsError([Problem(display or str(path), 0, 0, "", message, "too-many-files")])
+        try:
+            _STEPS[key] = _read_step(path, display, root, None)
+        except ProblemsError as err:
+            _STEPS[key] = err
+    found = _STEPS[key]
+    if isinstance(found, ProblemsError):
+        raise ProblemsError(found.problems)
+    return found
+
+
+def _read_step(path: Path, display: str | None, root: str | None, text: str | None):
     src = load_mapping(path, display, text)
     target = src.data.get(EXTENDS)
     if target is None:
-        return src
+        return src, None
     if not isinstance(target, str) or not target:
         raise ProblemsError([src.problem((EXTENDS,), "must be the relative path of a base profile", "wrong-type")])
+    if (why := bounds.path_problem(target)) is not None:
+        raise ProblemsError([src.problem((EXTENDS,), f"{why}; name the base's relative path", "bad-path")])
+    if bounds.resolved(path.parent / target) is None:
+        message = f"{target!r}: its links loop; point extends at the base profile file itself"
+        raise ProblemsError([src.problem((EXTENDS,), message, "link-loop")])
     if _confined(target, path, root) is None:
-        raise ProblemsError(
-            [
-                src.problem(
-                    (EXTENDS,),
-                    (
-                        "a base must be a relative path inside this profile's directory, its git work tree or "
-                        "the --root given; absolute paths and paths that leave them are refused"
-                    ),
-                    "base-outside",
-                )
-            ]
+        message = (
+            "a base must be a relative path inside this profile's directory, its git work tree or the --root given; "
+            "absolute paths and paths that leave them are refused"
         )
+        raise ProblemsError([src.problem((EXTENDS,), message, "base-outside")])
     base_path = path.parent / target
     if not base_path.is_file():
-        raise ProblemsError(
-            [
-                src.problem(
-                    (EXTENDS,), f"base profile {target!r} not found (looked for {_display(base_path)})", "missing-base"
-                )
-            ]
-        )
+        message = f"base profile {target!r} not found (looked for {_display(base_path)})"
+        raise ProblemsError([src.problem((EXTENDS,), message, "missing-base")])
     # Name the base as the user would: relative to the child's path as it was given.
     shown = os.path.normpath(os.path.join(os.path.dirname(display or str(path)), target))
-    base = load(base_path, shown, (*chain, resolved), root)
-    child_data = {k: v for k, v in src.data.items() if k != EXTENDS}
-    merged = _merge({k: v for k, v in base.data.items() if k != BASE}, child_data)
-    return _merge_positions(base, Source(src.file, child_data, src.values_at, src.keys_at, src.files_at), merged)
+    return src, (base_path, shown)
 
 
 def overlaid(src: Source, over: Source) -> Source:

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from lwsgen import bounds
 from lwsgen.problems import Problem, ProblemsError
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -150,39 +151,44 @@ def _walk(node: yaml.Node, data: Any, path: PathKey, src: Source, problems: list
             _walk(item_node, item, path + (index,), src, problems)
 
 
-# Bounds on what one input may cost: a profile's bytes, and the nodes of a document with its YAML
-# aliases expanded (an alias bomb of a few hundred bytes expands to billions).
-MAX_PROFILE_BYTES = 1 << 20
-MAX_NODES = 50_000
+# Bounds on what one input may cost (lwsgen/bounds.py): a profile's bytes, and a document's nodes,
+# depth and characters with its YAML aliases expanded (an alias bomb of a few hundred bytes
+# expands to billions; a nesting of thousands exhausts any recursive reader).
+MAX_PROFILE_BYTES = bounds.MAX_PROFILE_BYTES
+MAX_NODES = bounds.MAX_NODES
+
+
+def _too_much(node: yaml.Node, file: str, message: str) -> ProblemsError:
+    mark = node.start_mark
+    return ProblemsError([Problem(file, mark.line + 1, mark.column + 1, "", message, "too-large")])
 
 
 def _node_budget(node: yaml.Node, file: str, limit: int) -> None:
-    """Refuse a document whose node graph, aliases expanded, has more than `limit` nodes."""
-    pending, seen = [node], 0
+    """Refuse a document whose node graph, aliases expanded, has more than `limit` nodes, nests
+    deeper than MAX_DEPTH or holds more than MAX_EXPANDED_BYTES of scalars."""
+    pending, seen, size = [(node, 1)], 0, 0
     while pending:
-        current = pending.pop()
+        current, depth = pending.pop()
         seen += 1
         if seen > limit:
-            raise ProblemsError(
-                [
-                    Problem(
-                        file,
-                        node.start_mark.line + 1,
-                        node.start_mark.column + 1,
-                        "",
-                        (
-                            f"the document expands to more than {limit} YAML nodes (through aliases); "
-                            f"at most {limit} are read"
-                        ),
-                        "too-large",
-                    )
-                ]
+            message = (
+                f"the document expands to more than {limit} YAML nodes (through aliases); at most {limit} are read"
             )
+            raise _too_much(node, file, message)
+        if isinstance(current, yaml.ScalarNode):
+            size += len(current.value)
+            if size > bounds.MAX_EXPANDED_BYTES:
+                message = f"the document expands to more than {bounds.MAX_EXPANDED_BYTES} characters (through aliases)"
+                raise _too_much(node, file, message)
+            continue
+        if depth > bounds.MAX_DEPTH:
+            message = f"mappings and lists nest more than {bounds.MAX_DEPTH} deep here; flatten the document"
+            raise _too_much(current, file, message)
         if isinstance(current, yaml.MappingNode):
             for key, value in current.value:
-                pending += (key, value)
+                pending += ((key, depth + 1), (value, depth + 1))
         elif isinstance(current, yaml.SequenceNode):
-            pending += current.value
+            pending += ((item, depth + 1) for item in current.value)
 
 
 def _construct(loader, node: yaml.Node, file: str, limit: int) -> Any:

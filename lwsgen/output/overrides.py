@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from lwsgen.check.profile import Profile, thaw
+from lwsgen.jsondata import not_json
 from lwsgen.load.source import Source
 from lwsgen.output import patch, podholes, protected
 from lwsgen.output.parse import OutputFile
@@ -37,12 +38,8 @@ def identity(obj: Any) -> tuple[Any, Any]:
 
 
 def _plain(value: Any) -> bool:
-    """YAML that is JSON's data: what every object lwsgen writes is made of (no dates, no odd keys)."""
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    return value is None or isinstance(value, (str, int, float, bool))
+    """YAML that is JSON's data (lwsgen/jsondata.py): what every object lwsgen writes is made of."""
+    return not_json(value) is None
 
 
 def malformed(profile: Profile, src: Source, at: tuple, label: str, file: str, obj: Any) -> list[Problem]:
@@ -54,7 +51,8 @@ def malformed(profile: Profile, src: Source, at: tuple, label: str, file: str, o
         return [src.problem(at, f"{label} writes a {type(obj).__name__}, not an object", "bad-template")]
     if not _plain(obj):
         message = (
-            f"{label}: {file} holds a value YAML reads as neither text, number, boolean, list nor mapping (quote it)"
+            f"{label}: {file} holds a value YAML reads as neither text, number, boolean, list nor mapping, or an "
+            "integer beyond int64 (quote it)"
         )
         return [src.problem(at, message, "bad-value")]
     kind, name = identity(obj)

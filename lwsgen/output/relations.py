@@ -51,7 +51,7 @@ def _lws_rules(lws: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
 
 
 def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
-    selector = service["spec"].get("selector", {})
+    selector = (service.get("spec") or {}).get("selector") or {}
     if LWS_NAME_LABEL not in selector:
         return  # not a Service of LeaderWorkerSet pods
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
@@ -284,20 +284,47 @@ def cross_object_errors(
     flags to the version the image tag names (validate); a render already held them to the version
     the profile runs, runtimeVersion included, which may be a tag that does not tell."""
     lws_by_name = {
-        o["metadata"]["name"]: o
+        (o.get("metadata") or {}).get("name"): o
         for docs in objects_by_file.values()
         for o in docs
-        if isinstance(o, dict) and o.get("kind") == "LeaderWorkerSet"
+        if isinstance(o, dict) and o.get("kind") == "LeaderWorkerSet" and isinstance(o.get("metadata"), dict)
     }
     sets = ds_rules.sets_of(objects_by_file)
     _SETS.clear()
     _SETS.update(sets)
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
-            for path, message in _set_rules(obj, sets):
+            for path, message in _guarded(_object_rules, obj, sets, lws_by_name):
                 yield file, index, OutputError(path, message, code="cross-object")
-            rules = CROSS_RULES.get(obj.get("kind"))
-            for path, message in rules(obj, lws_by_name) if rules else ():
-                yield file, index, OutputError(path, message, code="cross-object")
-    yield from invariant_errors(objects_by_file, image_versions)
-    yield from routing_errors(objects_by_file)
+    for rules in (lambda: invariant_errors(objects_by_file, image_versions), lambda: routing_errors(objects_by_file)):
+        yield from _set_guarded(rules, objects_by_file)
+
+
+def _set_guarded(rules, objects_by_file: dict) -> list[tuple[str, int, OutputError]]:
+    """A rule over the whole set, guarded as _guarded guards one object's: said at the first file."""
+    try:
+        return list(rules())
+    except READ_ERRORS as err:
+        said = f"{type(err).__name__}: {err}"[:200]
+        first = next(((f, 0) for f, docs in objects_by_file.items() if docs), None)
+        message = f"the cross-object rules cannot read this set of objects ({said}); write them as lwsgen does"
+        return [] if first is None else [(*first, OutputError((), message, code="cross-object"))]
+
+
+READ_ERRORS = (KeyError, TypeError, AttributeError, IndexError, ValueError)
+
+
+def _object_rules(obj: dict, sets, lws_by_name: dict) -> list[tuple[tuple, str]]:
+    rules = CROSS_RULES.get(obj.get("kind"))
+    return [*_set_rules(obj, sets), *(rules(obj, lws_by_name) if rules else ())]
+
+
+def _guarded(rules, obj: dict, *args) -> list[tuple[tuple, str]]:
+    """A rule's findings on an object; an object of a shape its schema allows but the rule cannot
+    read (a hand-edited file: a Service without spec) is one finding, never a crash."""
+    try:
+        return rules(obj, *args)
+    except READ_ERRORS as err:
+        said = f"{type(err).__name__}: {err}"[:200]
+        message = f"the cross-object rules cannot read this {obj.get('kind')} ({said}); write it as lwsgen does"
+        return [((), message)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from lwsgen import bounds
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.output import added, protected
@@ -23,11 +24,16 @@ def templates_dir(profile: Profile, src: Source, profile_path: Path) -> Path | N
 
     if profile.templates is None:
         return None
+    if (why := bounds.path_problem(profile.templates)) is not None:
+        raise ProblemsError([src.problem(TEMPLATES, f"{why}; name the directory's relative path", "bad-path")])
     setter = src.file_of(TEMPLATES)
     base = profile_path if setter == src.file else Path(setter)
-    directory = (base.parent / profile.templates).resolve()
-    roots = [base.resolve().parent, *filter(None, [work_tree(base)])]
-    if os.path.isabs(profile.templates) or not any(directory.is_relative_to(root) for root in roots):
+    directory, here = bounds.resolved(base.parent / profile.templates), bounds.resolved(base)
+    if directory is None:
+        message = f"{profile.templates!r}: its links loop; name the templates directory itself"
+        raise ProblemsError([src.problem(TEMPLATES, message, "link-loop")])
+    roots = [here.parent if here is not None else None, work_tree(base)]
+    if os.path.isabs(profile.templates) or not any(r is not None and directory.is_relative_to(r) for r in roots):
         message = "must be a relative path inside this profile's directory or its git work tree"
         raise ProblemsError([src.problem(TEMPLATES, message, "templates-outside")])
     if not directory.is_dir():
@@ -71,7 +77,19 @@ def check_keys(src: Source, directory: Path, keys: tuple[str, ...], emitted: set
 
 
 def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
-    """The directory's templates rendered; a template that fails is a problem at `templates`."""
+    """The directory's templates rendered, in a child bounded in CPU time, memory and output
+    (lwsgen/confine.py); a template that fails or goes past a bound is a problem at `templates`."""
+    from lwsgen import confine
+
+    try:
+        return confine.run(
+            lambda: _rendered(deployment, directory, keys, src), f"the templates of {src.data.get('templates')}"
+        )
+    except confine.Exceeded as err:
+        raise ProblemsError([src.problem(TEMPLATES, f"{err}; simplify the templates", "too-costly")]) from None
+
+
+def _rendered(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
     import jinja2
     from jinja2.sandbox import SecurityError
 
@@ -91,21 +109,34 @@ def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: So
             raise ProblemsError([src.problem(TEMPLATES, f"{key}.yaml.j2: {err}", "unquoted")]) from None
         except SecurityError as err:  # the sandbox: what a template may not reach
             raise ProblemsError([src.problem(TEMPLATES, f"{key}.yaml.j2: {err}", "unsafe")]) from None
+        except MemoryError:
+            raise
         except Exception as err:  # a template is the profile's code: whatever it does wrong is a problem
-            message = f"{key}.yaml.j2: {type(err).__name__}: {err}"
+            message = f"{key}.yaml.j2: {type(err).__name__}: {err}"[:2000]
             raise ProblemsError([src.problem(TEMPLATES, message, "bad-template")]) from None
     return rendered
 
 
-def parse_templates(rendered: dict[str, str], src: Source):
-    """The templates' text parsed back; YAML that is not objects is a problem at `templates`."""
+def parse_templates(rendered: dict[str, str], src: Source, keys: tuple[str, ...] = ()):
+    """The templates' text parsed back; YAML that is not objects, or that a profile could not hold
+    (lwsgen/bounds.py: nesting, size, numbers), is a problem at `templates`."""
     import yaml
 
+    from lwsgen.load.source import load_documents
     from lwsgen.output import parse
 
+    for key in keys:
+        try:
+            load_documents(rendered[key], f"{key}.yaml.j2")
+        except ProblemsError as err:
+            said = "; ".join(f"its line {p.line}: {p.message}" for p in err.problems[:3])
+            what = "does not parse" if err.problems[0].code == "yaml-syntax" else "lwsgen refuses"
+            raise ProblemsError(
+                [src.problem(TEMPLATES, f"{key}.yaml.j2 writes YAML that {what} ({said})", "bad-template")]
+            ) from None
     try:
         return parse.build(rendered)
-    except (yaml.YAMLError, TypeError) as err:  # TypeError: a key YAML reads as a list or mapping
+    except (yaml.YAMLError, TypeError, ValueError) as err:  # TypeError: a key YAML reads as a list or mapping
         raise ProblemsError(
             [src.problem(TEMPLATES, f"a template writes YAML that does not parse: {err}", "bad-template")]
         ) from None

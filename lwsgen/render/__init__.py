@@ -183,9 +183,27 @@ def render(deployment: Deployment, user_dir: Path | None = None, keys: tuple[str
     return {key: _render(env, key, values) for key, values in objects if keys is None or key in keys}
 
 
+class TooLarge(Exception):
+    """A profile's template wrote more than bounds.MAX_TEMPLATE_BYTES."""
+
+
+def _bounded(template: jinja2.Template, values: Any) -> str:
+    """A profile's template rendered chunk by chunk, stopped once it writes too much."""
+    from lwsgen.bounds import MAX_TEMPLATE_BYTES
+
+    parts, size = [], 0
+    for chunk in template.generate(v=values):
+        size += len(chunk)
+        if size > MAX_TEMPLATE_BYTES:
+            raise TooLarge(f"{template.name} writes more than {MAX_TEMPLATE_BYTES} characters")
+        parts.append(chunk)
+    return "".join(parts)
+
+
 def _render(env: jinja2.Environment, key: str, values: Any) -> str:
     # str(): libyaml reads exact str only, and the whole output came through concat as Quoted
     template = env.get_template(f"{key}.yaml.j2")
+    one = _bounded if isinstance(env, _Sandboxed) else (lambda t, item: str(t.render(v=item)))
     if isinstance(values, Several):  # one object per role, one file
-        return "---\n".join(str(template.render(v=item)) for item in values.items)
-    return str(template.render(v=values))
+        return "---\n".join(one(template, item) for item in values.items)
+    return one(template, values)

@@ -1,0 +1,42 @@
+"""JSON's data model, which every object the API server takes is made of: YAML can say more (binary,
+dates, sets, keys that are not strings, integers past int64, infinities), and none of that may
+reach a Kubernetes object, a schema validator or a cross-object rule."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+INT64 = range(-(2**63), 2**63)  # what the API server's integers hold
+
+
+def not_json(value: Any, path: tuple = ()) -> tuple | None:
+    """The path of the first value that is not JSON data (a non-string key: the mapping's path),
+    or None when all of it is."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path
+            found = not_json(item, path + (key,))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = not_json(item, path + (index,))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return None
+    if isinstance(value, int):
+        return None if value in INT64 else path
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    return path
+
+
+NOT_JSON = (
+    "a value JSON cannot hold (a !!binary, a date, a set, a key that is not a string, an integer beyond int64 or "
+    "an infinity): the API server would refuse it; quote it"
+)
