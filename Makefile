@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test test-engines test-image test-all lint tools docs fuzz check checkov bench engine-args clean
+.PHONY: render test test-engines test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,9 +67,14 @@ test: tools lint
 docs: $(STAMP)
 	$(BIN)/python -m lwsgen.commands.docs .
 
-## fuzz: 10,000 generated and mutated profiles through the command line: none may exit 3 or trace back
+## fuzz: 20,000 render and 20,000 validate cases, structure-aware (tools/fuzz.py): none may exit 3,
+## trace back, or take over 5 CPU seconds or 500 MB
 fuzz: $(STAMP)
-	$(BIN)/python tools/fuzz.py 10000
+	$(BIN)/python tools/fuzz.py 20000
+
+## fuzz-quick: the fixed-seed slice CI runs (300 + 300 cases and the seed corpus, ~1 min)
+fuzz-quick: $(STAMP)
+	$(BIN)/python tools/fuzz.py --quick
 
 ## check: is out/ current with profiles/?
 check: $(STAMP)
@@ -108,7 +113,7 @@ test-image: tools
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m image tests/test_image.py
 
 ## test-all: every suite (CI runs this)
-test-all: test test-engines test-image
+test-all: test test-engines test-image fuzz-quick
 
 ## bench: performance figures against their targets, on a regular (non-editable) install
 BENCH := .venv-bench/bin/lwsgen

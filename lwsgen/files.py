@@ -40,3 +40,21 @@ def cache_dir() -> Path | None:
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "lwsgen"
+
+
+def trusted(directory: Path) -> bool:
+    """A cache directory whose content this user alone can have written: a real directory (not a
+    link) owned by this user, and it and every lwsgen directory above it writable by nobody else.
+    What lwsgen caches includes compiled template code it executes (a shared XDG_CACHE_HOME would
+    otherwise let another user run code as whoever renders), so anything else is not read."""
+    import stat
+
+    base = cache_dir()
+    for path in (directory, *[p for p in directory.parents if base is not None and p.is_relative_to(base)]):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            return False
+    return True

@@ -24,6 +24,7 @@ class Rendered(Record):
     warnings: tuple[Problem, ...]
     name_at: tuple[str, int, int] = ("", 1, 1)  # where `name` is set: the profile, or the base that set it
     path: str = ""  # the profile file, resolved: recorded in .lwsgen-files, so a deleted profile's output is found
+    identities: tuple = ()  # (namespace, kind, name) of every object its kustomization applies
 
     @property
     def name(self) -> str:
@@ -97,7 +98,7 @@ def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, l
         files = usertemplates.parse_templates({**builtin, **user}, src, (*replaced, *added))
         problems, origins = usertemplates.template_problems(profile, src, output, files, (*replaced, *added))
         output = files
-    if problems:  # patches apply to objects of the right shape only
+    if any(p.is_error for p in problems):  # patches apply to objects of the right shape only
         return output, problems, origins
     if profile.patches:
         output, more, patched = overrides.apply_patches(profile, src, output)
@@ -113,14 +114,60 @@ def render_profile(path: Path, out_root: str = "out", display: str | None = None
         output, problems, origins = parse.build(render(derive(profile, src.file))), [], {}
     else:
         output, problems, origins = _hatched(profile, src, path, lambda added: derive(profile, src.file, added))
-    if problems:
+    if any(p.is_error for p in problems):
         raise ProblemsError(problems)
+    warnings = [*warnings, *problems]  # what a hatch did that is allowed but worth saying
     parsed = {f.name: f.objects for f in output}
     files = {f.name: parse.dump(f.objects, f.header) for f in output}
+    problems = _size_problems(files, parsed, src)
+    if problems:
+        raise ProblemsError(problems)
     out_dir = f"{out_root}/{profile.name}"
     problems = _output_problems(out_dir, files, parsed, profile.kubernetes_version, src, origins, profile)
     if problems:
         raise ProblemsError(problems)
     name_at = (src.file_of(("name",)), *src.position(("name",)))
     recorded = "" if str(path) == STDIN else str(path.resolve())  # standard input has no file to record
-    return Rendered(src.file, profile, files, tuple(warnings), name_at, recorded)
+    return Rendered(src.file, profile, files, tuple(warnings), name_at, recorded, _identities(parsed))
+
+
+def _size_problems(files: dict[str, str], parsed: dict[str, tuple], src) -> list[Problem]:
+    """What the API server would refuse for size (an object over etcd's request limit), and an
+    output beyond any deployment's (lwsgen/bounds.py): said at the profile, before anything is written."""
+    import json
+
+    from lwsgen import bounds
+
+    count = sum(len(docs) for docs in parsed.values())
+    if count > bounds.MAX_OBJECTS:
+        message = f"renders {count} objects; one profile's output holds at most {bounds.MAX_OBJECTS}: write fewer"
+        return [src.problem((), message, "too-large")]
+    total = sum(len(text) for text in files.values())
+    if total > bounds.MAX_OUTPUT_BYTES:
+        message = f"renders {total} bytes; one profile's output is at most {bounds.MAX_OUTPUT_BYTES}: write less"
+        return [src.problem((), message, "too-large")]
+    out = []
+    for name, text in files.items():
+        if len(text) <= bounds.MAX_OBJECT_BYTES:
+            continue  # no object of it can be larger than the file
+        for obj in parsed[name]:
+            size = len(json.dumps(obj, separators=(",", ":")))
+            if size > bounds.MAX_OBJECT_BYTES:
+                message = (
+                    f"{name}: {obj.get('kind')} {(obj.get('metadata') or {}).get('name')} is {size} bytes as JSON; "
+                    f"the API server takes at most {bounds.MAX_OBJECT_BYTES} (etcd's request limit)"
+                )
+                out.append(src.problem((), message, "too-large"))
+    return out
+
+
+def _identities(parsed: dict[str, tuple]) -> tuple:
+    from lwsgen.derive.kinds import listed
+
+    return tuple(
+        ((o.get("metadata") or {}).get("namespace"), o.get("kind"), (o.get("metadata") or {}).get("name"))
+        for name, docs in sorted(parsed.items())
+        if listed(name.removesuffix(".yaml"))
+        for o in docs
+        if isinstance(o, dict) and o.get("kind") != "Kustomization"
+    )

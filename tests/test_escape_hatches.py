@@ -1321,7 +1321,7 @@ def _example(name: str, **changes) -> dict:
                     )
                 ],
             ),
-            "a hatch adds to what lwsgen writes; it does not change or remove it",
+            "these pods run with their ServiceAccount's token, so what runs in them is lwsgen's",
         ),
         (
             _with(
@@ -1634,7 +1634,7 @@ def test_patches_a_third_review_found_open_are_refused(render, profile, expected
         ),
         (
             {"containers": [{**SIDECAR, "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]},
-            "hand this container the node's GPUs",
+            "chooses the node's GPUs past the device plugin",
         ),
         (
             {"volumes": [{"name": "g", "gitRepo": {"repository": "https://example.com/x.git"}}]},

@@ -96,6 +96,7 @@ def test_defaults_are_filled_in():
         "allowHostIPC": False,
         "allowPrivileged": False,
         "allowHostPath": False,
+        "allowNodeVolumes": False,
     }
     assert filled["lws"] == {
         "version": "0.10",

@@ -199,3 +199,68 @@ def test_check_agrees_with_render_on_links(write_profile, minimal, tmp_path, cap
     capsys.readouterr()
     assert main(["render", str(profile), "-o", str(out), "--check"]) == 1
     assert "demo: not a directory (a link or a file)" in capsys.readouterr().out
+
+
+def test_an_output_root_linked_to_a_world_writable_directory_is_refused(write_profile, minimal, tmp_path, capsys):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    out = tmp_path / "out"
+    out.symlink_to(shared)
+    assert _render(write_profile(minimal), out) == 1
+    assert "is writable by other users" in capsys.readouterr().err
+    assert list(shared.iterdir()) == []
+
+
+def test_a_mount_deep_inside_an_output_directory_is_never_moved(write_profile, minimal, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _render(write_profile(minimal), out) == 0
+    data = out / "demo" / "notes" / "data"
+    data.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(data)], capture_output=True).returncode:
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        (data / "keep").write_text("x")
+        capsys.readouterr()
+        assert _render(write_profile(merged(minimal, replicas=3)), out) == 1
+        assert "notes/data is a mount point" in capsys.readouterr().err
+        assert (data / "keep").read_text() == "x"
+    finally:
+        subprocess.run(["umount", str(data)], check=False)
+
+
+def test_renders_with_different_temp_directories_still_take_turns(write_profile, minimal, tmp_path, capsys):
+    out = tmp_path / "out"
+    hold = (
+        "import os, sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+        "from lwsgen.output.write import locked\n"
+        "with locked(Path(sys.argv[2])):\n print('held', flush=True); time.sleep(30)"
+    )
+    elsewhere = tmp_path / "tmp-of-another-shell"
+    elsewhere.mkdir()
+    env = {**os.environ, "TMPDIR": str(elsewhere)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(REPO), str(out)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        assert _render(write_profile(minimal), out, "--lock-timeout", "0.3") == 1
+        assert "--lock-timeout" in capsys.readouterr().err
+        assert not out.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+
+
+def test_a_cache_directory_others_can_write_is_never_read(tmp_path, monkeypatch):
+    from lwsgen import render
+    from lwsgen.files import trusted
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
+    (tmp_path / "lwsgen").mkdir(mode=0o700)
+    assert render._bytecode_cache() is not None  # this user's own: kept
+    (tmp_path / "lwsgen").chmod(0o777)  # a shared cache: another user could plant compiled code
+    assert render._bytecode_cache() is None
+    assert not trusted(tmp_path / "lwsgen")

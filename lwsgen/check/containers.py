@@ -14,7 +14,6 @@ container, what is wrong, code).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from lwsgen.check.profile import Profile
@@ -27,7 +26,11 @@ UNCONFINED = "Unconfined"
 # What Pod Security "baseline" allows as an SELinux type; the variables that hand a container GPUs.
 SELINUX_TYPES = ("container_t", "container_init_t", "container_kvm_t", "container_engine_t")
 GPU_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_VISIBLE_DEVICES")
-_REFERENCE = re.compile(r"(?<!\$)\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+# What makes a process run code its image does not: the dynamic loader's preload and audit
+# libraries (ld.so(8)), the file bash (BASH_ENV) or sh (ENV) sources first, the command search
+# path, and Python's startup file. LD_LIBRARY_PATH and PYTHONPATH stay: NCCL's network plugins
+# (aws-ofi-nccl) are found through them.
+RUN_ENV = ("LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "ENV", "PATH", "PYTHONSTARTUP")
 
 
 def kept_capabilities(profile: Profile) -> set[str]:
@@ -82,6 +85,14 @@ def confinement(profile: Profile, context: dict, at: tuple) -> list[Found]:
         out.append(
             ((*at, "seLinuxOptions", "type"), f"SELinux type {selinux['type']} lifts confinement", "host-access")
         )
+    for key in ("user", "role") if isinstance(selinux, dict) else ():
+        if selinux.get(key):  # Pod Security baseline: seLinuxOptions.user and .role stay unset
+            message = f"an SELinux {key} is the node's to assign; set only seLinuxOptions.type (container_t, ...)"
+            out.append(((*at, "seLinuxOptions", key), message, "host-access"))
+    windows = context.get("windowsOptions")
+    if isinstance(windows, dict) and windows.get("hostProcess"):
+        message = "a host process runs on the node itself, outside any container"
+        out.append(((*at, "windowsOptions", "hostProcess"), message, "host-access"))
     if context.get("procMount") == "Unmasked":
         out.append(((*at, "procMount"), "an unmasked /proc shows the node's kernel interfaces", "host-access"))
     if profile.security.run_as_user and (context.get("runAsUser") == 0 or context.get("runAsNonRoot") is False):
@@ -90,20 +101,57 @@ def confinement(profile: Profile, context: dict, at: tuple) -> list[Found]:
     return out
 
 
+ANY_UNSET = "\0any"  # in secret_variables: any variable the container does not set itself
+
+
+def references(text: str) -> list[str]:
+    """The variables the kubelet expands in text, as its expansion does (kubernetes v1.31
+    third_party/forked/golang/expansion/expand.go): `$$` is a literal `$`, `$(NAME)` a reference,
+    anything else after `$` is literal. Every reference counts, not only the first."""
+    found, index = [], 0
+    while index < len(text) - 1:
+        if text[index] != "$":
+            index += 1
+        elif text[index + 1] == "$":
+            index += 2
+        elif text[index + 1] == "(" and (end := text.find(")", index + 2)) != -1:
+            found.append(text[index + 2 : end])
+            index = end + 1
+        else:
+            index += 1
+    return found
+
+
+def secret_variables(container: dict) -> tuple[set[str], set[str]]:
+    """(the variables that may hold a Secret, those set plainly): a secretKeyRef one, one whose
+    value expands such a variable (env: {B: "$(SECRET)"} copies it), and with an envFrom
+    secretRef (ANY_UNSET) any the container does not set plainly itself."""
+    env = [e for e in container.get("env") or [] if isinstance(e, dict)]
+    secret: set[str] = set()
+    plain: set[str] = set()
+    for entry in env:  # in order: a value expands only the variables defined before it
+        name, value_from = entry.get("name"), entry.get("valueFrom") or {}
+        if isinstance(value_from, dict) and value_from.get("secretKeyRef"):
+            secret.add(name)
+        elif "value" in entry and any(ref in secret for ref in references(str(entry.get("value")))):
+            secret.add(name)
+        elif "value" in entry or (isinstance(value_from, dict) and value_from.get("fieldRef")):
+            plain.add(name)
+    from_secret = any(isinstance(s, dict) and s.get("secretRef") for s in container.get("envFrom") or [])
+    return secret | ({ANY_UNSET} if from_secret else set()), plain
+
+
 def secret_references(container: dict) -> list[tuple[str, int, str]]:
     """(command or args, index, variable) where the kubelet would expand a variable that may come
-    from a Secret into the command line: a secretKeyRef one, or with an envFrom secretRef, any
-    variable the container does not set plainly itself."""
-    env = [e for e in container.get("env") or [] if isinstance(e, dict)]
-    secret = {e.get("name") for e in env if (e.get("valueFrom") or {}).get("secretKeyRef")}
-    plain = {e.get("name") for e in env if "value" in e or (e.get("valueFrom") or {}).get("fieldRef")}
-    from_secret = any(isinstance(s, dict) and s.get("secretRef") for s in container.get("envFrom") or [])
+    from a Secret into the command line."""
+    secret, plain = secret_variables(container)
+    any_unset = ANY_UNSET in secret
     return [
         (field, index, name)
         for field in ("command", "args")
         for index, arg in enumerate(container.get(field) or [])
-        for name in _REFERENCE.findall(str(arg))[:1]
-        if name in secret or (from_secret and name not in plain)
+        for name in dict.fromkeys(references(str(arg)))
+        if name in secret or (any_unset and name not in plain)
     ]
 
 
@@ -163,7 +211,42 @@ def container(profile: Profile, spec: dict[str, Any], *, final: bool, added: boo
     ]
     if isinstance(spec.get("resources"), dict) and spec["resources"].get("claims"):
         out.append((("resources", "claims"), "a pod's devices come from node.*, not claims", "derived"))
+    return out + environment(spec, added) + (resources(profile, spec) if added else [])
+
+
+def environment(spec: dict[str, Any], added: bool) -> list[Found]:
+    """No container chooses GPUs, by any path (env, envFrom); and the engine's process runs its
+    image's code only: no loader or shell variable, no lifecycle hook (added: not the engine)."""
+    out = []
     for index, env in enumerate(spec.get("env") or []):
-        if added and isinstance(env, dict) and env.get("name") in GPU_ENV:
-            out.append((("env", index, "name"), f"{env['name']} would hand this container the node's GPUs", "derived"))
-    return out + (resources(profile, spec) if added else [])
+        name = env.get("name") if isinstance(env, dict) else None
+        if name in GPU_ENV:
+            out.append((("env", index, "name"), gpu_env_message(name), "derived"))
+        elif not added and name in RUN_ENV:
+            out.append((("env", index, "name"), run_env_message(name), "derived"))
+    for index, source in enumerate(spec.get("envFrom") or []):
+        prefix = str(source.get("prefix") or "") if isinstance(source, dict) else ""
+        reached = [n for n in (*GPU_ENV, *(() if added else RUN_ENV)) if n.startswith(prefix)]
+        if reached:
+            message = (
+                f"envFrom could set {reached[0]} (whatever its ConfigMap or Secret holds); give it a prefix no such "
+                "variable starts with (prefix: APP_), or list the variables under env"
+            )
+            out.append((("envFrom", index), message, "derived"))
+    hooks = spec.get("lifecycle") if not added and isinstance(spec.get("lifecycle"), dict) else {}
+    for hook, handler in hooks.items():
+        if isinstance(handler, dict) and "exec" in handler:  # sleep and httpGet run nothing in it
+            message = "an exec hook runs a command in the engine's container beside the engine; run it in a sidecar"
+            out.append((("lifecycle", hook, "exec"), message, "derived"))
+    return out
+
+
+def gpu_env_message(name: str) -> str:
+    return (
+        f"{name} chooses the node's GPUs past the device plugin (the NVIDIA toolkit takes the last value: 'all' is "
+        "every GPU of the node, other tenants' too); a pod's GPUs come from node.gpus only"
+    )
+
+
+def run_env_message(name: str) -> str:
+    return f"{name} changes what the engine's process runs (the loader or the shell reads it); build it into the image"

@@ -26,6 +26,7 @@ for SGLang what follows `python3 -m sglang.launch_server`.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import json
 import re
@@ -353,7 +354,8 @@ def argv_problems(engine: str, version: str | None, argv: list[str]) -> list[tup
             )
             return start + 1
         if option is None:
-            close = difflib.get_close_matches(token.split("=", 1)[0], list(parser.flags), n=1)
+            # a suggestion for the first few: a list of thousands of unknown flags is not a typo
+            close = difflib.get_close_matches(token.split("=", 1)[0], list(parser.flags), n=1) if len(dead) < 20 else []
             dead.add(start)
             report(start, f"{token} is not a flag of {name}" + (f"; did you mean {close[0]}?" if close else ""))
             extras.append(start)
@@ -430,9 +432,10 @@ def argv_problems(engine: str, version: str | None, argv: list[str]) -> list[tup
         return start
 
     start = 0
-    last_option = max(classes) if classes else -1
+    options = sorted(classes)  # the next option at or after start by bisection: linear in the tokens
+    last_option = options[-1] if options else -1
     while start <= last_option:
-        next_option = min(i for i in classes if i >= start)
+        next_option = options[bisect.bisect_left(options, start)]
         if start != next_option:
             end = consume_positionals(start)
             if end > start:

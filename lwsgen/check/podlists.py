@@ -18,6 +18,29 @@ DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 PORT_NAME = re.compile(r"(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # IANA_SVC_NAME, at most 15
 
 
+# Volumes a pod's own API objects and the kubelet provide (Pod Security "restricted" allows these, and
+# image volumes since Kubernetes 1.31; csi is left out: an inline CSI volume is whatever the node's
+# driver does). Every other source is mounted by the node, with the node's credentials or drivers.
+POD_VOLUME_SOURCES = (
+    *("configMap", "secret", "emptyDir", "persistentVolumeClaim", "projected", "downwardAPI", "ephemeral", "image"),
+    *("hostPath", "gitRepo"),  # said by their own rules (security.allowHostPath; never gitRepo)
+)
+
+
+def node_volume_sources(profile: Profile, volume: dict) -> list[str]:
+    """The fields of a volume that make the node mount storage for the pod, unless the profile allows it."""
+    if profile.security.allow_node_volumes or not isinstance(volume, dict):
+        return []
+    return [key for key in volume if key != "name" and key not in POD_VOLUME_SOURCES]
+
+
+def node_volume_message(source: str) -> str:
+    return (
+        f"a {source} volume is mounted by the node with its own credentials or drivers; use a persistentVolumeClaim "
+        "(its PersistentVolume is the cluster admin's), or set security.allowNodeVolumes"
+    )
+
+
 def own_mounts(profile: Profile) -> dict[str, str]:
     """Mount path -> what lwsgen mounts there."""
     mounts = {"/dev/shm": "shared memory", SCRIPTS_MOUNT: "the launch scripts", TOOLS_MOUNT: "the tools"}
@@ -57,6 +80,8 @@ def volumes(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
         if "hostPath" in entry.value and not profile.security.allow_host_path:
             message = "a hostPath volume reaches into the node's filesystem; set security.allowHostPath to allow it"
             out.append(src.problem((*entry.path, "hostPath"), message, "host-access", key=True))
+        for source in node_volume_sources(profile, entry.value):
+            out.append(src.problem((*entry.path, source), node_volume_message(source), "host-access", key=True))
         names.add(name)
     taken_paths = own_mounts(profile)
     for entry in pod.volume_mounts:
@@ -85,9 +110,17 @@ def _mount(src: Source, at: tuple, mount: dict, names: set) -> list[Problem]:
     return []
 
 
+def _normal(path: str) -> str:
+    """A mount path as the runtime resolves it: `//lwsgen`, `/./lwsgen` and `/dev//shm` are
+    /lwsgen and /dev/shm (posixpath keeps a leading `//`, POSIX leaves it to the system: Linux
+    reads it as `/`). `..` is kept as written: the API server refuses it in a mountPath."""
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    return "/" + "/".join(parts)
+
+
 def overlaps(path: str, mount: str) -> bool:
     """One path is the other or lies under it (a mount there would hide or be hidden by the other)."""
-    path, mount = path.rstrip("/") or "/", mount.rstrip("/") or "/"
+    path, mount = _normal(path), _normal(mount)
     return path == mount or path.startswith(mount + "/") or mount.startswith(path + "/")
 
 

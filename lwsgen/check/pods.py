@@ -23,10 +23,16 @@ SIDES = ("leader", "worker")
 # Volumes and containers lwsgen itself puts into a pod (derive/pods.py, workload.py, delivery.py).
 OWN_VOLUMES = ("dshm", "model", "launch-scripts", "tools", "engine-cache", "model-local")
 OWN_CONTAINERS = ("leader", "worker", "await-model", "cache-model")
-OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/")
-POD_LABEL_PREFIXES = (*OWN_LABEL_PREFIXES, "kueue.x-k8s.io/")  # Kueue's queue label is scheduling.queue
+# disaggregatedset.x-k8s.io/*: the P/D controller's labels, which InferencePools and the router select on
+OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/", "disaggregatedset.x-k8s.io/")
+# Kueue's queue label is scheduling.queue; Istio's inject label takes the pods out of the mesh
+POD_LABEL_PREFIXES = (*OWN_LABEL_PREFIXES, "kueue.x-k8s.io/", "sidecar.istio.io/")
 # Pod annotations lwsgen derives or keeps, by key prefix (a prefix ending in '/' owns every key under
 # it, any other that one key): what to do instead.
+NETWORK_OWNED = (
+    "refused: the pod's network is the cluster's, fenced by lwsgen's NetworkPolicy (this would replace it, pin its "
+    "addresses or opt out of the mesh); add attachments with node.networks"
+)
 OWN_ANNOTATIONS = (
     ("k8s.v1.cni.cncf.io/networks", "lwsgen derives it; set node.networks instead"),
     ("leaderworkerset.sigs.k8s.io/", "lwsgen derives it; set scheduling.exclusiveTopology instead"),
@@ -36,6 +42,12 @@ OWN_ANNOTATIONS = (
     ("volcano.sh/", "lwsgen derives it; set scheduling.podGroupAnnotations instead"),
     ("container.apparmor.security.beta.kubernetes.io/", "refused: the containers keep the runtime's AppArmor profile"),
     ("seccomp.security.alpha.kubernetes.io/", "refused: the pods keep seccomp RuntimeDefault"),
+    # The pod's network is the cluster's, fenced by lwsgen's NetworkPolicy: no annotation replaces it,
+    # pins its addresses or takes the pod out of the mesh that enforces policy.
+    ("v1.multus-cni.io/", NETWORK_OWNED),
+    ("cni.projectcalico.org/", NETWORK_OWNED),
+    ("sidecar.istio.io/", NETWORK_OWNED),
+    ("traffic.sidecar.istio.io/", NETWORK_OWNED),
 )
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 

@@ -273,6 +273,7 @@ class Security(Record):
     allow_host_ipc: bool
     allow_privileged: bool
     allow_host_path: bool
+    allow_node_volumes: bool
 
 
 class ArgoCD(Record):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from lwsgen import runtimes
 from lwsgen.check import delivery, engine, gateway, hatches, metadata, model, nccl, pods, scheduling, startup, versions
 from lwsgen.check.images import check_images
+from lwsgen.check.pods import OWN_LABEL_PREFIXES
 from lwsgen.check.profile import Profile
 from lwsgen.derive.naming import SUFFIXES, name_budget
 from lwsgen.load.source import Source
@@ -186,19 +187,20 @@ def check_env(profile: Profile, src: Source) -> list[Problem]:
 
 
 def env_problems(src: Source, field: tuple, env) -> list[Problem]:
-    return [
-        src.problem(
-            (*field, name),
-            f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}",
-            "reserved-env",
-            key=True,
-        )
-        for name in env
-        if name in RESERVED_ENV or name.startswith("LWSGEN_")
-    ]
+    from lwsgen.check.containers import GPU_ENV, RUN_ENV, gpu_env_message, run_env_message
 
-
-OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/")
+    out = []
+    for name in env:
+        if name in RESERVED_ENV or name.startswith("LWSGEN_"):
+            message = f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}"
+        elif name in GPU_ENV:
+            message = gpu_env_message(name)
+        elif name in RUN_ENV:
+            message = run_env_message(name)
+        else:
+            continue
+        out.append(src.problem((*field, name), message, "reserved-env", key=True))
+    return out
 
 
 def check_labels(profile: Profile, src: Source) -> list[Problem]:

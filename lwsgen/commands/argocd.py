@@ -109,6 +109,12 @@ def kubernetes_minor(kube_version: str) -> str | None:
     return f"{match[1]}.{match[2]}" if match else None
 
 
+# The files outside the kustomization whose objects all live in the Application's namespace
+# (tests/test_hatch_holes.py holds it to the scopes of what they write): whoever writes an
+# Application may add those, never a cluster-scoped Volcano Queue nor eksctl or adapter files.
+PLUGIN_INCLUDES = ("nccl-test",)
+
+
 def render_arguments(environ: dict[str, str], app_path: Path) -> tuple[list[str], list[str]]:
     """(the `lwsgen render` arguments, notes for stderr); raises PluginError."""
     from lwsgen.output.validate import available_versions
@@ -126,6 +132,11 @@ def render_arguments(environ: dict[str, str], app_path: Path) -> tuple[list[str]
     if strict == "true":
         args.append("--strict")
     for kind in _listed(values.get("include", "")):
+        if kind not in PLUGIN_INCLUDES:
+            raise PluginError(
+                f"include {kind!r}: through the plugin, only {', '.join(PLUGIN_INCLUDES)} (objects of the "
+                "Application's namespace); cluster-scoped objects and configuration files are applied by their owner"
+            )
         args += ["--include", kind]
     for assignment in values.get("set", []) if isinstance(values.get("set"), list) else _listed(values.get("set", "")):
         args += ["--set", str(assignment)]

@@ -43,6 +43,9 @@ def walk(root: Path, skip: Path | None = None) -> list[Path]:
             problems.append(_refused(path, f"links out of {root}; a directory's profiles are files inside it"))
         elif path.is_file():
             found.append(path)
+        if len(found) > bounds.MAX_FILES:
+            message = f"holds more than {bounds.MAX_FILES} YAML files; one command reads at most that many: split it"
+            raise ProblemsError([_refused(root, message)])
     if problems:
         raise ProblemsError(problems)
     return found

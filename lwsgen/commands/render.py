@@ -42,4 +42,22 @@ def render_all(
         if outcome.result is not None:
             results.append(outcome.result)
             problems += outcome.result.warnings
-    return results, problems + duplicate_names(results)
+    return results, problems + duplicate_names(results) + shared_objects(results)
+
+
+def shared_objects(results: list[Rendered]) -> list[Problem]:
+    """Two profiles of one batch that write one object (a kind and name in one namespace, say an
+    added ConfigMap named like another deployment's launch scripts): whichever applies last
+    replaces the other's. An error at the second profile's name."""
+    owner: dict[tuple, str] = {}
+    problems = []
+    for result in results:
+        for identity in result.identities:
+            first = owner.setdefault(identity, result.source)
+            if first != result.source:
+                file, line, col = result.name_at
+                namespace, kind, name = identity
+                message = f"writes {kind} {name} in namespace {namespace}, which {first} writes too; rename one"
+                problems.append(Problem(file, line, col, "name", message, "shared-object"))
+                break
+    return problems

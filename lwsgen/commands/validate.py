@@ -66,6 +66,7 @@ def _siblings(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
             sibling = directory / name
             if (
                 "/" not in name
+                and bounds.path_problem(name) is None
                 and sibling.suffix in YAML_SUFFIXES
                 and sibling.is_file()
                 and bounds.resolved(sibling) not in given
@@ -173,7 +174,7 @@ def _shape(doc: source.Source, path: Path) -> Problem | None:
     """What keeps a document from being checked at all: not an object, apiVersion or kind that
     are not strings, or values JSON cannot hold."""
     data = doc.data
-    if not (_is_object(data) or path.name in validate.FILE_SCHEMAS):
+    if not (_is_object(data) or (path.name in validate.FILE_SCHEMAS and isinstance(data, dict))):
         message = "neither a profile (runtime, ...) nor a Kubernetes object (apiVersion, kind)"
         return doc.problem((), message, "unknown-document")
     for field in ("apiVersion", "kind") if _is_object(data) else ():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -92,22 +93,37 @@ def _confined(target: str, child: Path, root: str | None = None) -> Path | None:
     return base if base is not None and any(r is not None and base.is_relative_to(r) for r in roots) else None
 
 
-_STEPS: dict[tuple, Any] | None = None  # within reuse(): each file's read and its link, once
-_MERGED: dict[tuple, tuple[Source, int]] | None = None  # within reuse(): each chain's merge, once
+class _Reuse:
+    """What one command has read: each file's mapping and link (steps), each chain's merge."""
+
+    def __init__(self) -> None:
+        self.steps: dict[tuple, Any] = {}
+        self.merged: dict[tuple, tuple[Source, int]] = {}
+
+
+# A context variable, not a global: a render in another thread (a test's, a server's) never sees
+# this command's files, and none outlives the command that read it.
+_REUSE: ContextVar[_Reuse | None] = ContextVar("lwsgen_reuse", default=None)
 
 
 @contextmanager
 def reuse():
     """Within it, a profile that several others extend is read, checked and merged once (validate
     of a directory of thousands that share bases costs each file once, not once per chain)."""
-    global _STEPS, _MERGED
-    outer = _STEPS, _MERGED
-    if _STEPS is None:
-        _STEPS, _MERGED = {}, {}
+    token = _REUSE.set(_REUSE.get() or _Reuse())
     try:
         yield
     finally:
-        _STEPS, _MERGED = outer
+        _REUSE.reset(token)
+
+
+def _identity(resolved: Path) -> tuple:
+    """The file as it is now: a file rewritten between two reads is another file."""
+    try:
+        info = os.stat(resolved)
+    except OSError:
+        return ()
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def load(path: Path, display: str | None = None, root: str | None = None, text: str | None = None) -> Source:
@@ -122,7 +138,7 @@ def load(path: Path, display: str | None = None, root: str | None = None, text: 
         if resolved is None:
             message = "its links loop or its path cannot be resolved; point it at a file"
             raise ProblemsError([Problem(display or str(path), 0, 0, "", message, "link-loop")])
-        key = (resolved, display, root)
+        key = (resolved, display, root, _identity(resolved))
         if any(resolved == seen[0] for seen, _ in steps):
             names = " -> ".join(_display(k[0]) for k, _ in steps) + f" -> {_display(resolved)}"
             raise ProblemsError(
@@ -130,8 +146,9 @@ def load(path: Path, display: str | None = None, root: str | None = None, text: 
             )
         if len(steps) > MAX_DEPTH:
             raise ProblemsError([_too_deep(display or str(path))])
-        if text is None and _MERGED is not None and key in _MERGED:
-            below = _MERGED[key]
+        reused = _REUSE.get()
+        if text is None and reused is not None and key in reused.merged:
+            below = reused.merged[key]
             if len(steps) + below[1] > MAX_DEPTH:
                 raise ProblemsError([_too_deep(display or str(path))])
             break
@@ -161,8 +178,9 @@ def _merged(steps: list[tuple[tuple, Source]], below: tuple[Source, int] | None)
 
 
 def _keep(key: tuple, merged: tuple[Source, int]) -> None:
-    if _MERGED is not None and key[0] is not None:
-        _MERGED[key] = merged
+    reused = _REUSE.get()
+    if reused is not None and key[0] is not None:
+        reused.merged[key] = merged
 
 
 def _too_deep(file: str) -> Problem:
@@ -173,18 +191,20 @@ def _too_deep(file: str) -> Problem:
 def _step(path: Path, resolved: Path, display: str | None, root: str | None, text: str | None):
     """(the file's mapping, (its base's path, as shown) or None); raises ProblemsError. Within
     reuse(), once per file: what is wrong with a file is so whichever profile reaches it."""
-    key = (resolved, display, root)
-    if _STEPS is None or text is not None:
+    key = (resolved, display, root, _identity(resolved))
+    reused = _REUSE.get()
+    if reused is None or text is not None:
         return _read_step(path, display, root, text)
-    if key not in _STEPS:
-        if len(_STEPS) >= bounds.MAX_FILES:
+    steps = reused.steps
+    if key not in steps:
+        if len(steps) >= bounds.MAX_FILES:
             message = f"one command reads at most {bounds.MAX_FILES} profile files; split the directory"
             raise ProblemsError([Problem(display or str(path), 0, 0, "", message, "too-many-files")])
         try:
-            _STEPS[key] = _read_step(path, display, root, None)
+            steps[key] = _read_step(path, display, root, None)
         except ProblemsError as err:
-            _STEPS[key] = err
-    found = _STEPS[key]
+            steps[key] = err
+    found = steps[key]
     if isinstance(found, ProblemsError):
         raise ProblemsError(found.problems)
     return found

@@ -163,7 +163,7 @@ def _too_much(node: yaml.Node, file: str, message: str) -> ProblemsError:
     return ProblemsError([Problem(file, mark.line + 1, mark.column + 1, "", message, "too-large")])
 
 
-def _node_budget(node: yaml.Node, file: str, limit: int) -> None:
+def _node_budget(node: yaml.Node, file: str, limit: int, characters: int = bounds.MAX_EXPANDED_BYTES) -> None:
     """Refuse a document whose node graph, aliases expanded, has more than `limit` nodes, nests
     deeper than MAX_DEPTH or holds more than MAX_EXPANDED_BYTES of scalars."""
     pending, seen, size = [(node, 1)], 0, 0
@@ -177,8 +177,8 @@ def _node_budget(node: yaml.Node, file: str, limit: int) -> None:
             raise _too_much(node, file, message)
         if isinstance(current, yaml.ScalarNode):
             size += len(current.value)
-            if size > bounds.MAX_EXPANDED_BYTES:
-                message = f"the document expands to more than {bounds.MAX_EXPANDED_BYTES} characters (through aliases)"
+            if size > characters:
+                message = f"the document expands to more than {characters} characters (through aliases)"
                 raise _too_much(node, file, message)
             continue
         if depth > bounds.MAX_DEPTH:
@@ -191,10 +191,14 @@ def _node_budget(node: yaml.Node, file: str, limit: int) -> None:
             pending += ((item, depth + 1) for item in current.value)
 
 
-def _construct(loader, node: yaml.Node, file: str, limit: int) -> Any:
-    _node_budget(node, file, limit)
+def _construct(loader, node: yaml.Node, file: str, limit: int, characters: int = bounds.MAX_EXPANDED_BYTES) -> Any:
+    _node_budget(node, file, limit, characters)
     try:
         return loader.construct_document(node)
+    except (KeyError, TypeError) as err:  # a tag whose constructor cannot read the value (!!bool maybe)
+        mark = node.start_mark
+        message = f"a value YAML cannot read as its tag says ({type(err).__name__}: {str(err)[:80]}); quote it"
+        raise ProblemsError([Problem(file, mark.line + 1, mark.column + 1, "", message, "bad-value")]) from None
     except ValueError as err:  # Python refuses integers of more than 4300 digits
         mark = node.start_mark
         raise ProblemsError(
@@ -244,7 +248,8 @@ def load_documents(text: str, file: str, max_nodes: int = 20 * MAX_NODES) -> lis
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
-                sources.append(_source(node, _construct(loader, node, file, max_nodes), file, problems))
+                data = _construct(loader, node, file, max_nodes, bounds.MAX_OBJECT_BYTES)
+                sources.append(_source(node, data, file, problems))
     except yaml.YAMLError as err:
         raise ProblemsError([_syntax_problem(err, file)]) from None
     finally:

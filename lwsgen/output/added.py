@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from lwsgen.check.pods import POD_LABEL_PREFIXES, annotation_owner
 from lwsgen.check.profile import Profile
 
 REFUSED_KINDS = {
@@ -24,16 +25,14 @@ REFUSED_KINDS = {
     "TCPRoute": "traffic comes in through lwsgen's route: use gateway.*",
     "UDPRoute": "traffic comes in through lwsgen's route: use gateway.*",
 }
-# Kubernetes' cluster-scoped kinds (a namespace written on them is ignored when applied).
-CLUSTER_SCOPED = {
-    *("Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "PriorityClass"),
-    *("StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "RuntimeClass", "IngressClass"),
-    *("CustomResourceDefinition", "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"),
-    *("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy"),
-    *("MutatingAdmissionPolicyBinding", "CertificateSigningRequest", "FlowSchema", "PriorityLevelConfiguration"),
-    *("ClusterTrustBundle", "DeviceClass", "ServiceCIDR", "IPAddress", "ResourceSlice", "VolumeAttributesClass"),
-    *("GatewayClass",),
-}
+
+
+def scope(api_version: Any, kind: Any) -> str | None:
+    """ "Namespaced" or "Cluster", from the API's own data (schemas/kubernetes-scopes.json: Kubernetes'
+    discovery documents and the CRDs' spec.scope, tools/kubernetes_scopes.py); None: unknown."""
+    from lwsgen.resources import schema
+
+    return schema("kubernetes-scopes.json")["scopes"].get(f"{api_version} {kind}")
 
 
 def _pod_templates(value: Any) -> Iterable[dict]:
@@ -55,8 +54,20 @@ def refusal(profile: Profile, obj: dict, selectors: list[dict], accounts: set[st
     kind, meta = obj.get("kind"), obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     if kind in REFUSED_KINDS:
         return f"a {kind}: {REFUSED_KINDS[kind]}"
-    if kind in CLUSTER_SCOPED or str(kind).startswith("Cluster"):
-        return f"a {kind} is cluster-scoped: a profile writes only into its namespace"
+    where = scope(obj.get("apiVersion"), kind)
+    if where == "Cluster":
+        return (
+            f"a {kind} is cluster-scoped (by the API's discovery data or its CRD): a profile writes only its namespace"
+        )
+    if where is None:
+        return (
+            f"lwsgen cannot establish whether {obj.get('apiVersion')} {kind} is namespaced (neither Kubernetes' "
+            "discovery data nor a CRD lwsgen knows has it): a profile writes only what it knows stays in its namespace"
+        )
+    if kind == "DaemonSet":
+        return (
+            "a DaemonSet runs a pod on every node of the cluster, other tenants' too: a profile's pods are its groups'"
+        )
     if meta.get("namespace") != profile.namespace:
         return f"metadata.namespace must be the profile's namespace {profile.namespace!r} (place meta(v.meta))"
     if kind == "Secret" and obj.get("type") == "kubernetes.io/service-account-token":
@@ -68,6 +79,17 @@ def refusal(profile: Profile, obj: dict, selectors: list[dict], accounts: set[st
         labels = (template.get("metadata") or {}).get("labels") or {}
         if any(selector and all(labels.get(k) == v for k, v in selector.items()) for selector in selectors):
             return "its pods carry labels lwsgen's Services, monitors or policies select: they would pass for lwsgen's"
+        annotations = (template.get("metadata") or {}).get("annotations") or {}
+        owned = [k for k in labels if str(k).startswith(POD_LABEL_PREFIXES)]
+        owned += [k for k in annotations if annotation_owner(str(k))]
+        if owned:
+            return f"its pods carry {owned[0]!r}, which lwsgen or the cluster's network and controllers own"
+    name = meta.get("name")
+    if not (isinstance(name, str) and name.startswith(f"{profile.name}-")):
+        return (
+            f"its name must start with {profile.name + '-'!r} (place meta(v.meta)): a profile's objects are named "
+            "after it, so none replaces another deployment's (its launch scripts, say)"
+        )
     return None
 
 

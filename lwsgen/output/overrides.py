@@ -106,6 +106,38 @@ def opened(profile: Profile, src: Source, at: tuple, label: str, obj: dict, befo
     ]
 
 
+def token_sharers(src: Source, at: tuple, label: str, before: dict, after: dict) -> list[Problem]:
+    """A warning for each pod template holding its launcher's ServiceAccount token (the MPI
+    leader: pods/exec on the group) that the hatch gave another container: it gets the token too,
+    as a profile's sidecar there does (check/pods.py warns of those)."""
+    from lwsgen.output.podholes import pod_specs
+    from lwsgen.problems import WARNING
+
+    out = []
+    for path, spec in pod_specs(before):
+        theirs = _spec_at(after, path)
+        if spec.get("automountServiceAccountToken") is True and theirs is not None:
+            added = len(theirs.get("containers") or []) + len(theirs.get("initContainers") or [])
+            if added > len(spec.get("containers") or []) + len(spec.get("initContainers") or []):
+                message = (
+                    f"{label}: {_say(path)} mounts its launcher's ServiceAccount token (pods/exec on the group) into "
+                    "every container: the container this adds can exec into the workers"
+                )
+                out.append(src.problem(at, message, "shares-token")._replace(severity=WARNING))
+    return out
+
+
+def _spec_at(obj: Any, path: tuple) -> dict | None:
+    for key in path:
+        if isinstance(obj, dict) and key in obj:
+            obj = obj[key]
+        elif isinstance(obj, list) and isinstance(key, int) and key < len(obj):
+            obj = obj[key]
+        else:
+            return None
+    return obj if isinstance(obj, dict) else None
+
+
 def _target(src: Source, index: int, target: dict, files: list[OutputFile]) -> tuple[int, int]:
     at = ("patches", index, "target")
     kind, name = target.get("kind"), target.get("name")
@@ -157,6 +189,7 @@ def apply_patches(
             continue
         problems += changed(src, ("patches", index), label, before, after, found)
         problems += opened(profile, src, ("patches", index), label, after, before)
+        problems += token_sharers(src, ("patches", index), label, before, after)
         objects = list(files[f].objects)
         objects[i] = after
         files[f] = files[f]._replace(objects=tuple(objects))

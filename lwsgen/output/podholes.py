@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen.check import containers
+from lwsgen.check import containers, podlists
 from lwsgen.check.podlists import overlaps
 from lwsgen.check.profile import Profile
 
@@ -86,6 +86,8 @@ def _volume_holes(profile: Profile, spec: dict, at: tuple, before: dict | None) 
             continue
         if "hostPath" in volume and not profile.security.allow_host_path:
             yield (*at, "volumes", index, "hostPath"), "hostPath is not allowed; set security.allowHostPath"
+        for source in podlists.node_volume_sources(profile, volume):
+            yield (*at, "volumes", index, source), podlists.node_volume_message(source)
         if "gitRepo" in volume:
             yield (
                 (*at, "volumes", index, "gitRepo"),

@@ -22,6 +22,12 @@ POD = ("spec", "leaderWorkerTemplate", ANY, "spec")
 POD_META = ("spec", "leaderWorkerTemplate", ANY, "metadata")
 
 
+TOKEN_POD = (
+    "nothing: these pods run with their ServiceAccount's token, so what runs in them is lwsgen's (a sidecar or "
+    "command there would act as that account); resources and other fields may change"
+)
+
+
 class Guard(Record):
     kinds: tuple[str, ...]  # empty: every kind
     path: tuple
@@ -109,6 +115,14 @@ GUARDS = (
     Guard(("ConfigMap",), ("data",), "runtime (launch scripts and picker configuration are lwsgen's)"),
     Guard(("PersistentVolumeClaim",), ("spec",), "storage.create"),
     Guard(("Kustomization",), ("resources",), "the files this directory holds"),
+    # lwsgen's Deployments (the endpoint picker, the P/D router) run with their ServiceAccount's
+    # token (they watch pods and pools): what runs in them is lwsgen's, or a hatch would run code
+    # with that account. A new container is a new index: its name differs from nothing.
+    *(
+        Guard(("Deployment",), ("spec", "template", "spec", group, ANY, field), TOKEN_POD)
+        for group in ("containers", "initContainers", "ephemeralContainers")
+        for field in ("name", "image", "command", "args", "env", "envFrom", "lifecycle", "workingDir")
+    ),
 )
 _MISSING = object()
 

@@ -10,7 +10,17 @@ from lwsgen import bounds
 from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.output import added, protected
-from lwsgen.output.overrides import TEMPLATES, Hatch, Origins, changed, duplicates, identity, malformed, opened
+from lwsgen.output.overrides import (
+    TEMPLATES,
+    Hatch,
+    Origins,
+    changed,
+    duplicates,
+    identity,
+    malformed,
+    opened,
+    token_sharers,
+)
 from lwsgen.output.parse import OutputFile
 from lwsgen.problems import Problem, ProblemsError
 
@@ -73,7 +83,7 @@ def check_keys(src: Source, directory: Path, keys: tuple[str, ...], emitted: set
     if problems:
         raise ProblemsError(problems)
     if not keys:
-        raise ProblemsError([src.problem(TEMPLATES, f"no <kind>.yaml.j2 in {directory}", "missing")])
+        raise ProblemsError([src.problem(TEMPLATES, f"no <kind>.yaml.j2 in {src.data.get('templates')}", "missing")])
 
 
 def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
@@ -172,6 +182,7 @@ def template_problems(
                 continue
             if identity(obj) in ours:
                 problems += changed(src, TEMPLATES, label, ours[identity(obj)], obj, found)
+                problems += token_sharers(src, TEMPLATES, label, ours[identity(obj)], obj)
             elif (why := added.refusal(profile, obj, selectors, accounts)) is not None:
                 problems.append(
                     src.problem(TEMPLATES, f"{label}: {obj.get('kind')} {identity(obj)[1]}: {why}", "refused")

@@ -17,7 +17,7 @@ from typing import Any
 
 from lwsgen import resources
 from lwsgen.derive import kinds
-from lwsgen.files import atomic_write, cache_dir
+from lwsgen.files import atomic_write, cache_dir, trusted
 from lwsgen.output.apirules import api_errors
 from lwsgen.output.locate import OutputError
 
@@ -185,7 +185,7 @@ def strict_texts(version: str) -> dict[str, str]:
         return texts
     cache = cache_dir()
     path = None if cache is None else cache / name
-    texts = None if path is None else _read_texts(path)
+    texts = None if path is None or not trusted(cache) else _read_texts(path)  # schemas decide what passes
     if texts is None:
         texts = build_strict_texts(version)
         if path is not None:
@@ -208,6 +208,10 @@ def _k8s_file(api_version: str, kind: str) -> str:
     return f"{kind.lower()}-{group_version}.json"
 
 
+_KIND = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
+_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?")
+
+
 @cache
 def validator(version: str, api_version: str, kind: str):
     """A compiled strict validator for one apiVersion/kind at one Kubernetes version."""
@@ -216,6 +220,9 @@ def validator(version: str, api_version: str, kind: str):
     text = strict_texts(version).get(f"{api_version} {kind}")
     if text is not None:
         return jsonschema_rs.validator_for(text)
+    # a file name made of the document's own words: only what Kubernetes' names can be, never a path
+    if not (_KIND.fullmatch(str(kind)) and _API_VERSION.fullmatch(str(api_version))):
+        raise UnknownKind(f"no schema for {api_version} {kind}")
     path = _schema_dir(version) / _k8s_file(api_version, kind)
     if not path.is_file():
         raise UnknownKind(f"no schema for {api_version} {kind}")

@@ -88,10 +88,12 @@ def locked(out_root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     Waits at most `timeout` seconds, saying who holds it."""
     path = lock_path(out_root)
     fd = _open_lock(path)
+    holder = _directory_lock(out_root)
     try:
         deadline, said = time.monotonic() + timeout, False
         while True:
             try:
+                fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
@@ -111,6 +113,20 @@ def locked(out_root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+        os.close(holder)
+
+
+def _directory_lock(out_root: Path) -> int:
+    """A descriptor of the directory that holds OUT (its nearest existing one), for flock: the
+    lock every render into OUT takes whatever its TMPDIR (the lock file there only names the
+    holder), and nothing is created for it."""
+    where = Path(os.path.realpath(out_root)).parent
+    while not where.is_dir() and where != where.parent:
+        where = where.parent
+    try:
+        return os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as err:
+        raise WriteError(f"cannot open {where} to lock {out_root}: {err.strerror}") from None
 
 
 SOURCE_LINE = "# rendered from "  # .lwsgen-files' first line: the profile, relative to the directory
@@ -242,13 +258,10 @@ def _stage(staging: Path, change: Plan) -> None:
         os.chmod(staging, stat.S_IMODE(old.st_mode))
         if os.getuid() == 0:
             os.chown(staging, old.st_uid, old.st_gid)
+        _no_mount_inside(change.directory, old.st_dev)
         with os.scandir(change.directory) as scan:
             entries = list(scan)
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_dev != old.st_dev:
-                raise WriteError(
-                    f"{entry.path} is a mount point; lwsgen swaps whole directories and never moves a mount"
-                )
             if entry.name in rewritten:
                 continue
             if entry.is_dir(follow_symlinks=False):
@@ -257,6 +270,16 @@ def _stage(staging: Path, change: Plan) -> None:
                 _hardlink_or_copy(Path(entry.path), staging / entry.name)
     for name in change.changed:
         create_exclusive(staging / name, change.files[name])
+
+
+def _no_mount_inside(directory: Path, device: int) -> None:
+    """Refuse a directory with a mount anywhere below it: swapping it in would move the mount into
+    the old directory, and removing that would empty what is mounted."""
+    for top, names, _ in os.walk(directory, followlinks=False):
+        for name in names:
+            path = os.path.join(top, name)
+            if os.lstat(path).st_dev != device or os.path.ismount(path):
+                raise WriteError(f"{path} is a mount point; lwsgen swaps whole directories and never moves a mount")
 
 
 _RENAME_EXCHANGE = 2
@@ -331,7 +354,10 @@ def _replace_directory(out_root: Path, change: Plan) -> None:
 
 def _private(out_root: Path) -> None:
     """Refuse an output root others may write: they could swap a directory being built for a link."""
-    info = _lstat(out_root)
+    try:  # the directory itself: OUT may be a link to one (a world-writable /tmp/x, say)
+        info = os.stat(out_root)
+    except OSError:
+        info = None
     if info is not None and stat.S_ISDIR(info.st_mode) and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise WriteError(
             f"{out_root} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); lwsgen writes only into "

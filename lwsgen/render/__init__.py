@@ -18,7 +18,7 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from lwsgen.derive.model import Deployment, Several
-from lwsgen.files import cache_dir
+from lwsgen.files import cache_dir, trusted
 from lwsgen.render.scalars import to_yaml_scalar
 from lwsgen.resources import package_dir
 
@@ -69,10 +69,10 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     # Jinja's cache key (template name and source) does not cover: bump COMPILED_FORMAT with them.
     directory = base / f"jinja-{jinja2.__version__}-{COMPILED_FORMAT}"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(str(directory))
+    return jinja2.FileSystemBytecodeCache(str(directory)) if trusted(directory) else None
 
 
 COMPILED_DIR = "compiled"  # in an installed package: templates/compiled/, made when the wheel is built
