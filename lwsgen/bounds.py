@@ -33,7 +33,7 @@ MAX_TEMPLATE_BYTES = 4 << 20  # characters one of the profile's templates writes
 # --- one command ---
 MAX_FILES = 20_000  # files one command walks, and profile files it reads
 TEMPLATE_CPU_SECONDS = 2  # CPU seconds the profile's own templates may take, together (their own clock)
-TEMPLATE_MEMORY = 1 << 30  # bytes of address space the process rendering them may grow by
+TEMPLATE_MEMORY = 256 << 20  # bytes of address space the process rendering them may grow by
 
 # Characters a path or name cannot hold: NUL (the kernel's string end) and control characters.
 _CONTROL = {*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)}

@@ -356,3 +356,37 @@ def test_an_extends_merge_costs_the_paths_not_their_product(tmp_path):
     after = resource.getrusage(resource.RUSAGE_SELF)
     assert merged.data["x"] == wide
     assert (after.ru_utime - before.ru_utime) < 10  # 152 s when each path was held against every replaced one
+
+
+def test_the_plugin_resolves_the_profile_path_however_it_is_spelled(tmp_path):
+    from lwsgen.commands.argocd import PluginError, render_arguments
+
+    app = tmp_path / "app"
+    app.mkdir()
+    for spelled in ("./..", ".//..", "./././..", "sub/../../x"):
+        params = f'[{{"name": "profile", "string": "{spelled}"}}]'
+        with pytest.raises(PluginError, match="must stay inside the application path"):
+            render_arguments({"ARGOCD_APP_PARAMETERS": params}, app)
+
+
+def test_a_tiny_profile_cannot_grow_its_output_without_bound(write_profile, capsys):
+    from lwsgen.cli import main
+
+    value = "y" * 1000
+    text = (
+        yaml.safe_dump(_with()) + "env:\n  E0: &e '" + value + "'\n" + "".join(f"  E{i}: *e\n" for i in range(1, 1000))
+    )
+    path = write_profile(text)
+    assert main(["render", str(path), "-o", str(path.parent / "out")]) == 1
+    assert "the API server takes at most 1572864 (etcd's request limit)" in capsys.readouterr().err
+    bomb = yaml.safe_dump(_with()) + "annotations:\n  a: &a '" + "z" * 5000 + "'\n"
+    bomb += "".join(f"  a{i}: *a\n" for i in range(300))  # 1.5 MB of annotations from 8 KB
+    assert main(["render", str(write_profile(bomb)), "-o", str(path.parent / "out")]) == 1
+    assert "expands to more than 1048576 characters" in capsys.readouterr().err
+    assert not (path.parent / "out").exists()
+
+
+def test_messages_name_the_profiles_paths_not_the_machines(render, tmp_path):
+    (tmp_path / "hatch-templates").mkdir()
+    errors = _errors(render, _with(templates="hatch-templates"))
+    assert errors and not any(str(tmp_path) in e for e in errors), errors

@@ -117,7 +117,12 @@ RENDER_ROWS = {
     "a template that takes memory": (
         {"p.yaml": BASE + "templates: t\n", "t/pdb.yaml.j2": "{% set x = 'a' * 100000 %}{{ (x * 100000) | q }}"},
         {},
-        "needed more than 1024 MiB of memory",
+        "needed more than 256 MiB of memory",
+    ),
+    "a template building a billion-character string": (
+        {"p.yaml": BASE + "templates: t\n", "t/pdb.yaml.j2": "{{ ('x' * 1000000000) | q }}"},
+        {},
+        "needed more than 256 MiB of memory",
     ),
     "a template that writes without end": (
         {
@@ -252,3 +257,11 @@ def test_validate_of_a_directory_of_thousands_reads_each_file_once(tmp_path, cap
     assert main(["validate", str(tmp_path)]) == 1
     assert "p40.yaml:1:1: extends: more than 32 bases" in capsys.readouterr().out
     assert len(reads) == 2000  # every file once, not once per chain that reaches it (66,000 before)
+
+
+def test_a_profile_whose_file_name_is_not_utf8_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    name = os.fsdecode(b"p\xff.yaml")
+    (tmp_path / name).write_text(BASE)
+    _refused(tmp_path, capsys, ["render", name, "-o", "out"], "p\\xff.yaml:0:0: its path is not valid UTF-8")

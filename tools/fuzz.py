@@ -19,8 +19,11 @@ Usage:
   python tools/fuzz.py render COUNT [SEED]    render cases only
   python tools/fuzz.py validate COUNT [SEED]  validate cases only
   python tools/fuzz.py --quick                CI slice: 300 + 300 cases with seed 40, plus the seeds
-Options: -j N workers (default: CPUs), --no-seeds, --failures DIR (default /tmp/fuzz-failures).
-Exit 1 if any case failed; each failing case is saved as DIR/<n>/case (rerun: DIR/<n>/README).
+Options: -j N workers (default: CPUs), --no-seeds, --failures DIR (default /tmp/fuzz-failures; a second
+concurrent run uses DIR-<pid>), --only render:12,validate:7 (regenerate and run just those cases of this
+COUNT and SEED: every case is a pure function of seed, mode and index).
+Exit 1 if any case failed; each failing case is saved as DIR/<n>/case (rerun: DIR/<n>/README), all
+records in DIR/cases.jsonl.
 """
 
 from __future__ import annotations

@@ -117,6 +117,18 @@ def reuse():
         _REUSE.reset(token)
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # os.fsdecode's surrogate escapes of bytes that are not UTF-8
+        return False
+    return True
+
+
+def _utf8_safe(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _identity(resolved: Path) -> tuple:
     """The file as it is now: a file rewritten between two reads is another file."""
     try:
@@ -138,6 +150,9 @@ def load(path: Path, display: str | None = None, root: str | None = None, text: 
         if resolved is None:
             message = "its links loop or its path cannot be resolved; point it at a file"
             raise ProblemsError([Problem(display or str(path), 0, 0, "", message, "link-loop")])
+        if not _utf8(str(resolved)):  # .lwsgen-files records it; YAML and messages carry it
+            message = "its path is not valid UTF-8; rename the file"
+            raise ProblemsError([Problem(_utf8_safe(display or str(path)), 0, 0, "", message, "bad-path")])
         key = (resolved, display, root, _identity(resolved))
         if any(resolved == seen[0] for seen, _ in steps):
             names = " -> ".join(_display(k[0]) for k, _ in steps) + f" -> {_display(resolved)}"
