@@ -162,12 +162,15 @@ def _size_problems(files: dict[str, str], parsed: dict[str, tuple], src) -> list
 
 
 def _identities(parsed: dict[str, tuple]) -> tuple:
+    """(namespace, kind, name, file, index) of what the kustomization applies: two profiles may
+    write the same object (a shared model claim), never two different ones (commands/render.py
+    compares the objects only when two names meet)."""
     from lwsgen.derive.kinds import listed
 
     return tuple(
-        ((o.get("metadata") or {}).get("namespace"), o.get("kind"), (o.get("metadata") or {}).get("name"))
+        ((o.get("metadata") or {}).get("namespace"), o.get("kind"), (o.get("metadata") or {}).get("name"), name, i)
         for name, docs in sorted(parsed.items())
         if listed(name.removesuffix(".yaml"))
-        for o in docs
+        for i, o in enumerate(docs)
         if isinstance(o, dict) and o.get("kind") != "Kustomization"
     )

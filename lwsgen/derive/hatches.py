@@ -48,6 +48,7 @@ class Sidecar(Record):
 
 
 OWN_KEYS = ("name", "imagePullPolicy", "securityContext")
+NO_GPUS = "void"  # NVIDIA_VISIBLE_DEVICES that makes the NVIDIA runtime hand a container no GPU
 OWN_CONTEXT = ("allowPrivilegeEscalation", "capabilities", "runAsNonRoot", "runAsUser")
 
 
@@ -56,6 +57,9 @@ def hardened(profile: Profile, container: dict[str, Any]) -> Sidecar:
     no privilege escalation, the profile's user, the default pull policy (what it may say instead
     is bounded by security.*: check/pods.py)."""
     spec = _thaw(container)
+    # Its image may say NVIDIA_VISIBLE_DEVICES=all (the CUDA images do): on a node whose runtime
+    # is NVIDIA's, that is every GPU of the node. void hands it none (nvidia-container-toolkit).
+    spec["env"] = [*(spec.get("env") or []), {"name": "NVIDIA_VISIBLE_DEVICES", "value": NO_GPUS}]
     context = spec.get("securityContext") or {}
     capabilities = context.get("capabilities") or {}
     user = context.get("runAsUser", profile.security.run_as_user or None)

@@ -24,6 +24,8 @@ REFUSED_KINDS = {
     "TLSRoute": "traffic comes in through lwsgen's route: use gateway.*",
     "TCPRoute": "traffic comes in through lwsgen's route: use gateway.*",
     "UDPRoute": "traffic comes in through lwsgen's route: use gateway.*",
+    "Binding": "placing a pod on a node is the scheduler's (gang scheduling, node.gpuProduct)",
+    "Eviction": "evicting pods is the cluster's",
 }
 
 
@@ -76,6 +78,9 @@ def refusal(profile: Profile, obj: dict, selectors: list[dict], accounts: set[st
         spec = template["spec"]
         if spec.get("serviceAccountName") in accounts or spec.get("serviceAccount") in accounts:
             return f"its pods would run as lwsgen's ServiceAccount {spec.get('serviceAccountName')!r}"
+        tolerations = spec.get("tolerations") or []
+        if any(isinstance(t, dict) and t.get("operator") == "Exists" and not t.get("key") for t in tolerations):
+            return "its pods tolerate every taint (operator Exists, no key): they would run on any node, GPU nodes too"
         labels = (template.get("metadata") or {}).get("labels") or {}
         if any(selector and all(labels.get(k) == v for k, v in selector.items()) for selector in selectors):
             return "its pods carry labels lwsgen's Services, monitors or policies select: they would pass for lwsgen's"
@@ -84,6 +89,15 @@ def refusal(profile: Profile, obj: dict, selectors: list[dict], accounts: set[st
         owned += [k for k in annotations if annotation_owner(str(k))]
         if owned:
             return f"its pods carry {owned[0]!r}, which lwsgen or the cluster's network and controllers own"
+        for group in ("initContainers", "containers"):
+            for container in spec.get(group) or []:
+                env = container.get("env") if isinstance(container, dict) else None
+                said = [e for e in env or [] if isinstance(e, dict) and e.get("name") == "NVIDIA_VISIBLE_DEVICES"]
+                if not said or said[-1].get("value") != "void":
+                    return (
+                        f"container {container.get('name') if isinstance(container, dict) else '?'!r} must say "
+                        "NVIDIA_VISIBLE_DEVICES=void (env): its image may say all, which on an NVIDIA node is every GPU"
+                    )
     name = meta.get("name")
     if not (isinstance(name, str) and name.startswith(f"{profile.name}-")):
         return (

@@ -70,6 +70,8 @@ def _pod_holes(profile: Profile, spec: dict, at: tuple, before: dict | None) -> 
             (*at, "nodeName"),
             "nodeName skips the scheduler (gang scheduling, node.gpuProduct); set node.nodeSelector",
         )
+    if spec.get("ephemeralContainers"):
+        yield (*at, "ephemeralContainers"), "ephemeral containers are kubectl debug's; the API server refuses them here"
     if spec.get("resourceClaims"):
         yield (*at, "resourceClaims"), "a pod's devices come from node.* (DRA claims are not lwsgen's to hand out)"
     yield from _volume_holes(profile, spec, at, before)
@@ -118,8 +120,11 @@ def _mount_holes(spec: dict, at: tuple, before: dict | None, own_volumes: set) -
                 where = (*at, group, c, "volumeMounts", m)
                 path = str(mount.get("mountPath", ""))
                 over = next((p for p in paths if overlaps(path, p)), None)
+                engine = before is not None and group == "containers" and c == 0
                 if over is not None:
                     yield (*where, "mountPath"), f"{path} overlaps {over}, where lwsgen mounts its own"
+                elif (why := podlists.program_mount(path, engine)) is not None:
+                    yield (*where, "mountPath"), why
                 elif mount.get("name") in own_volumes and mount.get("readOnly") is not True:
                     yield (
                         (*where, "readOnly"),

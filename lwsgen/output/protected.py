@@ -23,8 +23,8 @@ POD_META = ("spec", "leaderWorkerTemplate", ANY, "metadata")
 
 
 TOKEN_POD = (
-    "nothing: these pods run with their ServiceAccount's token, so what runs in them is lwsgen's (a sidecar or "
-    "command there would act as that account); resources and other fields may change"
+    "nothing: these pods run with their ServiceAccount's token, so what runs in them is lwsgen's (a sidecar, "
+    "command, probe or mounted program there would act as that account); resources and other fields may change"
 )
 
 
@@ -121,8 +121,12 @@ GUARDS = (
     *(
         Guard(("Deployment",), ("spec", "template", "spec", group, ANY, field), TOKEN_POD)
         for group in ("containers", "initContainers", "ephemeralContainers")
-        for field in ("name", "image", "command", "args", "env", "envFrom", "lifecycle", "workingDir")
+        for field in (
+            *("name", "image", "command", "args", "env", "envFrom", "lifecycle", "workingDir", "volumeMounts"),
+            *("startupProbe", "readinessProbe", "livenessProbe", "securityContext", "volumeDevices"),
+        )
     ),
+    Guard(("Deployment",), ("spec", "template", "spec", "volumes"), TOKEN_POD),  # an image volume's programs
 )
 _MISSING = object()
 
