@@ -43,12 +43,16 @@ class Sidecar(Record):
 
     name: str
     written: tuple[Field, ...]  # every other key, as written
+    env: tuple  # its env entries, as written; the template adds NVIDIA_VISIBLE_DEVICES=no_gpus last
+    no_gpus: str
     pull_policy: str
     security: SidecarSecurity
 
 
-OWN_KEYS = ("name", "imagePullPolicy", "securityContext")
-NO_GPUS = "void"  # NVIDIA_VISIBLE_DEVICES that makes the NVIDIA runtime hand a container no GPU
+OWN_KEYS = ("name", "env", "imagePullPolicy", "securityContext")
+# Its image may say NVIDIA_VISIBLE_DEVICES=all (the CUDA images do): on a node whose runtime is
+# NVIDIA's, that is every GPU of the node. void hands it none (nvidia-container-toolkit).
+NO_GPUS = "void"
 OWN_CONTEXT = ("allowPrivilegeEscalation", "capabilities", "runAsNonRoot", "runAsUser")
 
 
@@ -57,15 +61,14 @@ def hardened(profile: Profile, container: dict[str, Any]) -> Sidecar:
     no privilege escalation, the profile's user, the default pull policy (what it may say instead
     is bounded by security.*: check/pods.py)."""
     spec = _thaw(container)
-    # Its image may say NVIDIA_VISIBLE_DEVICES=all (the CUDA images do): on a node whose runtime
-    # is NVIDIA's, that is every GPU of the node. void hands it none (nvidia-container-toolkit).
-    spec["env"] = [*(spec.get("env") or []), {"name": "NVIDIA_VISIBLE_DEVICES", "value": NO_GPUS}]
     context = spec.get("securityContext") or {}
     capabilities = context.get("capabilities") or {}
     user = context.get("runAsUser", profile.security.run_as_user or None)
     return Sidecar(
         spec["name"],
         _fields(spec, OWN_KEYS),
+        tuple(spec.get("env") or ()),
+        NO_GPUS,
         spec.get("imagePullPolicy", pods.PULL_POLICY),
         SidecarSecurity(
             _fields(context, OWN_CONTEXT),
