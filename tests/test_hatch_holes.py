@@ -493,3 +493,10 @@ def test_added_objects_cannot_place_pods_past_the_scheduler(render, tmp_path, bo
 )
 def test_mesh_and_overlay_annotations_are_the_networks(render, key):
     _refused(render, _with(podAnnotations={key: "x"}), "the pod's network is the cluster's")
+
+
+def test_a_mount_at_the_root_overlaps_every_path_lwsgen_mounts(render):
+    mount = {"name": "dshm", "mountPath": "/", "readOnly": True}  # lwsgen's own volume, at /
+    sidecar = {**SIDECAR, "volumeMounts": [mount]}
+    add = {"op": "add", "path": f"{LEADER_ENGINE[:-2]}/-", "value": sidecar}
+    _refused(render, _with(patches=[_engine_patch(add)]), "/ overlaps")

@@ -15,18 +15,9 @@ import yaml
 
 from conftest import MINIMAL, REPO
 from lwsgen.cli import main
+from test_escape_hatches import PDB  # the documented template: one copy
 
 BASE = yaml.safe_dump(MINIMAL, sort_keys=False)
-PDB = """{% from "_k8s.yaml.j2" import meta %}
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata:
-  {{ meta(v.meta) | indent(2) }}
-spec:
-  maxUnavailable: 1
-  selector:
-    matchLabels: {{ v.leader_selector | q }}
-"""
 POSITIONED = re.compile(r"^[^:\n]+:\d+:\d+: ", re.M)
 
 

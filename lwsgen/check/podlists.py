@@ -88,11 +88,11 @@ def volumes(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
         out += _mount(src, entry.path, entry.value, names)
         path = str(entry.value.get("mountPath", ""))
         taken = next((what for mount, what in taken_paths.items() if overlaps(path, mount)), None)
-        if taken:
+        if (why := program_mount(path, engine=True)) is not None:  # the image's programs: said first
+            out.append(src.problem((*entry.path, "mountPath"), why, "program-mount"))
+        elif taken:
             message = f"{path} overlaps where lwsgen mounts {taken}; mount elsewhere"
             out.append(src.problem((*entry.path, "mountPath"), message, "taken"))
-        elif (why := program_mount(path, engine=True)) is not None:
-            out.append(src.problem((*entry.path, "mountPath"), why, "program-mount"))
     for entry in pod.sidecars:
         for index, mount in enumerate(entry.value.get("volumeMounts") or []):
             out += _mount(src, (*entry.path, "volumeMounts", index), mount, names)
@@ -139,24 +139,19 @@ def program_mount(path: str, engine: bool) -> str | None:
     """Why a mount at path may not be, or None: in the engine's container, never over its image's
     programs; in any container, never where the toolkit lists the container's GPUs."""
     normal = _normal(path)
-
-    def meets(directory: str) -> bool:  # the mount is the directory, inside it, or above it
-        return (
-            normal == directory or normal.startswith(directory + "/") or directory.startswith(normal.rstrip("/") + "/")
-        )
-
-    hit = next((d for d in PROGRAM_DIRS if meets(d)), normal if normal in ABOVE_PROGRAMS else None)
+    hit = next((d for d in PROGRAM_DIRS if overlaps(path, d)), normal if normal in ABOVE_PROGRAMS else None)
     if engine and hit is not None:
         return f"{path} would replace the engine image's {hit} (what it runs); mount data elsewhere (/data, /mnt/...)"
-    if any(meets(d) for d in DEVICE_LIST_DIRS):
+    if any(overlaps(path, d) for d in DEVICE_LIST_DIRS):
         return f"{path} is where the NVIDIA toolkit reads which GPUs a container gets; a pod's GPUs come from node.gpus"
     return None
 
 
 def overlaps(path: str, mount: str) -> bool:
-    """One path is the other or lies under it (a mount there would hide or be hidden by the other)."""
+    """One path is the other or lies under it (a mount there would hide or be hidden by the other);
+    `/` lies above every path."""
     path, mount = _normal(path), _normal(mount)
-    return path == mount or path.startswith(mount + "/") or mount.startswith(path + "/")
+    return path == mount or path.startswith(mount.rstrip("/") + "/") or mount.startswith(path.rstrip("/") + "/")
 
 
 def _container(

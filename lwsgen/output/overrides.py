@@ -115,7 +115,7 @@ def token_sharers(src: Source, at: tuple, label: str, before: dict, after: dict)
 
     out = []
     for path, spec in pod_specs(before):
-        theirs = _spec_at(after, path)
+        theirs = protected.spec_at(after, path)
         if spec.get("automountServiceAccountToken") is True and theirs is not None:
             added = len(theirs.get("containers") or []) + len(theirs.get("initContainers") or [])
             if added > len(spec.get("containers") or []) + len(spec.get("initContainers") or []):
@@ -125,17 +125,6 @@ def token_sharers(src: Source, at: tuple, label: str, before: dict, after: dict)
                 )
                 out.append(src.problem(at, message, "shares-token")._replace(severity=WARNING))
     return out
-
-
-def _spec_at(obj: Any, path: tuple) -> dict | None:
-    for key in path:
-        if isinstance(obj, dict) and key in obj:
-            obj = obj[key]
-        elif isinstance(obj, list) and isinstance(key, int) and key < len(obj):
-            obj = obj[key]
-        else:
-            return None
-    return obj if isinstance(obj, dict) else None
 
 
 def _target(src: Source, index: int, target: dict, files: list[OutputFile]) -> tuple[int, int]:

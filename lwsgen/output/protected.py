@@ -197,6 +197,12 @@ def _get(obj: Any, path: tuple) -> Any:
     return obj
 
 
+def spec_at(obj: Any, path: tuple) -> dict | None:
+    """The mapping at path in obj, or None."""
+    found = _get(obj, path)
+    return found if isinstance(found, dict) else None
+
+
 def devices(profile: Profile) -> set[str]:
     node = profile.node
     return {node.gpu_resource, "vpc.amazonaws.com/efa", *node.rdma_resource}
