@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test test-engines test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean
+.PHONY: render test test-groupsim test-engines engines test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,11 @@ lint: $(STAMP)
 test: tools lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
+## test-groupsim: the group simulator: every example's group, its variants and the NCCL tests run as pods
+## in network namespaces, with real bash, dnsmasq, Ray, OpenMPI and torch and the engines' stand-ins
+test-groupsim: tools
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m groupsim tests/test_groupsim.py
+
 ## docs: regenerate every generated block of README.md and docs/ (output kinds, profile fields, runtimes, sizing)
 docs: $(STAMP)
 	$(BIN)/python -m lwsgen.commands.docs .
@@ -113,7 +118,7 @@ test-image: tools
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m image tests/test_image.py
 
 ## test-all: every suite (CI runs this)
-test-all: test test-engines test-image fuzz-quick
+test-all: test test-groupsim test-engines test-image fuzz-quick
 
 ## bench: performance figures against their targets, on a regular (non-editable) install
 BENCH := .venv-bench/bin/lwsgen
