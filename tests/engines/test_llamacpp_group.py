@@ -27,6 +27,7 @@ import pytest
 from conftest import REPO, engine_missing
 from groupsim import prometheus, scenarios, sim
 from groupsim.net import netns_available
+from real_group import Story, complete, failed_within, load, start, stays, wait_ready
 
 EXAMPLE = "llamacpp-llama31-70b"
 # The rendered output the story runs: the committed example, or another rendering of it (the closing
@@ -43,21 +44,8 @@ STAYS_PERIODS = 12  # watch periods the formed group must go on serving (the iss
 BOUND = 40  # LWSGEN_RENDEZVOUS_TIMEOUT
 FORM = 120  # a group forms: the rendezvous, then the model's load over RPC
 FAILS = 40  # by when a group that lost a member must have failed: 3 watch polls of at most 4 s and the stop
+MODEL = "llama-3.1-70b"  # the example's servedName (--alias)
 SCENARIOS = ["offload", "completion", "stays", "metrics", "worker_killed", "reforms", "node_lost"]
-
-
-class Story:
-    """The simulation, its Prometheus, and each cell's verdict as the story reaches it."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.cells: dict[str, tuple[bool, str]] = {}
-        self.logs: dict[str, str] = {}
-        self.error = ""  # what stopped the story, if something raised
-
-    def cell(self, scenario: str, passed: bool, detail: str) -> bool:
-        self.cells[scenario] = (passed, detail)
-        return passed
 
 
 def _real_binaries() -> dict[str, str]:
@@ -70,8 +58,9 @@ def _real_binaries() -> dict[str, str]:
 
 def _place_model(simulation: sim.Simulation) -> None:
     """The tiny GGUF at the path the example's --model names, on its claim."""
-    import tiny_models
     import yaml
+
+    import tiny_models
 
     lws = yaml.safe_load((OUT / "leaderworkerset.yaml").read_text())
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
@@ -85,48 +74,6 @@ def _place_model(simulation: sim.Simulation) -> None:
     tiny_models.llama_gguf(target)
 
 
-def _serving_port(pod: sim.Pod) -> int:
-    [port] = [p["containerPort"] for p in pod.containers[0].spec["ports"] if p["name"] == "http"]
-    return port
-
-
-def _complete(simulation: sim.Simulation, leader: sim.Pod, tokens: int = 16) -> dict:
-    url = f"http://{leader.ip}:{_serving_port(leader)}/v1/completions"
-    payload = {"model": "llama-3.1-70b", "prompt": "the leader and the worker", "max_tokens": tokens}
-    return prometheus.post(simulation.network.bridge_ns, url, payload)
-
-
-def _wait_ready(group: list[sim.Pod], within: float) -> str | None:
-    """None once the leader is ready as its probes find it; otherwise why not."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if group[0].containers[0].ready:
-            return None
-        dead = [c for p in group for c in p.containers if c.exit_code is not None]
-        if dead:
-            return f"{dead[0].pod.name}/{dead[0].name} exited {dead[0].exit_code}"
-        time.sleep(0.5)
-    return f"the leader was not ready within {within:.0f} s"
-
-
-def _start(simulation: sim.Simulation, group_index: int) -> list[sim.Pod]:
-    group = sim.lws_group(simulation, group=group_index)
-    for pod in group:
-        simulation.start_pod(pod)
-    return group
-
-
-def _failed_within(group: list[sim.Pod], since: float, bound: float) -> tuple[bool, str]:
-    survivors = [c for p in group[:-1] for c in p.containers]
-    while time.monotonic() - since < bound:
-        failed = [c for c in survivors if c.exit_code not in (None, 0)]
-        if failed:
-            taken = failed[0].exited - since
-            return True, f"{failed[0].pod.name}/{failed[0].name} exited {failed[0].exit_code} {taken:.1f} s after"
-        time.sleep(0.2)
-    return False, f"the rest of the group still runs {bound:.0f} s after its worker was lost"
-
-
 def _offload(story: Story, group: list[sim.Pod]) -> bool:
     leader, worker = group[0].containers[0].log, group[1].containers[0].log
     offloaded = [line for line in leader.splitlines() if "offloaded" in line and "layers to GPU" in line]
@@ -134,37 +81,6 @@ def _offload(story: Story, group: list[sim.Pod]) -> bool:
     accepted = "Accepted client connection" in worker
     detail = f"{offloaded[-1].strip() if offloaded else 'no offload line'}; {on_rpc[-1].strip() if on_rpc else ''}"
     return story.cell("offload", bool(offloaded and on_rpc and accepted), detail)
-
-
-def _stays(story: Story, simulation: sim.Simulation, group: list[sim.Pod]) -> bool:
-    watched = time.monotonic()
-    while time.monotonic() - watched < STAYS_PERIODS * POLL:
-        ended = [c for p in group for c in p.containers if c.exit_code is not None]
-        if ended or not group[0].containers[0].ready:
-            said = [line for line in group[0].containers[0].log.splitlines() if line.startswith("lwsgen leader:")]
-            return story.cell("stays", False, f"torn down while serving; the leader said: {said[-1:]}")
-        time.sleep(0.5)
-    said = [line for line in group[0].containers[0].log.splitlines() if line.startswith("lwsgen leader:")]
-    false_alarms = [line for line in said if "watch: " in line or "lost a member" in line]
-    if false_alarms:
-        return story.cell("stays", False, f"the leader's watch fired on a healthy group: {false_alarms[-1]}")
-    answer = _complete(simulation, group[0])
-    detail = f"{STAYS_PERIODS} watch periods without a failed poll, then answered"
-    return story.cell("stays", bool(answer["choices"]), detail)
-
-
-def _load(simulation: sim.Simulation, leader: sim.Pod, clients: int, stop: threading.Event) -> list[threading.Thread]:
-    def client() -> None:
-        while not stop.is_set():
-            try:
-                _complete(simulation, leader, tokens=256)
-            except OSError:
-                return
-
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    return threads
 
 
 def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus, groups) -> bool:
@@ -182,7 +98,7 @@ def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Promethe
     if missing:
         return story.cell("metrics", False, f"not one series per group: {missing} ({per_group})")
     stop = threading.Event()
-    threads = _load(simulation, groups[0][0], clients=6, stop=stop)
+    threads = load(simulation, groups[0][0], MODEL, clients=6, stop=stop)
     try:
         peaks = prometheus.peaks(prom, series, seconds=20)
     finally:
@@ -216,42 +132,38 @@ def story(tmp_path_factory) -> Story:
                 _tell(story, simulation, prom)
             except Exception as error:  # the cell being told fails with it; the others are not reached
                 story.error = f"{type(error).__name__}: {error}"
-            story.logs = {f"{n}/{c.name}": c.log for n, p in simulation.pods.items() for c in p.containers}
-            story.logs["prometheus"] = (story.root / "prometheus" / "prometheus.log").read_text()
+            story.keep_logs(simulation, story.root / "prometheus" / "prometheus.log")
     return story
 
 
 def _tell(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus) -> None:
-    groups = [_start(simulation, 0), _start(simulation, 1)]
+    groups = [start(simulation, 0), start(simulation, 1)]
     for group in groups:
-        why = _wait_ready(group, FORM)
+        why = wait_ready(group, FORM)
         if why:
             story.cell("offload", False, why)
             return
     if not _offload(story, groups[0]):
         return
-    answer = _complete(simulation, groups[0][0])
+    answer = complete(simulation, groups[0][0], MODEL)
     text = answer["choices"][0]["text"]
     story.cell("completion", answer["usage"]["completion_tokens"] > 0, f"answered {text!r}")
-    if not _stays(story, simulation, groups[0]):
+    if not story.cell("stays", *stays(simulation, groups[0], STAYS_PERIODS * POLL, MODEL)):
         return
     _metrics(story, simulation, prom, groups)
     simulation.kill_pod(groups[0][1])
-    story.cell("worker_killed", *_failed_within(groups[0], time.monotonic(), FAILS))
+    story.cell("worker_killed", *failed_within(groups[0], time.monotonic(), FAILS))
     for pod in groups[0]:
         simulation.delete_pod(pod, grace=scenarios.STOP)
-    groups[0] = _start(simulation, 0)
-    why = _wait_ready(groups[0], FORM)
-    answered = why is None and bool(_complete(simulation, groups[0][0])["choices"])
+    groups[0] = start(simulation, 0)
+    why = wait_ready(groups[0], FORM)
+    answered = why is None and bool(complete(simulation, groups[0][0], MODEL)["choices"])
     story.cell("reforms", answered, why or "the recreated group answers")
     simulation.freeze_pod(groups[1][1])
-    story.cell("node_lost", *_failed_within(groups[1], time.monotonic(), FAILS))
+    story.cell("node_lost", *failed_within(groups[1], time.monotonic(), FAILS))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_real_llamacpp_group(story, scenario):
-    reached = story.error or "an earlier step failed"
-    passed, detail = story.cells.get(scenario, (False, f"not reached: {reached}"))
-    print(f"{EXAMPLE} real-{scenario} {'PASS' if passed else 'FAIL'}\n  {detail}")
-    logs = "\n".join(f"--- {name}\n{text[-3000:]}" for name, text in story.logs.items())
-    assert passed, f"{detail}\n{logs}"
+    passed, message = story.verdict(EXAMPLE, scenario, f"real-{scenario}")
+    assert passed, message

@@ -93,6 +93,7 @@ HF_LAYERS = 2
 HF_HEADS = 2
 HF_HEAD_DIM = 64
 HF_EMBEDDING = HF_HEADS * HF_HEAD_DIM
+HF_CONTEXT = 32768  # the examples' --max-model-len may not exceed it
 
 
 def _hf_tokenizer(directory: Path) -> int:
@@ -111,7 +112,7 @@ def _hf_tokenizer(directory: Path) -> int:
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": "<s>",
         "eos_token": "</s>",
-        "model_max_length": CONTEXT,
+        "model_max_length": HF_CONTEXT,
     }
     (directory / "tokenizer_config.json").write_text(json.dumps(config))
     return tokenizer.get_vocab_size()
@@ -134,7 +135,7 @@ def hf_llama(directory: Path, seed: int = 0) -> Path:
         "num_key_value_heads": HF_HEADS,
         "head_dim": HF_HEAD_DIM,
         "vocab_size": vocab,
-        "max_position_embeddings": CONTEXT,
+        "max_position_embeddings": HF_CONTEXT,
         "rms_norm_eps": 1e-5,
         "rope_theta": 10000.0,
         "bos_token_id": vocab - 2,

