@@ -20,6 +20,7 @@ class Story:
         self.cells: dict[str, tuple[bool, str]] = {}
         self.logs: dict[str, str] = {}
         self.error = ""  # what stopped the story, if something raised
+        self.stopped_log = ""  # the pods' logs where a group did not form
 
     def cell(self, scenario: str, passed: bool, detail: str) -> bool:
         self.cells[scenario] = (passed, detail)

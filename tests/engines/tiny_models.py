@@ -172,3 +172,79 @@ def hf_llama(directory: Path, seed: int = 0) -> Path:
     for path in directory.iterdir():
         path.chmod(0o644)  # readable by the engine's user, as a downloaded model is
     return directory
+
+
+HF_EXPERTS = 4  # experts per layer; two route each token (expert parallel 2 puts two on each rank)
+
+
+def hf_qwen3_moe(directory: Path, seed: int = 0) -> Path:
+    """Write a Hugging Face Qwen3MoeForCausalLM (the family of the data + expert parallel example):
+    every layer sparse with HF_EXPERTS experts, q/k norms as Qwen3 has them."""
+    import torch
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab = _hf_tokenizer(directory)
+    config = {
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "model_type": "qwen3_moe",
+        "hidden_size": HF_EMBEDDING,
+        "intermediate_size": FEED_FORWARD,
+        "moe_intermediate_size": FEED_FORWARD,
+        "num_experts": HF_EXPERTS,
+        "num_experts_per_tok": 2,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "norm_topk_prob": True,
+        "num_hidden_layers": HF_LAYERS,
+        "num_attention_heads": HF_HEADS,
+        "num_key_value_heads": HF_HEADS,
+        "head_dim": HF_HEAD_DIM,
+        "vocab_size": vocab,
+        "max_position_embeddings": HF_CONTEXT,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0,
+        "bos_token_id": vocab - 2,
+        "eos_token_id": vocab - 1,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    }
+    (directory / "config.json").write_text(json.dumps(config, indent=1))
+    generator = torch.Generator().manual_seed(seed)
+
+    def weight(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=generator) * 0.05).to(torch.bfloat16)
+
+    def ones(size: int) -> torch.Tensor:
+        return torch.ones(size, dtype=torch.bfloat16)
+
+    width = HF_HEAD_DIM * HF_HEADS
+    tensors = {
+        "model.embed_tokens.weight": weight(vocab, HF_EMBEDDING),
+        "model.norm.weight": ones(HF_EMBEDDING),
+        "lm_head.weight": weight(vocab, HF_EMBEDDING),
+    }
+    for layer in range(HF_LAYERS):
+        prefix = f"model.layers.{layer}"
+        tensors |= {
+            f"{prefix}.input_layernorm.weight": ones(HF_EMBEDDING),
+            f"{prefix}.post_attention_layernorm.weight": ones(HF_EMBEDDING),
+            f"{prefix}.self_attn.q_proj.weight": weight(width, HF_EMBEDDING),
+            f"{prefix}.self_attn.k_proj.weight": weight(width, HF_EMBEDDING),
+            f"{prefix}.self_attn.v_proj.weight": weight(width, HF_EMBEDDING),
+            f"{prefix}.self_attn.o_proj.weight": weight(HF_EMBEDDING, width),
+            f"{prefix}.self_attn.q_norm.weight": ones(HF_HEAD_DIM),
+            f"{prefix}.self_attn.k_norm.weight": ones(HF_HEAD_DIM),
+            f"{prefix}.mlp.gate.weight": weight(HF_EXPERTS, HF_EMBEDDING),
+        }
+        for expert in range(HF_EXPERTS):
+            at = f"{prefix}.mlp.experts.{expert}"
+            tensors |= {
+                f"{at}.gate_proj.weight": weight(FEED_FORWARD, HF_EMBEDDING),
+                f"{at}.up_proj.weight": weight(FEED_FORWARD, HF_EMBEDDING),
+                f"{at}.down_proj.weight": weight(HF_EMBEDDING, FEED_FORWARD),
+            }
+    save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    for path in directory.iterdir():
+        path.chmod(0o644)
+    return directory
