@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from conftest import PROFILES, REPO, engine_missing, json_through, lws_of, merged
+from engine_variants import VLLM_CPU, vllm_cpu_profile
 from groupsim.kubeenv import expand_command
 from lwsgen import runtimes
 from lwsgen.pipeline import render_profile
 
 VENVS = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines"))
-if not (VENVS / "vllm" / "bin" / "python").exists() or not (VENVS / "sglang" / "bin" / "python").exists():
-    engine_missing("the engines' parsers: make test-engines builds their venvs")
+if not all((VENVS / engine / "bin" / "python").exists() for engine in ("vllm", "sglang", "aphrodite")):
+    engine_missing("the engines' parsers: make engines builds their venvs")
 PARSE = REPO / "tools" / "engine_args" / "parse.py"
 
 
@@ -110,7 +111,7 @@ def test_sglang_nodes_parse_as_the_profile_says_with_and_without_pipeline(write_
     assert (pipelined["tp_size"], pipelined["pp_size"]) == (8, 2)
 
 
-@pytest.mark.parametrize("engine, runtime", [("vllm", "vllm"), ("sglang", "sglang")])
+@pytest.mark.parametrize("engine, runtime", [("vllm", "vllm"), ("sglang", "sglang"), ("aphrodite", "aphrodite")])
 def test_every_flag_lwsgen_derives_is_one_the_engine_has(engine, runtime):
     options = set(_parse(engine, [])["options"])
     derived = set(runtimes.newest_capabilities(runtime).derived_flags)
@@ -134,7 +135,7 @@ def _templates(objects: list[dict]) -> list[tuple[str, dict]]:
 def _engine_argvs(objects: list[dict]) -> dict[str, list[tuple[str, list[str]]]]:
     """Every leader's and worker's engine command line (after the launch script, as the kubelet
     expands it, with what the launch script appends), by the engine whose parser reads it."""
-    found: dict[str, list[tuple[str, list[str]]]] = {"vllm": [], "sglang": []}
+    found: dict[str, list[tuple[str, list[str]]]] = {"vllm": [], "sglang": [], "aphrodite": []}
     for where, lwt in _templates(objects):
         size = str(lwt.get("size", 1))
         for index, template in ((0, lwt.get("leaderTemplate") or lwt["workerTemplate"]), (1, lwt["workerTemplate"])):
@@ -144,19 +145,23 @@ def _engine_argvs(objects: list[dict]) -> dict[str, list[tuple[str, list[str]]]]
             argv = expand_command(container.get("args", []), env)
             if dict(env).get("LWSGEN_DP_RANKS_PER_POD") and index:  # await-leader.sh appends it
                 argv += ["--data-parallel-start-rank", str(index * int(dict(env)["LWSGEN_DP_RANKS_PER_POD"]))]
-            if argv[:1] == ["vllm"]:
-                found["vllm"].append((f"{where} {'worker' if index else 'leader'}", argv))
+            if argv[:1] in (["vllm"], ["aphrodite"]):
+                found[argv[0]].append((f"{where} {'worker' if index else 'leader'}", argv))
             elif argv[:3] == ["python3", "-m", "sglang.launch_server"]:
                 found["sglang"].append((f"{where} {'worker' if index else 'leader'}", argv))
     return found
 
 
-# The variants the group simulator runs on these engines (tests/test_groupsim.py VARIANTS, single_pod).
+# The variants the group simulator runs on these engines (tests/test_groupsim.py VARIANTS, single_pod),
+# and those the real-engine tests run (tests/engine_variants.py). Aphrodite 0.6 (its old server module)
+# has no parser here: aphrodite-engine 0.6.5 needs its own CUDA-era dependencies to import.
 VARIANTS = {
     "vllm-ray": ("vllm-llama31-405b", {"launch": {"mode": "ray"}}),
     "vllm-single-pod": ("vllm-llama31-405b", {"parallelism": {"tensor": 8}}),
     "sglang-single-pod": ("sglang-deepseek-r1", {"parallelism": {"tensor": 8}}),
+    "aphrodite-single-pod": ("aphrodite-llama31-70b", {"parallelism": {"tensor": 4}}),
 }
+REAL_ENGINE_VARIANTS = {f"vllm-cpu-{name}": spec for name, spec in VLLM_CPU.items()}
 
 
 def _every_rendered() -> list[tuple[str, list[dict]]]:
@@ -173,6 +178,11 @@ def _every_rendered() -> list[tuple[str, list[dict]]]:
         for variant, (example, changes) in VARIANTS.items():
             path = Path(scratch) / f"{example}.yaml"
             path.write_text(yaml.safe_dump({**_profile(example), **changes}))
+            files = render_profile(path).files.values()
+            rendered.append((variant, [o for text in files for o in yaml.safe_load_all(text) if o]))
+        for variant, (example, changes) in REAL_ENGINE_VARIANTS.items():
+            path = Path(scratch) / f"{example}.yaml"
+            path.write_text(yaml.safe_dump(vllm_cpu_profile(_profile(example), changes)))
             files = render_profile(path).files.values()
             rendered.append((variant, [o for text in files for o in yaml.safe_load_all(text) if o]))
     return rendered

@@ -21,7 +21,7 @@ from lwsgen.check.flags import argv_problems
 VENVS = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines"))
 TOOLS = REPO / "tools" / "engine_args"
 TABLES = REPO / "lwsgen" / "runtimes" / "flags"
-PINNED = {"vllm": "0.33.0", "sglang": "0.5.23"}
+PINNED = {"vllm": "0.33.0", "sglang": "0.5.23", "aphrodite": "0.20.0"}
 
 
 def _venv(engine: str) -> Path:
@@ -161,11 +161,13 @@ def test_vllm_rewrites_before_argparse():
     assert argv_problems("vllm", "0.33.0", ["m", "--no-enable-prefix-caching", "--disable-log-stats"]) == []
 
 
-def test_the_vllm_rewrite_reproduces_the_recorded_probes():
-    table, _ = flags.table_for("vllm", "0.33.0")
+@pytest.mark.parametrize("engine", ["vllm", "aphrodite"])
+def test_the_vllm_rewrite_reproduces_the_recorded_probes(engine):
+    """Aphrodite carries vLLM's FlexibleArgumentParser: its recorded probes hold it to the same mirror."""
+    table, _ = flags.table_for(engine, PINNED[engine])
     for probe in table["rewrites"]["probes"]:
         assert probe["argv"][0] == "serve"
-        got = [t for t, _ in flags._vllm_rewrite(probe["argv"][1:], [], "vllm")]
+        got = [t for t, _ in flags._vllm_rewrite(probe["argv"][1:], [], engine)]
         expected = ["{}" if t.startswith("{") else t for t in probe["argparse_gets"][1:]]
         assert got == expected, probe
 
@@ -180,12 +182,23 @@ def test_help_and_double_dash():
 
 RUN_REAL = r"""
 import argparse, contextlib, io, json, os, sys, traceback
+# stdout is the verdicts alone: what the engine's loggers print (Aphrodite's hold the stream they
+# found at import) goes to stderr
+answer = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
 sys.path.insert(0, sys.argv[2])
 engine = sys.argv[1]
 if engine == "vllm":
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     import parse
     top, _ = parse.vllm_parser()
+    run = lambda argv: top.parse_args(["serve", *argv])
+elif engine == "aphrodite":
+    import parse
+    from aphrodite import platforms
+    from aphrodite.platforms.cpu import CpuPlatform
+    platforms.current_platform = CpuPlatform()
+    top, _ = parse.aphrodite_parser()
     run = lambda argv: top.parse_args(["serve", *argv])
 else:
     from sglang.srt.server_args import ServerArgs
@@ -206,7 +219,8 @@ for argv in json.load(sys.stdin):
     lines = [l for l in err.getvalue().splitlines() if "error" in l.lower()]
     verdict["error"] = lines[-1] if lines else ""
     out.append(verdict)
-sys.__stdout__.write(json.dumps(out))
+answer.write(json.dumps(out))
+answer.flush()
 """
 
 
@@ -261,6 +275,8 @@ CASES = {
         (["m", "--enable"], "rejected"),
     ],
 }
+# Aphrodite 0.20.0 carries vLLM's parser: the same argvs, as its own parser judges them
+CASES["aphrodite"] = list(CASES["vllm"])
 
 
 def _generated(engine: str, count: int = 150) -> list[list[str]]:
@@ -276,7 +292,7 @@ def _generated(engine: str, count: int = 150) -> list[list[str]]:
         and not f["error"]
         and (f["nargs"] == 0 or (f["nargs"] is None and f["type"] == "int" and not f["choices"]))
     )
-    base = ["m"] if engine == "vllm" else SGLANG
+    base = ["m"] if engine in ("vllm", "aphrodite") else SGLANG
     argvs = []
     for _ in range(count):
         argv = list(base)
@@ -385,3 +401,28 @@ def test_a_version_without_its_own_table_is_checked_against_the_nearest_as_a_war
 def test_an_extra_arg_the_kubelet_expands_is_checked_as_expanded(said):
     profile = _sglang_profile("lmsysorg/sglang:v0.5.23", extraArgs=["--max-running-requests", "$(LWS_GROUP_SIZE)"])
     assert said(profile)[0] == []
+
+
+def _aphrodite_profile(version: str, extra: list[str]) -> dict:
+    return {
+        "name": "a",
+        "runtime": "aphrodite",
+        "image": "alpindale/aphrodite-openai:latest",
+        "runtimeVersion": version,
+        "model": {"path": "/models/m", "extraArgs": extra},
+        "parallelism": {"tensor": 4, "pipeline": 2},
+        "node": {"gpus": 4},
+        "storage": {"claimName": "models"},
+        "service": {"type": "ClusterIP"},
+    }
+
+
+def test_aphrodite_extra_args_are_held_to_its_own_parsers_table(said):
+    """Aphrodite 0.20.0's table (dumped from `aphrodite serve`'s parser): a flag it lacks is refused
+    at its line; 0.6.5 runs another program (the old server module) with no table: nothing is said."""
+    errors, _ = said(_aphrodite_profile("0.20.0", ["--max-model-length", "4096"]))
+    assert [e for e in errors if e.startswith("model.extraArgs[0]:") and "--max-model-length" in e], errors
+    errors, warnings = said(_aphrodite_profile("0.20.0", ["--max-model-len", "4096"]))
+    assert not [e for e in errors + warnings if "extraArgs" in e], errors + warnings
+    errors, warnings = said(_aphrodite_profile("0.6.5", ["--max-model-length", "4096"]))
+    assert not [e for e in errors + warnings if "--max-model-length" in e], errors + warnings

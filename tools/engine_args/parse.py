@@ -38,6 +38,39 @@ def vllm(argvs):
     return parsed, serve
 
 
+def aphrodite_parser():
+    from aphrodite.entrypoints.openai.cli_args import make_arg_parser
+    from aphrodite.utils.argparse_utils import FlexibleArgumentParser
+
+    # As aphrodite/entrypoints/cli/main.py and serve.py's subparser_init build `aphrodite serve` (0.20.0).
+    top = FlexibleArgumentParser(description="Aphrodite CLI")
+    serve = top.add_subparsers(required=False, dest="subparser").add_parser("serve")
+    make_arg_parser(serve)
+    return top, serve
+
+
+def aphrodite(argvs):
+    # No GPU: Aphrodite builds default configs (a DeviceConfig) while registering its flags. It has
+    # no CPU switch for serve; its CLI's own fallback for `aphrodite bench` (entrypoints/cli/main.py,
+    # 0.20.0) puts a CpuPlatform in place of the unspecified one, and so does this.
+    from aphrodite import platforms
+
+    if platforms.current_platform.is_unspecified():
+        from aphrodite.platforms.cpu import CpuPlatform
+
+        platforms.current_platform = CpuPlatform()
+    from aphrodite.entrypoints.openai.cli_args import validate_parsed_serve_args
+
+    top, serve = aphrodite_parser()
+    parsed = []
+    for argv in argvs:
+        assert argv[0] == "aphrodite", argv
+        namespace = top.parse_args(argv[1:])
+        validate_parsed_serve_args(namespace)  # what `aphrodite serve` runs after parsing (serve.py validate)
+        parsed.append(vars(namespace))
+    return parsed, serve
+
+
 def sglang(argvs):
     from sglang.srt.server_args import ServerArgs
 
@@ -54,7 +87,7 @@ def sglang(argvs):
 
 def main() -> int:
     argvs = json.load(sys.stdin)
-    parsed, parser = {"vllm": vllm, "sglang": sglang}[sys.argv[1]](argvs)
+    parsed, parser = {"vllm": vllm, "sglang": sglang, "aphrodite": aphrodite}[sys.argv[1]](argvs)
     options = sorted({s for action in parser._actions for s in action.option_strings})
     json.dump({"parsed": parsed, "options": options}, sys.stdout, default=str)
     return 0

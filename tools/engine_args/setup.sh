@@ -1,7 +1,7 @@
 #!/bin/bash
 # Make a venv with one engine's own argument parser and no GPU: the engine --no-deps and only what
 # importing the parser needs (ENGINE-requirements.txt, found
-# by importing it on a CPU-only machine). Usage: setup.sh vllm|sglang VENV TORCH_SITE. Reused while
+# by importing it on a CPU-only machine). Usage: setup.sh vllm|sglang|aphrodite VENV TORCH_SITE. Reused while
 # its requirements are unchanged. torch is not installed again: TORCH_SITE, a site-packages holding
 # torch 2.13.0 and its CUDA libraries (the project's .venv with the groupsim extra), is appended to
 # the venv's path (a .pth file), after the engine's own packages; PyPI's torch is the CUDA build,
@@ -9,7 +9,7 @@
 set -euo pipefail
 engine=$1 venv=$2 torch_site=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-declare -A release=([vllm]=vllm==0.33.0 [sglang]=sglang==0.5.23)
+declare -A release=([vllm]=vllm==0.33.0 [sglang]=sglang==0.5.23 [aphrodite]=aphrodite-engine==0.20.0)
 stamp="$venv/.ready-$(cat "$here/$engine-requirements.txt" "$here/setup.sh" <(echo "$torch_site") | cksum | cut -d' ' -f1)"
 [ -e "$stamp" ] && exit 0
 python="$torch_site/../../../bin/python"  # the interpreter whose site-packages hold torch
