@@ -120,7 +120,8 @@ engines: tools $(ENGINES_EXTRA)
 test-engines: engines
 	LWSGEN_ENGINES_REQUIRED=1 LWSGEN_LLAMA_BIN="$$(cat $(ENGINE_CACHE)/llama-bin)" \
 	  LWSGEN_RPC_SERVER="$$(cat $(ENGINE_CACHE)/llama-bin)/ggml-rpc-server" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" \
-	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/engines tests/test_engine_args.py tests/test_engine_flags.py
+	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -p no:cacheprovider -m 'not image and not groupsim' \
+	  tests/engines tests/test_engine_args.py tests/test_engine_flags.py
 
 engine-args: test-engines
 

@@ -21,14 +21,12 @@ from groupsim.net import netns_available
 WHY_NOT = netns_available()
 pytestmark = [pytest.mark.tools, pytest.mark.groupsim, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
 
-# Examples whose group starts exactly as another example's does (same runtime, engine version and
-# launch scripts): they add no cell the table lacks, only minutes. Each names the one it copies;
-# test_an_example_left_out_launches_as_the_one_it_copies proves the claim.
-SAME_LAUNCH = {"vllm-llama31-70b-scale-to-zero": "vllm-llama31-405b"}
-# DisaggregatedSets whose every role's group starts as this example's group does (the same launch
-# scripts, command and image; only engine flags differ): test_each_role_launches_as_the_one_it_copies.
+# DisaggregatedSets: every role's group runs at once (roles_together), and each role starts as this
+# example's group does (the same launch scripts, command and image; only engine flags differ:
+# test_each_role_launches_as_the_one_it_copies), whose cells cover the other scenarios.
 ROLES_LAUNCH = {"sglang-deepseek-r1-pd": "sglang-deepseek-r1", "vllm-llama33-70b-pd": "vllm-llama31-405b"}
-EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir() if p.name not in {*SAME_LAUNCH, *ROLES_LAUNCH})
+ROLES = [(example, "roles_together") for example in sorted(ROLES_LAUNCH)]
+EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir() if p.name not in ROLES_LAUNCH)
 LWS = [(example, s.__name__) for example in EXAMPLES for s in scenarios.LWS_SCENARIOS]
 SINGLE = [(example, "single_pod") for example in EXAMPLES]
 NCCL = [
@@ -58,7 +56,8 @@ VARIANT_CELLS = [
 ]
 # Scenario by scenario across the runtimes, so the Ray clusters (the heaviest pods) are spread over
 # the run instead of starting all at once; the Indexed Job (16 torch processes) last, near alone.
-ORDER = [*(s.__name__ for s in scenarios.LWS_SCENARIOS), "model_arrives_late", "single_pod", "mpijob_passes"]
+ORDER = [*(s.__name__ for s in scenarios.LWS_SCENARIOS), "roles_together", "model_arrives_late", "single_pod"]
+ORDER += ["mpijob_passes"]
 ORDER += ["mpijob_fails"]
 ORDER += ["indexed_job_pod_missing", "indexed_job_passes", "indexed_job_fails"]
 
@@ -132,13 +131,13 @@ def table(tmp_path_factory) -> dict[tuple[str, str], scenarios.Outcome]:
     sim.cleanup_stale()
     scenarios.calibrate()
     root = tmp_path_factory.mktemp("groupsim")
-    cells = sorted(LWS + SINGLE + NCCL + VARIANT_CELLS + DELIVERY, key=lambda c: (ORDER.index(c[1]), c[0]))
+    cells = sorted(LWS + SINGLE + NCCL + VARIANT_CELLS + DELIVERY + ROLES, key=lambda c: (ORDER.index(c[1]), c[0]))
     with concurrent.futures.ThreadPoolExecutor(max_workers=CONCURRENT) as pool:
         futures = {cell: pool.submit(_run_cell, cell, root) for cell in cells}
         return {cell: future.result() for cell, future in futures.items()}
 
 
-@pytest.mark.parametrize("example, scenario", LWS + SINGLE + NCCL + VARIANT_CELLS + DELIVERY)
+@pytest.mark.parametrize("example, scenario", LWS + SINGLE + NCCL + VARIANT_CELLS + DELIVERY + ROLES)
 def test_scenario(table, example, scenario):
     outcome = table[(example, scenario)]
     print(f"{example} {scenario} {'PASS' if outcome.passed else 'FAIL'}")
@@ -277,22 +276,6 @@ def test_indexed_job_measures_over_torch_distributed(table):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
-
-
-@pytest.mark.parametrize("left_out, copied", sorted(SAME_LAUNCH.items()))
-def test_an_example_left_out_launches_as_the_one_it_copies(left_out, copied):
-    """Same launch scripts, and the same engine command line up to the sizes and names."""
-    import yaml
-
-    def launch(example: str) -> tuple:
-        [scripts] = yaml.safe_load_all((REPO / "out" / example / "configmap.yaml").read_text(encoding="utf-8"))
-        lws = yaml.safe_load((REPO / "out" / example / "leaderworkerset.yaml").read_text(encoding="utf-8"))
-        lwt = lws["spec"]["leaderWorkerTemplate"]
-        commands = [lwt[side]["spec"]["containers"][0]["command"] for side in ("leaderTemplate", "workerTemplate")]
-        images = {c["image"] for side in ("leaderTemplate", "workerTemplate") for c in lwt[side]["spec"]["containers"]}
-        return scripts["data"], commands, images, lwt["restartPolicy"], lws["spec"]["startupPolicy"]
-
-    assert launch(left_out) == launch(copied)
 
 
 @pytest.mark.parametrize("left_out, copied", sorted(ROLES_LAUNCH.items()))

@@ -35,7 +35,7 @@ EXAMPLE = "llamacpp-llama31-70b"
 OUT = Path(os.environ.get("LWSGEN_LLAMACPP_OUT", REPO / "out" / EXAMPLE))
 BIN = os.environ.get("LWSGEN_LLAMA_BIN", "")  # make engines: llama-server and ggml-rpc-server
 WHY_NOT = netns_available()
-pytestmark = [pytest.mark.tools, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+pytestmark = [pytest.mark.tools, pytest.mark.engines, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
 if not BIN:
     engine_missing("llama.cpp's llama-server and ggml-rpc-server: make engines builds them (LWSGEN_LLAMA_BIN)")
 

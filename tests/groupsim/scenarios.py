@@ -90,7 +90,8 @@ def _simulation(directory: Path, extra: dict[str, str] | None = None, downloaded
 
 
 def _runtime(simulation: sim.Simulation) -> str:
-    return simulation.find("LeaderWorkerSet")["metadata"]["labels"]["app.kubernetes.io/name"]
+    workload = next(o for o in simulation.objects if o.get("kind") in ("LeaderWorkerSet", "DisaggregatedSet"))
+    return workload["metadata"]["labels"]["app.kubernetes.io/name"]
 
 
 def _serving(simulation: sim.Simulation, group: list[sim.Pod], timeout: float) -> Outcome:
@@ -154,6 +155,27 @@ def together(directory: Path) -> Outcome:
         if not formed.passed:
             return formed
         return _stays_serving(group, formed)
+
+
+@timed
+def roles_together(directory: Path) -> Outcome:
+    """A DisaggregatedSet: one group of every role's LeaderWorkerSet, all at once (the controller
+    creates them together); every role's group forms and keeps serving."""
+    with _simulation(directory) as simulation:
+        groups = [sim.lws_group(simulation, lws=lws) for lws in sim.role_sets(simulation)]
+        for pod in (p for group in groups for p in group):
+            simulation.start_pod(pod)
+        served = []
+        for group in groups:
+            formed = _serving(simulation, group, wall(FORM))
+            if not formed.passed:
+                return formed
+            served.append(group[0].name)
+        everyone = [p for group in groups for p in group]
+        outcome = _stays_serving(everyone, Outcome(True, f"every role's leader serves: {', '.join(served)}"))
+        outcome.logs = _logs(everyone)
+        outcome.records = simulation.records()
+        return outcome
 
 
 def _stays_serving(group: list[sim.Pod], formed: Outcome) -> Outcome:

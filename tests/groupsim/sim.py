@@ -263,6 +263,10 @@ class Simulation:
     def _run_pod(self, pod: Pod, volumes: dict[str, Path]) -> None:
         for container in pod.init_containers:
             self._start(container, volumes)
+            if container.spec.get("restartPolicy") == "Always":
+                # a native sidecar: the kubelet starts the next container once it has started
+                # (pkg/kubelet/kuberuntime/kuberuntime_container.go, SidecarContainers: no startupProbe here)
+                continue
             container.process.wait()
             if container.exit_code != 0:
                 pod.phase = "Failed"
@@ -575,9 +579,35 @@ def group_key(lws: str, namespace: str, group: int) -> str:
     return hashlib.sha1(f"{namespace}/{lws}-{group}".encode()).hexdigest()
 
 
-def lws_group(sim: Simulation, size: int | None = None, group: int = 0) -> list[Pod]:
-    """The pods of one group of the LeaderWorkerSet, leader first, added but not started."""
-    lws = sim.find("LeaderWorkerSet")
+def role_sets(sim: Simulation) -> list[dict[str, Any]]:
+    """The LeaderWorkerSets a DisaggregatedSet's controller makes, one per role, added to the
+    simulation's objects: named <set>-<slice>-<revision>-<role> with the set's and the role's labels
+    on their pods (lws site/content/en/docs/concepts/disaggregatedset.md, "Child LeaderWorkerSets")."""
+    made = []
+    for ds in (o for o in sim.objects if o.get("kind") == "DisaggregatedSet"):
+        name, namespace = ds["metadata"]["name"], ds["metadata"].get("namespace", "default")
+        revision = hashlib.sha1(json.dumps(ds["spec"], sort_keys=True).encode()).hexdigest()[:8]
+        for role in ds["spec"]["roles"]:
+            spec = copy.deepcopy(role["spec"])
+            labels = {"disaggregatedset.x-k8s.io/name": name, "disaggregatedset.x-k8s.io/role": role["name"]}
+            template = spec["leaderWorkerTemplate"]
+            for side in ("leaderTemplate", "workerTemplate"):
+                if side in template:
+                    template[side].setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+            lws = {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": f"{name}-0-{revision}-{role['name']}", "namespace": namespace, "labels": labels},
+                "spec": spec,
+            }
+            sim.objects.append(lws)
+            made.append(lws)
+    return made
+
+
+def lws_group(sim: Simulation, size: int | None = None, group: int = 0, lws: dict | None = None) -> list[Pod]:
+    """The pods of one group of the LeaderWorkerSet (the first, or lws), leader first, added but not started."""
+    lws = lws or sim.find("LeaderWorkerSet")
     name, namespace = lws["metadata"]["name"], lws["metadata"].get("namespace", "default")
     template = lws["spec"]["leaderWorkerTemplate"]
     size = size or template.get("size", 1)

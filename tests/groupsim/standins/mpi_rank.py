@@ -14,6 +14,13 @@ def main() -> int:
         # As upstream does: task_with_command="${@:1}"; $task_with_command (joined, re-split on spaces)
         command = " ".join(sys.argv[1:]).split()
         os.execvp(command[0], command)
+    if program == "trtllm-serve":
+        import click_serve
+
+        argv = sys.argv[2:] if sys.argv[1:2] == ["serve"] else sys.argv[1:]  # `trtllm-serve [serve] MODEL`
+        for problem in click_serve.problems(argv):
+            print(f"Usage: trtllm-serve serve [OPTIONS] MODEL\nError: {problem}", file=sys.stderr, flush=True)
+            return 2
     options = None
     if program == "trtllm-serve" and standin.flag("--extra_llm_api_options"):
         import yaml  # the options file trtllm-serve reads (a YAML mapping of LLM API options)

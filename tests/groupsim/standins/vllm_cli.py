@@ -16,6 +16,7 @@ def main() -> int:
     if sys.argv[1:2] != ["serve"] or len(sys.argv) < 3:
         standin.log(program, f"usage: {program} serve <model> [options]; got {sys.argv[1:]}")
         return 2
+    standin.refuse_as_parser(program, sys.argv[2:])  # `vllm serve` / `aphrodite serve` read what follows
     if standin.flag("--distributed-executor-backend") == "ray":
         import ray_engine
 

@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 
 def main() -> int:
+    standin.refuse_as_parser("sglang", sys.argv[1:])
     nnodes, rank = int(standin.flag("--nnodes", "1")), int(standin.flag("--node-rank", "0"))
     address = standin.flag("--dist-init-addr")
     standin.log("sglang", f"node {rank} of {nnodes}: rendezvous at {address}")

@@ -1,0 +1,45 @@
+"""The engine stand-ins refuse what the engines refuse (docs/development.md lists what each copies):
+an argv the engine's own parser rejects or reads as another flag ends the stand-in with exit 2,
+argparse's (and click's) usage status, before it records or serves anything."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from groupsim import images
+
+VLLM_SERVE = ["serve", "/models/m", "--tensor-parallel-size", "8", "--port", "8080"]
+SGLANG = ["-m", "sglang.launch_server", "--model-path", "/models/m", "--tp-size", "8"]
+TRTLLM = ["/models/m", "--host", "0.0.0.0", "--port", "8000", "--tp_size", "8", "--pp_size", "2"]
+
+
+@pytest.fixture(scope="module")
+def standins(tmp_path_factory):
+    return images.install(tmp_path_factory.mktemp("standins") / "s")
+
+
+def _run(standins, program: str, argv: list[str], image: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **images.image(image, standins).env}
+    path = standins / ("python-bin" if program == "python3" else "bin") / program
+    return subprocess.run([str(path), *argv], env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "program, argv, image, said",
+    [
+        ("vllm", [*VLLM_SERVE, "--no-such-flag", "1"], "vllm/vllm-openai:v0.33.0", "--no-such-flag"),
+        ("vllm", [*VLLM_SERVE, "--tensor-parallel", "2"], "vllm/vllm-openai:v0.33.0", "--tensor-parallel"),
+        ("aphrodite", [*VLLM_SERVE, "--max-model-length", "9"], "alpindale/aphrodite-openai:c0178f1d5", "length"),
+        ("python3", [*SGLANG, "--cuda-graph-max-bs", "64"], "lmsysorg/sglang:v0.5.23", "--cuda-graph-max-bs"),
+        ("python3", [*SGLANG, "--tp_size", "8"], "lmsysorg/sglang:v0.5.23", "--tp_size"),
+        ("trtllm-serve", [*TRTLLM, "--tp-size", "8"], "nvcr.io/nvidia/tensorrt-llm/release:1.2.1", "--tp-size"),
+        ("trtllm-serve", [*TRTLLM, "--trust_remote_code=1"], "nvcr.io/nvidia/tensorrt-llm/release:1.2.1", "value"),
+        ("trtllm-serve", ["--port", "8000"], "nvcr.io/nvidia/tensorrt-llm/release:1.2.1", "MODEL"),
+    ],
+)
+def test_a_standin_exits_2_where_its_engine_refuses_the_argv(standins, program, argv, image, said):
+    ran = _run(standins, program, argv, image)
+    assert ran.returncode == 2 and said in ran.stderr, (ran.returncode, ran.stderr[-2000:])
