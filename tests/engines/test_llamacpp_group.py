@@ -119,6 +119,7 @@ def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Promethe
 @pytest.fixture(scope="module")
 def story(tmp_path_factory) -> Story:
     sim.cleanup_stale()
+    scenarios.calibrate()  # wall-clock margins scaled by how busy the machine is now
     story = Story(tmp_path_factory.mktemp("llamacpp-real"))
     overrides = {"LWSGEN_POLL_SECONDS": str(POLL), "LWSGEN_RENDEZVOUS_TIMEOUT": str(BOUND)}
     overrides["LWSGEN_STOP_SECONDS"] = str(scenarios.STOP)
@@ -139,7 +140,7 @@ def story(tmp_path_factory) -> Story:
 def _tell(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus) -> None:
     groups = [start(simulation, 0), start(simulation, 1)]
     for group in groups:
-        why = wait_ready(group, FORM)
+        why = wait_ready(group, scenarios.wall(FORM))
         if why:
             story.cell("offload", False, why)
             return
@@ -152,15 +153,15 @@ def _tell(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus)
         return
     _metrics(story, simulation, prom, groups)
     simulation.kill_pod(groups[0][1])
-    story.cell("worker_killed", *failed_within(groups[0], time.monotonic(), FAILS))
+    story.cell("worker_killed", *failed_within(groups[0], time.monotonic(), scenarios.wall(FAILS)))
     for pod in groups[0]:
         simulation.delete_pod(pod, grace=scenarios.STOP)
     groups[0] = start(simulation, 0)
-    why = wait_ready(groups[0], FORM)
+    why = wait_ready(groups[0], scenarios.wall(FORM))
     answered = why is None and bool(complete(simulation, groups[0][0], MODEL)["choices"])
     story.cell("reforms", answered, why or "the recreated group answers")
     simulation.freeze_pod(groups[1][1])
-    story.cell("node_lost", *failed_within(groups[1], time.monotonic(), FAILS))
+    story.cell("node_lost", *failed_within(groups[1], time.monotonic(), scenarios.wall(FAILS)))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -117,7 +117,7 @@ def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Promethe
 
 def _tell(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus, model: str) -> None:
     group = start(simulation, 0)
-    why = wait_ready(group, FORM)
+    why = wait_ready(group, scenarios.wall(FORM))
     if not story.cell("formed", why is None, why or "the leader's probes find it ready"):
         logs = "".join(c.log for p in group for c in p.containers)
         said = [line for line in logs.splitlines() if "Error" in line and "ERROR" in line][-1:]
@@ -128,7 +128,7 @@ def _tell(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus,
     story.cell("completion", answer["usage"]["completion_tokens"] > 0, f"answered {answer['choices'][0]['text']!r}")
     _metrics(story, simulation, prom, group, model)
     simulation.kill_pod(group[1])
-    story.cell("worker_killed", *failed_within(group, time.monotonic(), FAILS))
+    story.cell("worker_killed", *failed_within(group, time.monotonic(), scenarios.wall(FAILS)))
 
 
 def _story(variant: str, root: Path) -> Story:
@@ -155,6 +155,7 @@ _TOLD: dict[str, Story] = {}
 def story(tmp_path_factory):
     """A variant's story, told when a test first asks for it (one at a time: 2 cores)."""
     sim.cleanup_stale()
+    scenarios.calibrate()  # wall-clock margins scaled by how busy the machine is now
     root = tmp_path_factory.mktemp("vllm-real")
 
     def told(variant: str) -> Story:
