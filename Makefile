@@ -66,7 +66,7 @@ test: tools lint
 ## test-groupsim: the group simulator: every example's group, its variants and the NCCL tests run as pods
 ## in network namespaces, with real bash, dnsmasq, Ray, OpenMPI and torch and the engines' stand-ins
 test-groupsim: tools
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m groupsim tests/test_groupsim.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -m groupsim tests/test_groupsim.py
 
 ## docs: regenerate every generated block of README.md and docs/ (output kinds, profile fields, runtimes, sizing)
 docs: $(STAMP)
