@@ -6,6 +6,7 @@ tokenizes and any sampled token detokenizes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -118,16 +119,17 @@ def _hf_tokenizer(directory: Path) -> int:
     return tokenizer.get_vocab_size()
 
 
-def hf_llama(directory: Path, seed: int = 0) -> Path:
-    """Write a Hugging Face LlamaForCausalLM (config, random safetensors, tokenizer) to directory."""
+def _hf_model(directory: Path, config: dict, layer: Callable, seed: int) -> Path:
+    """Write a Hugging Face decoder (tokenizer, config, random bfloat16 safetensors) to directory:
+    what every architecture here shares, and layer(prefix, weight, ones) for each layer's own tensors
+    (drawn in order from one seeded generator)."""
     import torch
     from safetensors.torch import save_file
 
     directory.mkdir(parents=True, exist_ok=True)
     vocab = _hf_tokenizer(directory)
     config = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
+        **config,
         "hidden_size": HF_EMBEDDING,
         "intermediate_size": FEED_FORWARD,
         "num_hidden_layers": HF_LAYERS,
@@ -136,74 +138,6 @@ def hf_llama(directory: Path, seed: int = 0) -> Path:
         "head_dim": HF_HEAD_DIM,
         "vocab_size": vocab,
         "max_position_embeddings": HF_CONTEXT,
-        "rms_norm_eps": 1e-5,
-        "rope_theta": 10000.0,
-        "bos_token_id": vocab - 2,
-        "eos_token_id": vocab - 1,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-    }
-    (directory / "config.json").write_text(json.dumps(config, indent=1))
-    generator = torch.Generator().manual_seed(seed)
-
-    def weight(*shape: int) -> torch.Tensor:
-        return (torch.randn(*shape, generator=generator) * 0.05).to(torch.bfloat16)
-
-    kv = HF_HEAD_DIM * HF_HEADS
-    tensors = {
-        "model.embed_tokens.weight": weight(vocab, HF_EMBEDDING),
-        "model.norm.weight": torch.ones(HF_EMBEDDING, dtype=torch.bfloat16),
-        "lm_head.weight": weight(vocab, HF_EMBEDDING),
-    }
-    for layer in range(HF_LAYERS):
-        prefix = f"model.layers.{layer}"
-        tensors |= {
-            f"{prefix}.input_layernorm.weight": torch.ones(HF_EMBEDDING, dtype=torch.bfloat16),
-            f"{prefix}.post_attention_layernorm.weight": torch.ones(HF_EMBEDDING, dtype=torch.bfloat16),
-            f"{prefix}.self_attn.q_proj.weight": weight(HF_EMBEDDING, HF_EMBEDDING),
-            f"{prefix}.self_attn.k_proj.weight": weight(kv, HF_EMBEDDING),
-            f"{prefix}.self_attn.v_proj.weight": weight(kv, HF_EMBEDDING),
-            f"{prefix}.self_attn.o_proj.weight": weight(HF_EMBEDDING, HF_EMBEDDING),
-            f"{prefix}.mlp.gate_proj.weight": weight(FEED_FORWARD, HF_EMBEDDING),
-            f"{prefix}.mlp.up_proj.weight": weight(FEED_FORWARD, HF_EMBEDDING),
-            f"{prefix}.mlp.down_proj.weight": weight(HF_EMBEDDING, FEED_FORWARD),
-        }
-    save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
-    for path in directory.iterdir():
-        path.chmod(0o644)  # readable by the engine's user, as a downloaded model is
-    return directory
-
-
-HF_EXPERTS = 4  # experts per layer; two route each token (expert parallel 2 puts two on each rank)
-
-
-def hf_qwen3_moe(directory: Path, seed: int = 0) -> Path:
-    """Write a Hugging Face Qwen3MoeForCausalLM (the family of the data + expert parallel example):
-    every layer sparse with HF_EXPERTS experts, q/k norms as Qwen3 has them."""
-    import torch
-    from safetensors.torch import save_file
-
-    directory.mkdir(parents=True, exist_ok=True)
-    vocab = _hf_tokenizer(directory)
-    config = {
-        "architectures": ["Qwen3MoeForCausalLM"],
-        "model_type": "qwen3_moe",
-        "hidden_size": HF_EMBEDDING,
-        "intermediate_size": FEED_FORWARD,
-        "moe_intermediate_size": FEED_FORWARD,
-        "num_experts": HF_EXPERTS,
-        "num_experts_per_tok": 2,
-        "decoder_sparse_step": 1,
-        "mlp_only_layers": [],
-        "norm_topk_prob": True,
-        "num_hidden_layers": HF_LAYERS,
-        "num_attention_heads": HF_HEADS,
-        "num_key_value_heads": HF_HEADS,
-        "head_dim": HF_HEAD_DIM,
-        "vocab_size": vocab,
-        "max_position_embeddings": HF_CONTEXT,
-        "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0,
         "bos_token_id": vocab - 2,
         "eos_token_id": vocab - 1,
         "tie_word_embeddings": False,
@@ -224,8 +158,8 @@ def hf_qwen3_moe(directory: Path, seed: int = 0) -> Path:
         "model.norm.weight": ones(HF_EMBEDDING),
         "lm_head.weight": weight(vocab, HF_EMBEDDING),
     }
-    for layer in range(HF_LAYERS):
-        prefix = f"model.layers.{layer}"
+    for index in range(HF_LAYERS):
+        prefix = f"model.layers.{index}"
         tensors |= {
             f"{prefix}.input_layernorm.weight": ones(HF_EMBEDDING),
             f"{prefix}.post_attention_layernorm.weight": ones(HF_EMBEDDING),
@@ -233,18 +167,55 @@ def hf_qwen3_moe(directory: Path, seed: int = 0) -> Path:
             f"{prefix}.self_attn.k_proj.weight": weight(width, HF_EMBEDDING),
             f"{prefix}.self_attn.v_proj.weight": weight(width, HF_EMBEDDING),
             f"{prefix}.self_attn.o_proj.weight": weight(HF_EMBEDDING, width),
+        }
+        tensors |= layer(prefix, weight, ones)
+    save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    for path in directory.iterdir():
+        path.chmod(0o644)  # readable by the engine's user, as a downloaded model is
+    return directory
+
+
+def _mlp(prefix: str, weight: Callable) -> dict:
+    return {
+        f"{prefix}.gate_proj.weight": weight(FEED_FORWARD, HF_EMBEDDING),
+        f"{prefix}.up_proj.weight": weight(FEED_FORWARD, HF_EMBEDDING),
+        f"{prefix}.down_proj.weight": weight(HF_EMBEDDING, FEED_FORWARD),
+    }
+
+
+def hf_llama(directory: Path, seed: int = 0) -> Path:
+    """Write a Hugging Face LlamaForCausalLM (config, random safetensors, tokenizer) to directory."""
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "rms_norm_eps": 1e-5, "rope_theta": 1e4}
+    return _hf_model(directory, config, lambda prefix, weight, _: _mlp(f"{prefix}.mlp", weight), seed)
+
+
+HF_EXPERTS = 4  # experts per layer; two route each token (expert parallel 2 puts two on each rank)
+
+
+def hf_qwen3_moe(directory: Path, seed: int = 0) -> Path:
+    """Write a Hugging Face Qwen3MoeForCausalLM (the family of the data + expert parallel example):
+    every layer sparse with HF_EXPERTS experts, q/k norms as Qwen3 has them."""
+    config = {
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "model_type": "qwen3_moe",
+        "moe_intermediate_size": FEED_FORWARD,
+        "num_experts": HF_EXPERTS,
+        "num_experts_per_tok": 2,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "norm_topk_prob": True,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1e6,
+    }
+
+    def layer(prefix: str, weight: Callable, ones: Callable) -> dict:
+        tensors = {
             f"{prefix}.self_attn.q_norm.weight": ones(HF_HEAD_DIM),
             f"{prefix}.self_attn.k_norm.weight": ones(HF_HEAD_DIM),
             f"{prefix}.mlp.gate.weight": weight(HF_EXPERTS, HF_EMBEDDING),
         }
         for expert in range(HF_EXPERTS):
-            at = f"{prefix}.mlp.experts.{expert}"
-            tensors |= {
-                f"{at}.gate_proj.weight": weight(FEED_FORWARD, HF_EMBEDDING),
-                f"{at}.up_proj.weight": weight(FEED_FORWARD, HF_EMBEDDING),
-                f"{at}.down_proj.weight": weight(HF_EMBEDDING, FEED_FORWARD),
-            }
-    save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
-    for path in directory.iterdir():
-        path.chmod(0o644)
-    return directory
+            tensors |= _mlp(f"{prefix}.mlp.experts.{expert}", weight)
+        return tensors
+
+    return _hf_model(directory, config, layer, seed)
