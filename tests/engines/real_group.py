@@ -89,6 +89,30 @@ def load(simulation: sim.Simulation, leader: sim.Pod, model: str, clients: int, 
     return threads
 
 
+def series_per_group(prom: prometheus.Prometheus, series: list[str], groups: int) -> dict[str, list]:
+    """Each series' samples once every series has one per group, or as they are after 30 s."""
+    found: dict[str, list] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = {name: prom.query(name) for name in series}
+        if all(len(samples) == groups for samples in found.values()):
+            break
+        time.sleep(1)
+    return found
+
+
+def peaks_under_load(simulation, prom, leader: sim.Pod, model: str, series: list[str], seconds: float, join: float):
+    """prometheus.peaks of series while 6 clients send long completions to leader."""
+    stop = threading.Event()
+    threads = load(simulation, leader, model, clients=6, stop=stop)
+    try:
+        return prometheus.peaks(prom, series, seconds=seconds)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(join)
+
+
 def failed_within(group: list[sim.Pod], since: float, bound: float) -> tuple[bool, str]:
     """Whether a container of the group other than the lost last pod exits non-zero within bound."""
     survivors = [c for p in group[:-1] for c in p.containers]

@@ -18,7 +18,6 @@ each step a cell printed as `<example> <scenario> PASS|FAIL`:
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import pytest
 from conftest import REPO, engine_missing
 from groupsim import prometheus, scenarios, sim
 from groupsim.net import netns_available
-from real_group import Story, complete, failed_within, load, start, stays, wait_ready
+from real_group import Story, complete, failed_within, peaks_under_load, series_per_group, start, stays, wait_ready
 
 EXAMPLE = "llamacpp-llama31-70b"
 # The rendered output the story runs: the committed example, or another rendering of it (the closing
@@ -87,24 +86,11 @@ def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Promethe
     """Every series the rendered recording rules read, as the engine exports it, per group; under
     load on group 0 its requests_processing rises while group 1's stays 0."""
     series = prometheus.engine_series(simulation.objects)
-    per_group = {}
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        per_group = {name: prom.query(name) for name in series}
-        if all(len(found) == len(groups) for found in per_group.values()):
-            break
-        time.sleep(1)
+    per_group = series_per_group(prom, series, len(groups))
     missing = [name for name, found in per_group.items() if len(found) != len(groups)]
     if missing:
         return story.cell("metrics", False, f"not one series per group: {missing} ({per_group})")
-    stop = threading.Event()
-    threads = load(simulation, groups[0][0], MODEL, clients=6, stop=stop)
-    try:
-        peaks = prometheus.peaks(prom, series, seconds=20)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(60)
+    peaks = peaks_under_load(simulation, prom, groups[0][0], MODEL, series, seconds=20, join=60)
     processing, deferred = (f"namespace_pod:llamacpp_requests_{what}:sum" for what in ("processing", "deferred"))
     busy, idle = peaks.get((processing, "0"), 0), peaks.get((processing, "1"), 0)
     queued = peaks.get((deferred, "0"), 0)

