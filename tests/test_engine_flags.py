@@ -195,9 +195,6 @@ if engine == "vllm":
     run = lambda argv: top.parse_args(["serve", *argv])
 elif engine == "aphrodite":
     import parse
-    from aphrodite import platforms
-    from aphrodite.platforms.cpu import CpuPlatform
-    platforms.current_platform = CpuPlatform()
     top, _ = parse.aphrodite_parser()
     run = lambda argv: top.parse_args(["serve", *argv])
 else:

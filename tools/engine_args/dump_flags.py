@@ -166,15 +166,11 @@ def vllm():
 
 def aphrodite():
     import aphrodite as package
-    from aphrodite import platforms
-    from aphrodite.entrypoints.openai.cli_args import make_arg_parser
     from parse import aphrodite_parser
 
-    if platforms.current_platform.is_unspecified():  # as parse.aphrodite does, and the CLI for bench
-        from aphrodite.platforms.cpu import CpuPlatform
+    top, parser = aphrodite_parser()  # puts the CPU platform in place before anything builds configs
+    from aphrodite.entrypoints.openai.cli_args import make_arg_parser
 
-        platforms.current_platform = CpuPlatform()
-    top, parser = aphrodite_parser()
     site = Path(package.__file__).resolve().parent.parent
     cls = type(parser)
     source = (

@@ -39,6 +39,15 @@ def vllm(argvs):
 
 
 def aphrodite_parser():
+    # No GPU: Aphrodite builds default configs (a DeviceConfig) while registering its flags. It has
+    # no CPU switch for serve; its CLI's own fallback for `aphrodite bench` (entrypoints/cli/main.py,
+    # 0.20.0) puts a CpuPlatform in place of the unspecified one, and so does this.
+    from aphrodite import platforms
+
+    if platforms.current_platform.is_unspecified():
+        from aphrodite.platforms.cpu import CpuPlatform
+
+        platforms.current_platform = CpuPlatform()
     from aphrodite.entrypoints.openai.cli_args import make_arg_parser
     from aphrodite.utils.argparse_utils import FlexibleArgumentParser
 
@@ -50,18 +59,9 @@ def aphrodite_parser():
 
 
 def aphrodite(argvs):
-    # No GPU: Aphrodite builds default configs (a DeviceConfig) while registering its flags. It has
-    # no CPU switch for serve; its CLI's own fallback for `aphrodite bench` (entrypoints/cli/main.py,
-    # 0.20.0) puts a CpuPlatform in place of the unspecified one, and so does this.
-    from aphrodite import platforms
-
-    if platforms.current_platform.is_unspecified():
-        from aphrodite.platforms.cpu import CpuPlatform
-
-        platforms.current_platform = CpuPlatform()
+    top, serve = aphrodite_parser()
     from aphrodite.entrypoints.openai.cli_args import validate_parsed_serve_args
 
-    top, serve = aphrodite_parser()
     parsed = []
     for argv in argvs:
         assert argv[0] == "aphrodite", argv
