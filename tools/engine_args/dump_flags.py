@@ -141,27 +141,31 @@ def _vllm_probes(parser_class):
         argparse.ArgumentParser.parse_args = original
 
 
+def _serve_command(program: str, package, make_arg_parser, top, parser):
+    """The table's parts for a `PROGRAM serve` built on vLLM's FlexibleArgumentParser (vLLM's own, and
+    Aphrodite's copy of it): parse_args of the top parser rewrites the whole argv, then the `serve`
+    subparser's parse_known_args (argparse's own matching) takes everything after "serve"."""
+    site = Path(package.__file__).resolve().parent.parent
+    cls = type(parser)
+    source = (
+        f"{_source(inspect.getsourcefile(make_arg_parser), site)} make_arg_parser "
+        f"({program} serve; {cls.__name__} from {_source(inspect.getsourcefile(cls), site)})"
+    )
+    extra = {
+        "parser_class": f"{cls.__module__}.{cls.__qualname__}",
+        "rewrites": {"by": f"{cls.__module__}.{cls.__qualname__}.parse_args", "probes": _vllm_probes(cls)},
+        "top_allow_abbrev": top.allow_abbrev,
+    }
+    return parser, source, getattr(parser, "_deprecated", set()), extra
+
+
 def vllm():
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     import vllm as package
     from parse import vllm_parser
     from vllm.entrypoints.common.cli_args import make_arg_parser
 
-    top, parser = vllm_parser()
-    site = Path(package.__file__).resolve().parent.parent
-    cls = type(parser)
-    source = (
-        f"{_source(inspect.getsourcefile(make_arg_parser), site)} make_arg_parser "
-        f"(vllm serve; {cls.__name__} from {_source(inspect.getsourcefile(cls), site)})"
-    )
-    extra = {
-        "parser_class": f"{cls.__module__}.{cls.__qualname__}",
-        # parse_args of the top parser (`vllm`) rewrites the whole argv, then the `serve` subparser's
-        # parse_known_args (argparse's own matching) takes everything after "serve"
-        "rewrites": {"by": f"{cls.__module__}.{cls.__qualname__}.parse_args", "probes": _vllm_probes(cls)},
-        "top_allow_abbrev": top.allow_abbrev,
-    }
-    return parser, source, getattr(parser, "_deprecated", set()), extra
+    return _serve_command("vllm", package, make_arg_parser, *vllm_parser())
 
 
 def aphrodite():
@@ -171,19 +175,7 @@ def aphrodite():
     top, parser = aphrodite_parser()  # puts the CPU platform in place before anything builds configs
     from aphrodite.entrypoints.openai.cli_args import make_arg_parser
 
-    site = Path(package.__file__).resolve().parent.parent
-    cls = type(parser)
-    source = (
-        f"{_source(inspect.getsourcefile(make_arg_parser), site)} make_arg_parser "
-        f"(aphrodite serve; {cls.__name__} from {_source(inspect.getsourcefile(cls), site)})"
-    )
-    extra = {
-        "parser_class": f"{cls.__module__}.{cls.__qualname__}",
-        # vLLM's FlexibleArgumentParser, as Aphrodite carries it: its rewrites are probed the same way
-        "rewrites": {"by": f"{cls.__module__}.{cls.__qualname__}.parse_args", "probes": _vllm_probes(cls)},
-        "top_allow_abbrev": top.allow_abbrev,
-    }
-    return parser, source, getattr(parser, "_deprecated", set()), extra
+    return _serve_command("aphrodite", package, make_arg_parser, top, parser)
 
 
 def sglang():
