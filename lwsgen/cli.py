@@ -74,7 +74,7 @@ def _render_arguments(commands) -> None:
         type=_positive,
         default=0,
         metavar="N",
-        help="worker processes for large batches (default: one per free CPU; 1 renders in this process)",
+        help=argparse.SUPPRESS,  # accepted and ignored: a batch renders in one process (lwsgen/batch.py says why)
     )
     render.add_argument(
         "--include",
@@ -278,7 +278,7 @@ def _render(args: argparse.Namespace) -> int:
     if not profiles:
         sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
         return EXIT_INVALID
-    results, problems = render.render_all(profiles, args.out, args.jobs, given)
+    results, problems = render.render_all(profiles, args.out, given)
     problems = _strictly(problems, args.strict)
     if any(p.is_error for p in problems):
         _report(problems, args.format)

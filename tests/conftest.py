@@ -146,3 +146,28 @@ def problem_codes(path) -> list[str]:
     except ProblemsError as err:
         return [p.code for p in err.problems]
     return []
+
+
+# Timing tests (marker `quiet`) compare against the machine they run on, but a burst of other work can
+# still land on one measurement: a failed one runs once more, and a pass then is reported as a timing
+# miss, not a failure. make test runs them after the rest, on their own.
+TIMING_MISSES: list[str] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    if item.get_closest_marker("quiet") is None:
+        return (yield)
+    try:
+        return (yield)
+    except AssertionError as first:
+        result = item.runtest()  # a second miss fails the test
+        TIMING_MISSES.append(f"{item.nodeid}: {str(first).splitlines()[0]}")
+        return result
+
+
+def pytest_terminal_summary(terminalreporter):
+    if TIMING_MISSES:
+        terminalreporter.section("timing misses (passed when run again)")
+        for line in TIMING_MISSES:
+            terminalreporter.line(line)

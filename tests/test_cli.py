@@ -93,14 +93,28 @@ def test_python_dash_m_renders_with_exit_codes(write_profile, minimal, tmp_path)
     assert piped.stdout.endswith((out / "demo" / "service.yaml").read_text())  # the stream's last object, whole
 
 
-def test_help_imports_no_stage():
+HEAVY = ("yaml", "jinja2", "jsonschema_rs", "kubernetes_validate", "lwsgen.pipeline")
+
+
+def _loaded_by(argv: list[str]) -> list[str]:
+    """Which of HEAVY a command imports, run in a new process."""
     code = (
-        "import sys\nfrom lwsgen.cli import main\nmain(['--help'])\n"
-        "print(sorted(m for m in ('yaml', 'jinja2', 'jsonschema_rs', 'lwsgen.pipeline') if m in sys.modules), "
-        "file=sys.stderr)"
+        f"import sys\nfrom lwsgen.cli import main\nmain({argv!r})\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.stderr.strip() == "[]"
+    return proc.stderr.strip().splitlines()[-1]
+
+
+def test_help_imports_no_stage():
+    assert _loaded_by(["--help"]) == "[]"
+
+
+def test_validate_loads_no_template_engine_and_plan_no_schemas():
+    # validate reads and checks YAML: Jinja (~30 ms) and the render pipeline are not its business
+    assert _loaded_by(["validate", str(REPO / "out" / "triton-llama3-405b")]) == "['jsonschema_rs', 'yaml']"
+    plan = ["plan", "--model", "llama-3.1-70b", "--gpu", "H100-80GB"]
+    assert "jsonschema_rs" not in _loaded_by(plan) and "jinja2" not in _loaded_by(plan)
 
 
 def test_an_internal_error_is_one_line_without_traceback(write_profile, minimal, monkeypatch, capsys):

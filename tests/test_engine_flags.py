@@ -313,6 +313,7 @@ def _generated(engine: str, count: int = 150) -> list[list[str]]:
     return argvs
 
 
+@pytest.mark.engines  # the engines' own parsers (make engines): make test-engines runs it
 @pytest.mark.parametrize("engine", sorted(CASES))
 def test_the_checker_is_never_looser_than_the_real_parser(engine):
     cases = CASES[engine]
@@ -332,6 +333,7 @@ def test_the_checker_is_never_looser_than_the_real_parser(engine):
     assert any(real["exit"] is None for real in verdicts[len(cases) :])
 
 
+@pytest.mark.engines  # the engines' own parsers (make engines): make test-engines runs it
 def test_the_real_sglang_finds_cuda_graph_max_bs_ambiguous():
     [real] = _real("sglang", [[*SGLANG, "--cuda-graph-max-bs", "64"]])
     assert real["exit"] == 2
@@ -341,6 +343,7 @@ def test_the_real_sglang_finds_cuda_graph_max_bs_ambiguous():
     )
 
 
+@pytest.mark.engines  # the engines' own parsers (make engines): make test-engines runs it
 @pytest.mark.parametrize("engine", sorted(PINNED))
 def test_the_committed_table_is_what_the_parser_dumps(engine):
     proc = subprocess.run(

@@ -1,5 +1,5 @@
 """`lwsgen render`'s work before anything is printed or written: which files are profiles, and every
-profile through the pipeline (batch.py spreads them over processes), with the problems of the set."""
+profile through the pipeline (batch.py), with the problems of the set."""
 
 from pathlib import Path
 
@@ -32,12 +32,11 @@ def duplicate_names(results: list[Rendered]) -> list[Problem]:
 
 
 def render_all(
-    profiles: list[tuple[Path, str]], out_root: str, jobs: int, given: Given = NOTHING
+    profiles: list[tuple[Path, str]], out_root: str, given: Given = NOTHING
 ) -> tuple[list[Rendered], list[Problem]]:
-    """The rendered profiles, and every problem and warning (a name two profiles share included);
-    jobs 0: the default (batch.auto_jobs)."""
+    """The rendered profiles, and every problem and warning (a name two profiles share included)."""
     results, problems = [], []
-    for outcome in batch.render_all(profiles, out_root, jobs or batch.auto_jobs(len(profiles)), given):
+    for outcome in batch.render_all(profiles, out_root, given):
         problems += outcome.problems
         if outcome.result is not None:
             results.append(outcome.result)

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from lwsgen.render.scalars import float_text, quoted_string
+from lwsgen.scalars import float_text, quoted_string
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()

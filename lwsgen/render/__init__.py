@@ -19,8 +19,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from lwsgen.derive.model import Deployment, Several
 from lwsgen.files import cache_dir, trusted
-from lwsgen.render.scalars import to_yaml_scalar
 from lwsgen.resources import package_dir
+from lwsgen.scalars import to_yaml_scalar
 
 COMPILED_FORMAT = 2  # 1: autoescaped Markup; 2: Quoted through concat
 

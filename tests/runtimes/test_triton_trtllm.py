@@ -238,14 +238,15 @@ def test_worker_waits_to_be_driven_and_stops_cleanly_on_sigterm(tmp_path):
     script = tmp_path / "mpi-worker.sh"
     script.write_text(resources.script("mpi-worker.sh"))
     (tmp_path / "lib.sh").write_text(resources.script("lib.sh"))
-    env = {"PATH": "/usr/bin:/bin", "LWSGEN_RENDEZVOUS_TIMEOUT": "30", "LWSGEN_POLL_SECONDS": "1"}
+    poll = 30  # a stop that waited for the next poll would take this long
+    env = {"PATH": "/usr/bin:/bin", "LWSGEN_RENDEZVOUS_TIMEOUT": "120", "LWSGEN_POLL_SECONDS": str(poll)}
     proc = subprocess.Popen(["/bin/bash", str(script)], stdout=subprocess.PIPE, text=True, env=env)
-    time.sleep(0.5)
-    assert proc.poll() is None
+    waiting = proc.stdout.readline()  # its trap is set before it says it waits
+    assert "waiting for the leader to start MPI ranks" in waiting and proc.poll() is None
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=5)
-    assert time.monotonic() - started < 1 and "stopping (SIGTERM)" in out, out
+    out, _ = proc.communicate(timeout=2 * poll)
+    assert time.monotonic() - started < poll / 2 and "stopping (SIGTERM)" in out, out
 
 
 def test_relative_model_path_is_refused():
