@@ -10,6 +10,7 @@ or nothing).
 
 from pathlib import Path
 
+from lwsgen import render_cache
 from lwsgen.load.given import NOTHING, Given
 from lwsgen.pipeline import Rendered, render_profile
 from lwsgen.problems import Problem, ProblemsError
@@ -24,10 +25,19 @@ class Outcome(Record):
 
 
 def _render_one(path: Path, out_root: str, display: str, given: Given) -> Outcome:
+    """A kept render of unchanged input (render_cache.py), or the pipeline's."""
+    from lwsgen.load.inherit import recording
+
+    kept = render_cache.find(path, out_root, display, given)
+    if kept is not None:
+        return Outcome(kept)
     try:
-        return Outcome(render_profile(path, out_root, display, given))
+        with recording() as read:
+            result = render_profile(path, out_root, display, given)
     except ProblemsError as err:
         return Outcome(None, tuple(err.problems))
+    render_cache.keep(path, out_root, display, given, result, read)
+    return Outcome(result)
 
 
 def render_all(profiles: list[tuple[Path, str]], out_root: str, given: Given = NOTHING) -> list[Outcome]:
@@ -35,4 +45,6 @@ def render_all(profiles: list[tuple[Path, str]], out_root: str, given: Given = N
     from lwsgen.load.inherit import reuse
 
     with reuse():
-        return [_render_one(path, out_root, display, given) for path, display in profiles]
+        outcomes = [_render_one(path, out_root, display, given) for path, display in profiles]
+    render_cache.prune()
+    return outcomes

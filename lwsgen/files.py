@@ -10,18 +10,22 @@ from pathlib import Path
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def create_exclusive(path: Path, text: str) -> None:
+def create_exclusive(path: Path, text: str | bytes) -> None:
     """Write a new file at path; fails if anything (a file, a link) is already there."""
     fd = os.open(path, _CREATE, 0o644)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
     except BaseException:
         os.unlink(path)
         raise
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str | bytes) -> None:
     # A new temporary file (an unpredictable name, created exclusively) renamed over the target:
     # readers see the old file or the new one, never half, and a link at the target is replaced,
     # not followed. No fsync: everything lwsgen writes can be regenerated.

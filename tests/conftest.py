@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+# Renders of unchanged input are kept between runs (lwsgen/render_cache.py); tests that replace a
+# stage to see what it does must reach it, so the suite renders afresh unless a test turns them on.
+os.environ.setdefault("LWSGEN_NO_RENDER_CACHE", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LWSGEN_SHARED", REPO.parent / "shared"))
 PROFILES = REPO / "profiles"
