@@ -278,6 +278,8 @@ def _render(args: argparse.Namespace) -> int:
     if not profiles:
         sys.stderr.write(f"lwsgen render: no profiles found in {' '.join(args.paths)}\n")
         return EXIT_INVALID
+    if args.stdout:
+        return _render_stream(args, profiles, given)
     results, problems = render.render_all(profiles, args.out, given)
     problems = _strictly(problems, args.strict)
     if any(p.is_error for p in problems):
@@ -285,11 +287,8 @@ def _render(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     # The report of what was written is for people: on stderr when stdout carries json.
     out = sys.stderr if args.format == "json" else sys.stdout
-    _report(problems, args.format, stdout_taken=args.stdout or args.check)
+    _report(problems, args.format, stdout_taken=args.check)
     out_root = Path(args.out)
-    if args.stdout:
-        sys.stdout.write(write.stream(results, tuple(args.include or ())))
-        return EXIT_OK
     if args.check:
         try:
             found = [item for result in results for item in write.drift(out_root, result)]
@@ -324,6 +323,32 @@ def _render(args: argparse.Namespace) -> int:
                 f"lwsgen render: kept {_safe(str(report.directory / name))}: lwsgen did not write it and "
                 "--check reports it; remove it, or render with --force\n"
             )
+    return EXIT_OK
+
+
+def _render_stream(args: argparse.Namespace, profiles: list, given) -> int:
+    """--stdout: each profile's part of the stream is spooled to a temporary file as it renders (memory
+    stays flat however many profiles) and printed once every profile has passed. Not printed as it
+    comes: a stream cut short by a later profile's error, piped into `kubectl apply -f -`, would
+    apply half a deployment set."""
+    import shutil
+    import tempfile
+
+    from lwsgen.commands import render
+    from lwsgen.output import write
+
+    include = tuple(args.include or ())
+    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as spool:
+        results, problems = render.render_all(
+            profiles, args.out, given, sink=lambda result: spool.write(write.stream([result], include))
+        )
+        problems = _strictly(problems, args.strict)
+        if any(p.is_error for p in problems):
+            _report(problems, args.format)
+            return EXIT_INVALID
+        _report(problems, args.format, stdout_taken=True)
+        spool.seek(0)
+        shutil.copyfileobj(spool, sys.stdout)
     return EXIT_OK
 
 

@@ -42,3 +42,13 @@ def test_a_bad_profile_in_a_batch_writes_nothing_and_is_located(profiles, write_
 def test_jobs_must_still_be_a_positive_count(value, capsys):
     assert main(["render", "p.yaml", "-j", value]) == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_a_streamed_batch_hands_each_result_on_and_keeps_none_of_its_files(profiles):
+    from lwsgen.commands import render
+
+    handed = []
+    results, problems = render.render_all([(p, str(p)) for p in profiles], "out", sink=handed.append)
+    assert [r.name for r in handed] == [f"model-{i:02d}" for i in range(COUNT)]  # in input order, as they come
+    assert all(r.files for r in handed) and not any(r.files for r in results)  # --stdout's memory stays flat
+    assert [p for p in problems if p.is_error] == []

@@ -225,8 +225,11 @@ def test_an_added_object_is_named_after_its_profile(render, tmp_path):
     _refused(render, _added(tmp_path, "scripts", body), "its name must start with 'example-'")
 
 
-def test_two_profiles_of_a_batch_cannot_write_one_object(tmp_path, capsys):
+@pytest.mark.parametrize("output", [["-o", "out"], ["--stdout"]])
+def test_two_profiles_of_a_batch_cannot_write_one_object(tmp_path, capsys, output, monkeypatch):
     from lwsgen.cli import main
+
+    monkeypatch.chdir(tmp_path)
 
     (tmp_path / ".git").mkdir()
     (tmp_path / "t").mkdir()  # team's template adds a ConfigMap named like team-x's launch scripts
@@ -235,12 +238,13 @@ def test_two_profiles_of_a_batch_cannot_write_one_object(tmp_path, capsys):
     )
     (tmp_path / "a.yaml").write_text(yaml.safe_dump(_with(name="team", templates="t")))
     (tmp_path / "b.yaml").write_text(yaml.safe_dump(_with(name="team-x")))
-    assert main(["render", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "-o", str(tmp_path / "out")]) == 1
-    err = capsys.readouterr().err
+    assert main(["render", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), *output]) == 1
+    said = capsys.readouterr()
     assert (
-        "name: writes ConfigMap team-x-launch in namespace inference, which" in err and "writes differently" in err
-    ), err
-    assert not (tmp_path / "out").exists()
+        "name: writes ConfigMap team-x-launch in namespace inference, which" in said.err
+        and "writes differently" in said.err
+    ), said.err
+    assert not (tmp_path / "out").exists() and said.out == ""  # nothing written, nothing streamed
 
 
 def test_the_argo_cd_plugin_cannot_include_cluster_objects(tmp_path):

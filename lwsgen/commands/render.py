@@ -1,6 +1,7 @@
 """`lwsgen render`'s work before anything is printed or written: which files are profiles, and every
 profile through the pipeline (batch.py), with the problems of the set."""
 
+from collections.abc import Callable
 from pathlib import Path
 
 from lwsgen import batch
@@ -32,15 +33,21 @@ def duplicate_names(results: list[Rendered]) -> list[Problem]:
 
 
 def render_all(
-    profiles: list[tuple[Path, str]], out_root: str, given: Given = NOTHING
+    profiles: list[tuple[Path, str]], out_root: str, given: Given = NOTHING, sink: Callable | None = None
 ) -> tuple[list[Rendered], list[Problem]]:
-    """The rendered profiles, and every problem and warning (a name two profiles share included)."""
+    """The rendered profiles, and every problem and warning (a name two profiles share included).
+    With `sink`, each result is handed to it as it comes and kept without its files (--stdout
+    spools the stream: memory stays flat however many profiles)."""
     results, problems = [], []
     for outcome in batch.render_all(profiles, out_root, given):
         problems += outcome.problems
         if outcome.result is not None:
-            results.append(outcome.result)
-            problems += outcome.result.warnings
+            result = outcome.result
+            if sink is not None:
+                sink(result)
+                result = result._replace(files={})
+            results.append(result)
+            problems += result.warnings
     return results, problems + duplicate_names(results) + shared_objects(results)
 
 
@@ -48,12 +55,12 @@ def shared_objects(results: list[Rendered]) -> list[Problem]:
     """Two profiles of one batch that write one object differently (a kind and name in one
     namespace, say an added ConfigMap named like another deployment's launch scripts): whichever
     applies last replaces the other's. An error at the second profile's name."""
-    owner: dict[tuple, tuple[Rendered, str, int]] = {}
+    owner: dict[tuple, tuple[Rendered, str]] = {}
     problems = []
     for result in results:
-        for namespace, kind, name, file, index in result.identities:
-            first = owner.setdefault((namespace, kind, name), (result, file, index))
-            if first[0] is not result and _object(*first) != _object(result, file, index):
+        for namespace, kind, name, _file, _index, digest in result.identities:
+            first = owner.setdefault((namespace, kind, name), (result, digest))
+            if first[0] is not result and first[1] != digest:
                 file_, line, col = result.name_at
                 message = (
                     f"writes {kind} {name} in namespace {namespace}, which {first[0].source} writes differently; "
@@ -62,13 +69,3 @@ def shared_objects(results: list[Rendered]) -> list[Problem]:
                 problems.append(Problem(file_, line, col, "name", message, "shared-object"))
                 break
     return problems
-
-
-def _object(result: Rendered, file: str, index: int):
-    """The object as two profiles may share it: their labels and annotations (which profile wrote
-    it) aside, so two deployments may mount one model claim (storage.create on both)."""
-    import yaml
-
-    obj = [d for d in yaml.safe_load_all(result.files[file]) if d is not None][index]
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("labels", "annotations")}
-    return {**obj, "metadata": meta}
