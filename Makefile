@@ -70,7 +70,7 @@ test: tools lint
 ## test-slow: the exhaustive sweeps whose samples make test runs: every key of every example deleted under
 ## validate (make test: every eleventh), a 500-profile batch killed 30 times (make test: 60 profiles, 6 kills)
 test-slow: tools
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m slow
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n auto -m slow
 
 ## test-groupsim: the group simulator: every example's group, its variants and the NCCL tests run as pods
 ## in network namespaces, with real bash, dnsmasq, Ray, OpenMPI and torch and the engines' stand-ins
@@ -145,12 +145,18 @@ test-image: tools
 ## test-all: every suite (CI runs this)
 test-all: test test-slow test-groupsim test-engines test-image fuzz-quick
 
-## bench: performance figures against their targets, on a regular (non-editable) install
+## bench: performance figures against their targets, on a regular (non-editable) install, beside kubectl kustomize
+## and helm template (v3.19.2, built from its Go module) of the same objects
 BENCH := .venv-bench/bin/lwsgen
-bench: tools
+HELM := .tools/bin/helm
+$(HELM):
+	GOBIN=$(CURDIR)/.tools/bin GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@v3.19.2
+
+bench: tools $(HELM)
 	rm -rf .venv-bench && $(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet --disable-pip-version-check .
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tools/bench.py $(BENCH) $$(PATH="$(CURDIR)/$(BIN):$$PATH" command -v kubectl)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tools/bench.py $(BENCH) \
+	  $$(PATH="$(CURDIR)/$(BIN):$$PATH" command -v kubectl) $(CURDIR)/$(HELM)
 
 clean:
 	rm -rf $(VENV) .venv-checkov .venv-bench .venv-engines .cache build *.egg-info .pytest_cache

@@ -42,7 +42,9 @@ def cache_dir() -> Path | None:
     """$XDG_CACHE_HOME/lwsgen (~/.cache/lwsgen), or None when LWSGEN_NO_CACHE turns caching off."""
     if os.environ.get("LWSGEN_NO_CACHE"):
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base or not os.path.isabs(base):  # the XDG spec: a relative path is invalid and ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")  # (relative, it could name the checkout rendered)
     return Path(base) / "lwsgen"
 
 

@@ -4,16 +4,20 @@ being rendered again (a monorepo's drift check, `render --check`, mostly re-rend
 change).
 
 A record is found by what names the render: the profile's resolved path, how it is shown, the
-output root, the command line's --set, --default and --root, and lwsgen's identity (each file of
-the package, its templates and schemas by size and modification time, as Python's own bytecode
-cache judges a source; the Python and library versions). It lists every profile file the render
-read (the profile and each base its `extends` reaches) with where its path led and its SHA-256, and is
-used only while each still resolves alike and has it; the git work tree the profile is in (how far
-bases may reach) is part of the name. Never kept: standard input, and profiles with `templates:` (Jinja may include any
-file). Records are pickles, so they are read only from a cache directory this user alone can write
-(files.trusted). LWSGEN_NO_RENDER_CACHE=1 turns them off, LWSGEN_NO_CACHE=1 with the other caches.
-One record per name: a changed profile replaces its record; beyond MAX_RECORDS the least recently
-used go.
+output root, the command line's --set and --default, the --root directory it resolves to, and
+lwsgen's identity (each file of the package, its templates and schemas, and each library it
+imports, by size, inode and modification and change times; the Python version). It lists every
+profile file the render read (the profile and each base its `extends` reaches): the path it was
+reached by, where that led, the git work tree above it (how far its bases may reach), and the
+SHA-256 of the bytes the render read. It is used only while each is still so. Never kept: standard
+input, and profiles with `templates:` (Jinja may include any file).
+
+Records are pickles with a SHA-256 of their payload, so they are read only from an absolute cache
+directory this user alone can write (files.trusted), through a descriptor whose file is checked
+again (owned by this user, writable by no one else, one link): a directory swapped in between the
+check and the open yields a file that fails it. LWSGEN_NO_RENDER_CACHE=1 turns records off,
+LWSGEN_NO_CACHE=1 with the other caches. One record per name: a changed profile replaces its
+record; beyond MAX_RECORDS the least recently used go.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 import sys
 from functools import cache
 from pathlib import Path
@@ -28,23 +33,48 @@ from typing import TYPE_CHECKING
 
 from lwsgen import bounds, files
 from lwsgen.load.given import STDIN, Given
+from lwsgen.problems import ProblemsError
 
 if TYPE_CHECKING:
     from lwsgen.pipeline import Rendered
 
 RECORDS = "renders"
-MAX_RECORDS = 5000  # ~80 kB each: at most ~400 MB, the most recently used kept
-_LIBRARIES = ("yaml", "_yaml", "jinja2", "markupsafe", "jsonschema_rs", "kubernetes_validate")
+MAX_RECORDS = 5000  # ~75 kB each: at most ~375 MB, the most recently used kept
+# Every library lwsgen imports (a test reads lwsgen/'s imports and holds this to them), with what
+# jsonschema (the endpoint-picker configuration) and celpy (CRD rules) build on.
+_LIBRARIES = (
+    "yaml",
+    "_yaml",
+    "jinja2",
+    "markupsafe",
+    "jsonschema_rs",
+    "kubernetes_validate",
+    "jsonpatch",
+    "jsonpointer",
+    "packaging",
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "celpy",
+    "lark",
+)
 
 
-def _tree(root: Path) -> list[tuple[str, int, int]]:
+def _stamp(path: str) -> tuple | None:
+    """A file as it is now: an edit changes its change time even when size and mtime are put back."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _tree(root: Path) -> list[tuple]:
     out = []
     for directory, subdirs, names in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
-        for name in sorted(names):
-            if not name.endswith((".pyc", ".tmp")):
-                info = os.stat(os.path.join(directory, name))
-                out.append((os.path.join(directory, name), info.st_size, info.st_mtime_ns))
+        out += [(os.path.join(directory, n), _stamp(os.path.join(directory, n))) for n in sorted(names)]
     return out
 
 
@@ -64,10 +94,12 @@ def identity() -> str:
         if not where.is_relative_to(package):  # a checkout: beside the package, not inside it
             found += _tree(where)
     for library in _LIBRARIES:
-        spec = find_spec(library)
+        try:
+            spec = find_spec(library)
+        except (ImportError, ValueError):
+            spec = None
         origin = spec.origin if spec is not None else None
-        info = os.stat(origin) if origin else None
-        found.append((library, origin, info and (info.st_size, info.st_mtime_ns)))
+        found.append((library, origin, _stamp(origin) if origin else None))
     return hashlib.sha256(repr(found).encode()).hexdigest()
 
 
@@ -78,25 +110,49 @@ def _directory() -> Path | None:
 
 def _record_path(path: Path, out_root: str, display: str, given: Given) -> Path | None:
     directory = _directory()
-    if directory is None or str(path) == STDIN or given.stdin is not None:
+    resolved = bounds.resolved(path)
+    if directory is None or resolved is None or str(path) == STDIN or given.stdin is not None:
         return None
-    from lwsgen.load.inherit import work_tree  # bases may reach anywhere in it: its top is part of the name
-
-    tree = work_tree(path)
-    name = (identity(), str(path.resolve()), display, out_root, given.root, given.sets, given.defaults, str(tree))
+    root = bounds.resolved(Path(given.root)) if given.root is not None else None
+    name = (identity(), str(resolved), display, out_root, given.sets, given.defaults, given.root, str(root))
     return directory / f"{hashlib.sha256(repr(name).encode()).hexdigest()}.pickle"
 
 
-def _digest(path: str) -> str | None:
+def _where(reached: str) -> tuple | None:
+    """Where a path leads now, as the kernel and lwsgen's resolution see it, and the work tree above."""
+    from lwsgen.load.inherit import work_tree
+
+    resolved = bounds.resolved(Path(reached))
     try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+        info = os.stat(reached)  # the kernel's walk: `dir/..` needs dir
     except OSError:
         return None
+    return (str(resolved), info.st_dev, info.st_ino, str(work_tree(Path(reached))))
 
 
-def _unchanged(reached: str, resolved: str, digest: str) -> bool:
-    return str(bounds.resolved(Path(reached))) == resolved and _digest(resolved) == digest
+def _unchanged(reached: str, where: tuple, digest: str) -> bool:
+    from lwsgen.load.source import MAX_PROFILE_BYTES, read_bytes
+
+    if _where(reached) != where:
+        return False
+    try:  # as a render reads it: a named pipe refused, not waited on; no more than a profile's bound
+        raw = read_bytes(Path(reached), reached, MAX_PROFILE_BYTES)
+    except ProblemsError:
+        return False
+    return hashlib.sha256(raw).hexdigest() == digest
+
+
+def _open_owned(record: Path) -> bytes | None:
+    """The record's bytes, if the file opened is a plain file of this user's that no one else can write."""
+    try:
+        fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022 or info.st_nlink != 1:
+            return None
+        return handle.read()
 
 
 def find(path: Path, out_root: str, display: str, given: Given) -> Rendered | None:
@@ -104,11 +160,13 @@ def find(path: Path, out_root: str, display: str, given: Given) -> Rendered | No
     record = _record_path(path, out_root, display, given)
     if record is None or not files.trusted(record.parent):
         return None
+    data = _open_owned(record)
+    if data is None or len(data) < 32 or hashlib.sha256(data[32:]).digest() != data[:32]:
+        return None  # none yet, or damaged: rendered again and replaced
     try:
-        with open(record, "rb") as handle:
-            read, result = pickle.load(handle)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError, TypeError):
-        return None  # none yet, or written by another lwsgen: rendered again and replaced
+        read, result = pickle.loads(data[32:])
+    except Exception:  # noqa: BLE001 - written by another lwsgen: rendered again and replaced
+        return None
     if not all(_unchanged(*entry) for entry in read):
         return None
     try:
@@ -118,19 +176,21 @@ def find(path: Path, out_root: str, display: str, given: Given) -> Rendered | No
     return result
 
 
-def keep(path: Path, out_root: str, display: str, given: Given, result: Rendered, read: list) -> None:
+def keep(path: Path, out_root: str, display: str, given: Given, result: Rendered, read: list, digests: dict) -> None:
     """Record a render that passed; nothing when it cannot be kept or the cache cannot be written.
-    `read`: (path as reached, path resolved) of each profile file the render read."""
+    `read`: (path as reached, path resolved) of each profile file the render read; `digests`: the
+    SHA-256 of the bytes read, by the path read through (load/source.digesting)."""
     record = _record_path(path, out_root, display, given)
     if record is None or result.profile.templates is not None:
         return
-    entries = [(str(reached), str(resolved), _digest(str(resolved))) for reached, resolved in dict.fromkeys(read)]
-    if any(digest is None for *_, digest in entries):
+    entries = [(str(reached), _where(str(reached)), digests.get(str(reached))) for reached, _ in dict.fromkeys(read)]
+    if any(where is None or digest is None for _, where, digest in entries):
         return
+    payload = pickle.dumps((entries, result), protocol=pickle.HIGHEST_PROTOCOL)
     try:
         record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if files.trusted(record.parent):
-            files.atomic_write(record, pickle.dumps((entries, result), protocol=pickle.HIGHEST_PROTOCOL))
+            files.atomic_write(record, hashlib.sha256(payload).digest() + payload)
     except OSError:
         pass  # an unwritable cache only means rendering again next time
 

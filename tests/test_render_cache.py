@@ -4,10 +4,12 @@ input (the profile, a base it extends, --set, lwsgen itself) renders it again.""
 
 import os
 import stat
+import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import merged
+from conftest import REPO, merged
 from lwsgen import batch, render_cache
 from lwsgen.cli import main
 
@@ -92,7 +94,7 @@ def test_set_and_lwsgen_itself_are_part_of_the_key(cache, renders, write_profile
     assert renders == ["profile.yaml"] * 3
 
 
-def test_lwsgens_identity_follows_its_templates():
+def test_lwsgens_identity_follows_its_templates_even_with_size_and_mtime_put_back():
     from lwsgen import resources
 
     template = resources.package_dir("templates") / "service.yaml.j2"
@@ -101,10 +103,11 @@ def test_lwsgens_identity_follows_its_templates():
         os.utime(template, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
         render_cache.identity.cache_clear()
         assert render_cache.identity() != before
-    finally:
+    finally:  # as `touch -r`, `cp -p` or `rsync -t` leave an edited file: its change time tells
         os.utime(template, ns=(info.st_atime_ns, info.st_mtime_ns))
         render_cache.identity.cache_clear()
-    assert render_cache.identity() == before
+    assert render_cache.identity() != before
+    render_cache.identity.cache_clear()
 
 
 def test_a_failing_profile_and_one_with_templates_are_never_kept(cache, write_profile, minimal, tmp_path):
@@ -161,3 +164,123 @@ def test_a_base_the_git_work_tree_no_longer_allows_is_refused_again(cache, write
     assert _render(child, tmp_path / "out") == 0  # outside the child's directory, inside the work tree
     (tmp_path / ".git").rmdir()
     assert _render(child, tmp_path / "out") == 1  # no work tree: the base is outside what it may reach
+
+
+# What an attack on the records found (each a stale hit, a crash or a hang before it was fixed)
+
+
+def test_a_relative_root_is_the_directory_it_names_from_where_lwsgen_runs(cache, write_profile, minimal, tmp_path):
+    write_profile(minimal, "bases/base.yaml")
+    child = write_profile({"extends": "../bases/base.yaml", "name": "child"}, "team/child.yaml")
+    (tmp_path / ".git").rmdir()  # no work tree: only --root lets the base be reached
+    (tmp_path / "elsewhere").mkdir()
+    os.chdir(tmp_path)
+    try:
+        assert _render(child, tmp_path / "out", "--root", ".") == 0
+        os.chdir(tmp_path / "elsewhere")
+        assert _render(child, tmp_path / "out", "--root", ".") == 1  # `.` is now a root the base is outside
+    finally:
+        os.chdir(REPO)
+
+
+def test_a_base_that_a_new_work_tree_now_fences_off_is_refused_again(cache, write_profile, minimal, tmp_path):
+    write_profile(minimal, "c.yaml")
+    write_profile({"extends": "../c.yaml", "replicas": 2}, "lib/b.yaml")
+    child = write_profile({"extends": "lib/b.yaml", "name": "child"}, "child.yaml")
+    assert _render(child, tmp_path / "out") == 0
+    (tmp_path / "lib" / ".git").mkdir()  # lib/ becomes a repository of its own: c.yaml is outside it
+    assert _render(child, tmp_path / "out") == 1
+
+
+def test_a_base_path_through_a_directory_that_is_gone_is_refused_again(cache, write_profile, minimal, tmp_path):
+    write_profile(minimal, "base.yaml")
+    (tmp_path / "sub").mkdir()
+    child = write_profile({"extends": "sub/../base.yaml", "name": "child"}, "child.yaml")
+    assert _render(child, tmp_path / "out") == 0
+    (tmp_path / "sub").rmdir()
+    assert _render(child, tmp_path / "out") == 1
+
+
+def test_a_profile_changed_while_it_renders_is_not_kept_as_the_new_one(
+    cache, write_profile, minimal, tmp_path, monkeypatch
+):
+    profile = write_profile(minimal)
+    real = batch.render_profile
+
+    def edited_meanwhile(path, *args):
+        result = real(path, *args)
+        write_profile(merged(minimal, replicas=3))  # saved by an editor while the render ran
+        return result
+
+    monkeypatch.setattr(batch, "render_profile", edited_meanwhile)
+    assert _render(profile, tmp_path / "out") == 0
+    monkeypatch.setattr(batch, "render_profile", real)
+    assert _render(profile, tmp_path / "out", "--check") == 1  # stale: replicas 3 is not what was written
+
+
+def test_every_library_lwsgen_imports_is_part_of_its_identity():
+    import ast
+
+    imported = set()
+    for source in (REPO / "lwsgen").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "lwsgen"}
+    assert third_party and third_party <= set(render_cache._LIBRARIES)
+
+
+def test_a_record_someone_else_could_have_written_or_damaged_is_not_read(
+    cache, renders, write_profile, minimal, tmp_path
+):
+    profile = write_profile(minimal)
+    assert _render(profile, tmp_path / "out") == 0
+    [record] = cache.iterdir()
+    record.chmod(0o664)  # writable by its group
+    assert _render(profile, tmp_path / "out") == 0
+    [record] = cache.iterdir()  # written anew, 0644
+    data = bytearray(record.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    record.write_bytes(bytes(data))
+    assert _render(profile, tmp_path / "out") == 0
+    assert renders == ["profile.yaml"] * 3
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch):
+    from lwsgen import files
+
+    monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", ".cache")  # would be the checkout being rendered
+    assert files.cache_dir() == Path(os.path.expanduser("~")) / ".cache" / "lwsgen"
+
+
+def test_a_base_turned_into_a_pipe_or_a_huge_file_is_refused_at_once(cache, write_profile, minimal, tmp_path):
+    base = write_profile(minimal, "base.yaml")
+    child = write_profile({"extends": "base.yaml", "name": "child"}, "child.yaml")
+    assert _render(child, tmp_path / "out") == 0
+    base.unlink()
+    os.mkfifo(base)
+    assert _render(child, tmp_path / "out") == 1  # not a hang on the pipe
+    base.unlink()
+    with open(base, "wb") as huge:
+        huge.truncate(2**31)  # sparse: not read, refused by its size
+    assert _render(child, tmp_path / "out") == 1
+
+
+def test_a_dangling_link_beside_the_templates_and_a_looping_profile_are_no_internal_error(
+    cache, write_profile, minimal, tmp_path
+):
+    from lwsgen import resources
+
+    lock = resources.package_dir("templates") / ".#service.yaml.j2"  # an editor's lock: a dangling link
+    lock.symlink_to("user@host.1:1")
+    try:
+        render_cache.identity.cache_clear()
+        assert _render(write_profile(minimal), tmp_path / "out") == 0
+    finally:
+        lock.unlink()
+        render_cache.identity.cache_clear()
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    assert _render(tmp_path / "loop.yaml", tmp_path / "out") == 1

@@ -10,7 +10,11 @@ and the kubectl comparison alike:
 - marginal cost of a profile in a generated batch of 300: (T(300) - T(1)) / 299, at most 2 ms; the
   CPU time per profile is printed beside it;
 - peak memory rendering 1, 500 and 1000 profiles: growth linear and under 200 MB for 1000;
+- `render --check` of 1000 unchanged profiles whose renders are kept (lwsgen/render_cache.py): at
+  most 15% of the same check rendering afresh;
 - `lwsgen --help`: under 100 ms.
+Every other render is fresh (LWSGEN_NO_RENDER_CACHE=1). With a helm binary (make bench builds one),
+the cold render's CPU is also set beside `helm template` of a chart holding the same objects.
 Exit status 1 when a target is missed.
 """
 
@@ -26,12 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
+FRESH = {**os.environ, "LWSGEN_NO_RENDER_CACHE": "1"}  # every render done, not found kept
+KEPT = {k: v for k, v in os.environ.items() if k != "LWSGEN_NO_RENDER_CACHE"}
 
-def run(cmd: list[str]) -> tuple[float, float, float]:
-    """Wall and CPU time (user + system, worker processes included) of one run, in ms, and its
-    peak resident memory in MB."""
+
+def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, float]:
+    """Wall and CPU time (user + system, child processes included) of one run, in ms, and its
+    peak resident memory in MB. Renders are fresh unless env says otherwise."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or FRESH)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = (time.perf_counter() - start) * 1e3
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -63,8 +70,22 @@ def generate(profiles: Path, count: int, target: Path) -> None:
         (target / f"p{i:04d}.yaml").write_text(text)
 
 
+def helm_chart(out: Path, chart: Path) -> None:
+    """A chart whose templates are the files the kustomization lists, so `helm template` prints the
+    same objects (Go template braces in scripts and alert rules escaped)."""
+    import yaml
+
+    listed = yaml.safe_load((out / "kustomization.yaml").read_text())["resources"]
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: bench\nversion: 0.1.0\n")
+    for name in listed:
+        text = (out / name).read_text().replace("{{", "\0").replace("}}", '{{ "}}" }}').replace("\0", '{{ "{{" }}')
+        (chart / "templates" / name).write_text(text)
+
+
 def main(argv: list[str]) -> int:
     lwsgen, kubectl = argv[0], argv[1]
+    helm = argv[2] if len(argv) > 2 else None
     repo = Path(__file__).resolve().parents[1]
     example = repo / "profiles" / "triton-llama3-405b.yaml"
     with tempfile.TemporaryDirectory() as scratch:
@@ -90,14 +111,24 @@ def main(argv: list[str]) -> int:
             runs=3,
             cpu=True,
         )
-        cold_cpu = interleaved(
-            {
-                "render": [lwsgen, "render", str(example), "-o", str(out)],
-                "kustomize": [kubectl, "kustomize", str(out / "triton-llama3-405b")],
-            },
-            runs=15,
-            cpu=True,
-        )
+        peers = {
+            "render": [lwsgen, "render", str(example), "-o", str(out)],
+            "kustomize": [kubectl, "kustomize", str(out / "triton-llama3-405b")],
+        }
+        if helm:
+            helm_chart(out / "triton-llama3-405b", work / "chart")
+            peers["helm"] = [helm, "template", "bench", str(work / "chart")]
+        cold_cpu = interleaved(peers, runs=15, cpu=True)
+        generate(repo / "profiles", 1000, work / "batch1000")
+        run([lwsgen, "render", str(work / "batch1000"), "-o", str(work / "o1000")], KEPT)  # records kept
+        check = {
+            "fresh": [lwsgen, "render", str(work / "batch1000"), "-o", str(work / "o1000"), "--check"],
+            "kept": [lwsgen, "render", str(work / "batch1000"), "-o", str(work / "o1000"), "--check"],
+        }
+        unchanged = {
+            name: statistics.median(run(cmd, KEPT if name == "kept" else FRESH)[1] for _ in range(3))
+            for name, cmd in check.items()
+        }
         memory = {}
         for count in (500, 1000):
             generate(repo / "profiles", count, work / f"mem{count}")
@@ -115,6 +146,16 @@ def main(argv: list[str]) -> int:
         ("kubectl kustomize of its output", f"{one['kustomize']:.1f} ms", ""),
         ("render / kustomize, wall", f"{ratio:.2f}x", ""),
         ("render / kustomize, CPU (median of 15)", f"{cpu_ratio:.2f}x", cpu_ratio <= 1.5),
+        *(
+            [("render / helm template of the same objects, CPU", f"{cold_cpu['render'] / cold_cpu['helm']:.2f}x", "")]
+            if helm
+            else []
+        ),
+        (
+            "render --check, 1000 unchanged: kept / fresh (CPU)",
+            f"{unchanged['kept']:.0f} / {unchanged['fresh']:.0f} ms ({unchanged['kept'] / unchanged['fresh']:.0%})",
+            unchanged["kept"] <= 0.15 * unchanged["fresh"],
+        ),
         ("render 1 / 300 profiles (median of 5)", f"{batch[1]:.0f} / {batch[300]:.0f} ms", ""),
         ("marginal cost per profile, wall", f"{marginal:.2f} ms", marginal <= 2.0),
         ("  CPU time per profile", f"{(cpu[300] - cpu[1]) / 299:.2f} ms", ""),

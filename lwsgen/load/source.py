@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -268,6 +271,22 @@ _KINDS_OF_FILE = (
 )
 
 
+# The SHA-256 of each file read while digesting() is on, by the path it was read through: what a
+# render read, as it read it (lwsgen/render_cache.py keeps a render while the files still have it).
+_DIGESTS: ContextVar[dict[str, str] | None] = ContextVar("lwsgen_digests", default=None)
+
+
+@contextmanager
+def digesting():
+    """Within it, each file read_bytes reads is digested into the dict yielded (one per command)."""
+    found = _DIGESTS.get()
+    token = _DIGESTS.set(found if found is not None else {})
+    try:
+        yield _DIGESTS.get()
+    finally:
+        _DIGESTS.reset(token)
+
+
 def read_bytes(path: Path, file: str, limit: int | None = None) -> bytes:
     """A regular file's bytes, at most `limit`; anything else is a Problem, found without blocking
     (a named pipe is opened non-blocking and refused, never read)."""
@@ -289,6 +308,9 @@ def read_bytes(path: Path, file: str, limit: int | None = None) -> bytes:
         raw = handle.read() if limit is None else handle.read(limit + 1)
     if limit is not None and len(raw) > limit:
         raise refuse(f"is more than {limit} bytes; a profile is at most {limit} bytes", "too-large")
+    digests = _DIGESTS.get()
+    if digests is not None:
+        digests[str(path)] = hashlib.sha256(raw).hexdigest()
     return raw
 
 
