@@ -68,9 +68,10 @@ test: tools lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:xdist -m '$(FAST) and quiet' tests/test_performance.py
 
 ## test-slow: the exhaustive sweeps whose samples make test runs: every key of every example deleted under
-## validate (make test: every eleventh), a 500-profile batch killed 30 times (make test: 60 profiles, 6 kills)
+## validate (make test: every eleventh), a 500-profile batch killed 30 times (make test: 40 profiles, 5 kills), and
+## the property tests marked sampled with all their examples (make test: a third)
 test-slow: tools
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n auto -m slow
+	LWSGEN_EXHAUSTIVE=1 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n auto -m 'slow or sampled'
 
 ## test-groupsim: the group simulator: every example's group, its variants and the NCCL tests run as pods
 ## in network namespaces, with real bash, dnsmasq, Ray, OpenMPI and torch and the engines' stand-ins

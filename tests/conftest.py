@@ -15,6 +15,16 @@ import yaml
 # stage to see what it does must reach it, so the suite renders afresh unless a test turns them on.
 os.environ.setdefault("LWSGEN_NO_RENDER_CACHE", "1")
 
+# Property tests marked `sampled` draw a third of their examples in make test; make test-slow
+# (LWSGEN_EXHAUSTIVE=1) runs them whole.
+EXHAUSTIVE = bool(os.environ.get("LWSGEN_EXHAUSTIVE"))
+
+
+def examples(count: int) -> int:
+    """How many examples a `sampled` property test draws in this run."""
+    return count if EXHAUSTIVE else max(count // 3, 10)
+
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LWSGEN_SHARED", REPO.parent / "shared"))
 PROFILES = REPO / "profiles"

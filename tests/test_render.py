@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import lws_of, merged
+from conftest import examples, lws_of, merged
 from lwsgen import render as render_module
 from lwsgen.render import q, to_yaml_scalar
 
@@ -155,7 +155,8 @@ emitted = st.recursive(
 documents = st.dictionaries(awkward_text, emitted, max_size=4)
 
 
-@settings(max_examples=500, deadline=None)
+@pytest.mark.sampled
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(documents, min_size=1, max_size=3))
 def test_written_yaml_reads_back_as_the_same_objects(docs):
     from lwsgen.output.parse import dump, parse

@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import PROFILES, REPO, lws_of, objects_of
+from conftest import PROFILES, REPO, examples, lws_of, objects_of
 from lwsgen.check.schema import profile_schema, referenced
 from lwsgen.cli import main
 from runtimes.test_all_runtimes import IMAGES, profile_for
@@ -125,7 +125,8 @@ def kubelet_expand(text: str, env: dict[str, str]) -> str:
 SECRETS = {"HF_TOKEN": "s3cr3t", "VALUE": "s3cr3t", "POD_NAME": "s3cr3t"}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.sampled
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     annotation=profile_text, env=profile_text, args=st.lists(profile_text, max_size=4), served=profile_text.filter(bool)
 )
@@ -269,13 +270,14 @@ def _run(tmp_path: Path, text: str) -> tuple[int, str]:
 
 
 FUZZ = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
 
+@pytest.mark.sampled
 def test_schema_drawn_profiles_exit_0_or_1_and_what_renders_passes_validate(tmp_path_factory):
     codes: list[int] = []
 
@@ -294,6 +296,7 @@ def test_schema_drawn_profiles_exit_0_or_1_and_what_renders_passes_validate(tmp_
     assert codes.count(0) >= len(codes) // 5, f"only {codes.count(0)} of {len(codes)} drawn profiles rendered"
 
 
+@pytest.mark.sampled
 @FUZZ
 @given(profile=_profiles(junk=True))
 def test_junk_in_any_field_exits_1_with_a_message_never_a_traceback(tmp_path, profile):

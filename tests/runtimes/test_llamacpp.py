@@ -102,6 +102,7 @@ def test_worker_runs_one_rpc_server_per_gpu_before_the_multi_device_server(tmp_p
         "LLAMA_CACHE": str(tmp_path / "cache"),
         "LWS_LEADER_ADDRESS": "localhost",
         "LWSGEN_RENDEZVOUS_TIMEOUT": "5",
+        "LWSGEN_POLL_SECONDS": "1",  # the watch sees the servers end within a second, not five
         **BEACON,
         **({"CUDA_VISIBLE_DEVICES": visible} if visible else {}),
     }
