@@ -24,29 +24,31 @@ class Outcome(Record):
     problems: tuple[Problem, ...] = ()
 
 
-def _render_one(path: Path, out_root: str, display: str, given: Given) -> Outcome:
-    """A kept render of unchanged input (render_cache.py), or the pipeline's."""
+def _render_one(path: Path, out_root: str, display: str, given: Given, digests: dict[str, str]) -> Outcome:
+    """A kept render of unchanged input (render_cache.py), or the pipeline's. `digests`: of every file
+    the batch has read (a base read once for many profiles is digested when it is read)."""
     from lwsgen.load.inherit import recording
     from lwsgen.load.source import digesting
 
-    kept = render_cache.find(path, out_root, display, given)
+    record = render_cache.record_for(path, out_root, display, given)
+    kept = render_cache.find(record)
     if kept is not None:
         return Outcome(kept)
     try:
-        with recording() as read, digesting() as digests:
+        with recording() as read, digesting(digests):
             result = render_profile(path, out_root, display, given)
     except ProblemsError as err:
         return Outcome(None, tuple(err.problems))
-    render_cache.keep(path, out_root, display, given, result, read, digests)
+    render_cache.keep(record, result, read, digests)
     return Outcome(result)
 
 
 def render_all(profiles: list[tuple[Path, str]], out_root: str, given: Given = NOTHING) -> list[Outcome]:
     """Outcomes in the order of `profiles`; the bases they share are read once (load/inherit.reuse)."""
     from lwsgen.load.inherit import reuse
-    from lwsgen.load.source import digesting
 
-    with reuse(), digesting():  # a base read once for many profiles is digested when it is read
-        outcomes = [_render_one(path, out_root, display, given) for path, display in profiles]
+    digests: dict[str, str] = {}
+    with reuse():
+        outcomes = [_render_one(path, out_root, display, given, digests) for path, display in profiles]
     render_cache.prune()
     return outcomes

@@ -14,12 +14,8 @@ def create_exclusive(path: Path, text: str | bytes) -> None:
     """Write a new file at path; fails if anything (a file, a link) is already there."""
     fd = os.open(path, _CREATE, 0o644)
     try:
-        if isinstance(text, bytes):
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(text)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
     except BaseException:
         os.unlink(path)
         raise

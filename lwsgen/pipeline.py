@@ -24,7 +24,7 @@ class Rendered(Record):
     warnings: tuple[Problem, ...]
     name_at: tuple[str, int, int] = ("", 1, 1)  # where `name` is set: the profile, or the base that set it
     path: str = ""  # the profile file, resolved: recorded in .lwsgen-files, so a deleted profile's output is found
-    identities: tuple = ()  # (namespace, kind, name, file, index, digest) of every object its kustomization applies
+    identities: tuple = ()  # (namespace, kind, name, digest) of every object its kustomization applies
 
     @property
     def name(self) -> str:
@@ -162,7 +162,7 @@ def _size_problems(files: dict[str, str], parsed: dict[str, tuple], src) -> list
 
 
 def _identities(parsed: dict[str, tuple]) -> tuple:
-    """(namespace, kind, name, file, index, digest) of what the kustomization applies: two profiles
+    """(namespace, kind, name, digest) of what the kustomization applies: two profiles
     may write the same object (a shared model claim), never two different ones (commands/render.py
     compares the digests when two names meet, without keeping the objects)."""
     from lwsgen.derive.kinds import listed
@@ -172,13 +172,11 @@ def _identities(parsed: dict[str, tuple]) -> tuple:
             (o.get("metadata") or {}).get("namespace"),
             o.get("kind"),
             (o.get("metadata") or {}).get("name"),
-            name,
-            i,
             _shared_digest(o),
         )
         for name, docs in sorted(parsed.items())
         if listed(name.removesuffix(".yaml"))
-        for i, o in enumerate(docs)
+        for o in docs
         if isinstance(o, dict) and o.get("kind") != "Kustomization"
     )
 

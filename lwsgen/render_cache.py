@@ -108,7 +108,8 @@ def _directory() -> Path | None:
     return None if base is None or os.environ.get("LWSGEN_NO_RENDER_CACHE") else base / RECORDS
 
 
-def _record_path(path: Path, out_root: str, display: str, given: Given) -> Path | None:
+def record_for(path: Path, out_root: str, display: str, given: Given) -> Path | None:
+    """Where this render's record is kept, or None when it is never kept (no cache, standard input)."""
     directory = _directory()
     resolved = bounds.resolved(path)
     if directory is None or resolved is None or str(path) == STDIN or given.stdin is not None:
@@ -155,9 +156,8 @@ def _open_owned(record: Path) -> bytes | None:
         return handle.read()
 
 
-def find(path: Path, out_root: str, display: str, given: Given) -> Rendered | None:
-    """The kept result of this render, if every file it read is unchanged; else None."""
-    record = _record_path(path, out_root, display, given)
+def find(record: Path | None) -> Rendered | None:
+    """The kept result of a render (record_for), if every file it read is unchanged; else None."""
     if record is None or not files.trusted(record.parent):
         return None
     data = _open_owned(record)
@@ -176,14 +176,13 @@ def find(path: Path, out_root: str, display: str, given: Given) -> Rendered | No
     return result
 
 
-def keep(path: Path, out_root: str, display: str, given: Given, result: Rendered, read: list, digests: dict) -> None:
+def keep(record: Path | None, result: Rendered, read: list[Path], digests: dict[str, str]) -> None:
     """Record a render that passed; nothing when it cannot be kept or the cache cannot be written.
-    `read`: (path as reached, path resolved) of each profile file the render read; `digests`: the
-    SHA-256 of the bytes read, by the path read through (load/source.digesting)."""
-    record = _record_path(path, out_root, display, given)
+    `read`: the path each profile file the render read was reached through; `digests`: the SHA-256
+    of the bytes read, by that path (load/source.digesting)."""
     if record is None or result.profile.templates is not None:
         return
-    entries = [(str(reached), _where(str(reached)), digests.get(str(reached))) for reached, _ in dict.fromkeys(read)]
+    entries = [(str(reached), _where(str(reached)), digests.get(str(reached))) for reached in dict.fromkeys(read)]
     if any(where is None or digest is None for _, where, digest in entries):
         return
     payload = pickle.dumps((entries, result), protocol=pickle.HIGHEST_PROTOCOL)

@@ -58,7 +58,7 @@ def shared_objects(results: list[Rendered]) -> list[Problem]:
     owner: dict[tuple, tuple[Rendered, str]] = {}
     problems = []
     for result in results:
-        for namespace, kind, name, _file, _index, digest in result.identities:
+        for namespace, kind, name, digest in result.identities:
             first = owner.setdefault((namespace, kind, name), (result, digest))
             if first[0] is not result and first[1] != digest:
                 file_, line, col = result.name_at

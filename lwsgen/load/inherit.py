@@ -117,15 +117,15 @@ def reuse():
         _REUSE.reset(token)
 
 
-# The profile files one render reads, as (path as reached, path resolved): lwsgen/render_cache.py
-# keeps a render while each still resolves alike and holds the same bytes.
-_READ: ContextVar[list[tuple[Path, Path]] | None] = ContextVar("lwsgen_read", default=None)
+# The profile files one render reads, by the path each was reached through: lwsgen/render_cache.py
+# keeps a render while each still leads to the same file with the same bytes.
+_READ: ContextVar[list[Path] | None] = ContextVar("lwsgen_read", default=None)
 
 
 @contextmanager
 def recording():
     """Within it, every profile file a load reads (the profile and each base) is listed in the list yielded."""
-    read: list[tuple[Path, Path]] = []
+    read: list[Path] = []
     token = _READ.set(read)
     try:
         yield read
@@ -179,7 +179,7 @@ def load(path: Path, display: str | None = None, root: str | None = None, text: 
             raise ProblemsError([_too_deep(display or str(path))])
         reused, read = _REUSE.get(), _READ.get()
         if read is not None:
-            read.append((path, resolved))
+            read.append(path)
         if text is None and reused is not None and read is None and key in reused.merged:
             below = reused.merged[key]
             if len(steps) + below[1] > MAX_DEPTH:

@@ -277,12 +277,11 @@ _DIGESTS: ContextVar[dict[str, str] | None] = ContextVar("lwsgen_digests", defau
 
 
 @contextmanager
-def digesting():
-    """Within it, each file read_bytes reads is digested into the dict yielded (one per command)."""
-    found = _DIGESTS.get()
-    token = _DIGESTS.set(found if found is not None else {})
+def digesting(into: dict[str, str]):
+    """Within it, each file read_bytes reads is digested into `into`."""
+    token = _DIGESTS.set(into)
     try:
-        yield _DIGESTS.get()
+        yield
     finally:
         _DIGESTS.reset(token)
 

@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lwsgen.files import create_exclusive
+from lwsgen.records import Record
 
 if TYPE_CHECKING:  # the type only: importing the pipeline would load Jinja into `lwsgen validate`
     from lwsgen.pipeline import Rendered
-from lwsgen.records import Record
 
 # Lists the files lwsgen wrote into a directory, so a later render removes only its own files.
 MANIFEST = ".lwsgen-files"
