@@ -12,6 +12,8 @@ from pathlib import Path
 
 from lwsgen import render_cache
 from lwsgen.load.given import NOTHING, Given
+from lwsgen.load.inherit import recording, reuse
+from lwsgen.load.source import digesting
 from lwsgen.pipeline import Rendered, render_profile
 from lwsgen.problems import Problem, ProblemsError
 from lwsgen.records import Record
@@ -27,8 +29,6 @@ class Outcome(Record):
 def _render_one(path: Path, out_root: str, display: str, given: Given, digests: dict[str, str]) -> Outcome:
     """A kept render of unchanged input (render_cache.py), or the pipeline's. `digests`: of every file
     the batch has read (a base read once for many profiles is digested when it is read)."""
-    from lwsgen.load.inherit import recording
-    from lwsgen.load.source import digesting
 
     record = render_cache.record_for(path, out_root, display, given)
     kept = render_cache.find(record)
@@ -45,7 +45,6 @@ def _render_one(path: Path, out_root: str, display: str, given: Given, digests: 
 
 def render_all(profiles: list[tuple[Path, str]], out_root: str, given: Given = NOTHING) -> list[Outcome]:
     """Outcomes in the order of `profiles`; the bases they share are read once (load/inherit.reuse)."""
-    from lwsgen.load.inherit import reuse
 
     digests: dict[str, str] = {}
     with reuse():

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from lwsgen import __version__
+from lwsgen.problems import FORMATTERS, Problem, ProblemsError, format_github, format_text, printable
 
 FORMATS = ("text", "json", "github")  # keep in step with problems.FORMATTERS (tested)
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -211,7 +212,6 @@ def _explain_arguments(commands) -> None:
 
 def _safe(text: str) -> str:
     """One line whatever a path or value holds: control characters shown as escapes."""
-    from lwsgen.problems import printable
 
     return printable(text)
 
@@ -235,7 +235,6 @@ def _positive(text: str) -> int:
 def _report(problems: list, fmt: str, *, stdout_taken: bool = False) -> None:
     """Errors and warnings in the chosen format: text for people on stderr; json (one array) and
     GitHub annotations for machines on stdout, unless stdout carries the YAML stream."""
-    from lwsgen.problems import FORMATTERS
 
     if fmt == "text":
         if problems:
@@ -249,8 +248,6 @@ def _report(problems: list, fmt: str, *, stdout_taken: bool = False) -> None:
 def _drift_report(found: list, fmt: str, directories: int) -> str:
     """--check's findings: lines and bounded diffs, one GitHub annotation per file, or a JSON list."""
     import json
-
-    from lwsgen.problems import Problem, format_github
 
     if fmt == "json":
         rows = [{"file": str(d.path), "state": d.state, "profile": d.profile, "diff": list(d.diff)} for d in found]
@@ -268,7 +265,10 @@ def _strictly(problems: list, strict: bool) -> list:
 
 
 def _render(args: argparse.Namespace) -> int:
+    # start-up: the render stages (Jinja, schemas) load for render only
     from lwsgen.commands import render
+
+    # start-up: loaded by the commands that write
     from lwsgen.output import write
 
     given = _given(args)
@@ -334,7 +334,10 @@ def _render_stream(args: argparse.Namespace, profiles: list, given) -> int:
     import shutil
     import tempfile
 
+    # start-up: the render stages (Jinja, schemas) load for render only
     from lwsgen.commands import render
+
+    # start-up: loaded by the commands that write
     from lwsgen.output import write
 
     include = tuple(args.include or ())
@@ -354,6 +357,7 @@ def _render_stream(args: argparse.Namespace, profiles: list, given) -> int:
 
 def _given(args: argparse.Namespace):
     """What the command line adds to the profiles (load/given.py), or an exit code."""
+    # start-up: the loader (PyYAML) only for a command that reads profiles
     from lwsgen.load.given import STDIN, Given
     from lwsgen.load.source import MAX_PROFILE_BYTES
 
@@ -401,8 +405,11 @@ def _shape(profile) -> str:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    # start-up: validate's checks load for validate only
     from lwsgen.commands import validate as validate_paths
-    from lwsgen.output.validate import available_versions
+
+    # start-up: schema files are listed by validate only
+    from lwsgen.kubeschemas import available_versions
 
     if args.kubernetes_version not in available_versions():
         sys.stderr.write(
@@ -410,6 +417,7 @@ def _validate(args: argparse.Namespace) -> int:
             f"available: {', '.join(available_versions())}\n"
         )
         return EXIT_USAGE
+    # start-up: the CEL interpreter only with --crd
     from lwsgen.output.crd import CRDError
 
     try:
@@ -434,12 +442,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _formatted(problems: list, fmt: str) -> str:
-    from lwsgen.problems import FORMATTERS
-
     return FORMATTERS[fmt](problems)
 
 
 def _plan(args: argparse.Namespace) -> int:
+    # start-up: plan's tables load for plan only
     from lwsgen.commands import plan
 
     try:
@@ -453,9 +460,11 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _explain(args: argparse.Namespace) -> int:
     """One profile, or every profile of a directory (found as render finds them), each explained."""
+    # start-up: explain's stages load for explain only
     from lwsgen.commands import discover, explain
+
+    # start-up: the render stages (Jinja, schemas) load for explain only
     from lwsgen.pipeline import render_profile
-    from lwsgen.problems import ProblemsError
 
     found, _ = discover.profiles([args.profile])
     if not found:
@@ -476,6 +485,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    # start-up: the profile checks and the schema index (~7 ms) load for schema only
     from lwsgen import resources
     from lwsgen.check.schema import PARTIAL_SCHEMA, PROFILE_SCHEMA
 
@@ -484,9 +494,10 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _argocd_generate(args: argparse.Namespace) -> int:
+    # start-up: the plugin's reader loads for argocd-generate only
     from lwsgen.commands import argocd
 
-    return argocd.generate()
+    return argocd.generate(main)
 
 
 COMMANDS = {
@@ -505,7 +516,6 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    from lwsgen.problems import ProblemsError, format_text
 
     try:
         return COMMANDS[args.command](args)

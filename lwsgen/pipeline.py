@@ -3,32 +3,18 @@ Writing (output/write.py) is the caller's, once every profile has passed."""
 
 from pathlib import Path
 
+from lwsgen import bounds
 from lwsgen.check import check, editor
-from lwsgen.check.profile import Profile
 from lwsgen.derive import derive
+from lwsgen.derive.kinds import listed
 from lwsgen.load import load
 from lwsgen.load.given import NOTHING, STDIN, Given
 from lwsgen.load.source import dotted, load_documents
 from lwsgen.output import locate, overrides, parse, relations, usertemplates, validate
-from lwsgen.problems import Problem, ProblemsError
-from lwsgen.records import Record
+from lwsgen.output.rendered import Rendered
+from lwsgen.problems import Finding, Problem, ProblemsError
+from lwsgen.profile import Profile
 from lwsgen.render import render
-
-
-class Rendered(Record):
-    """A profile's output directory, in memory: file name -> text."""
-
-    source: str  # the profile file, as named
-    profile: Profile
-    files: dict[str, str]
-    warnings: tuple[Problem, ...]
-    name_at: tuple[str, int, int] = ("", 1, 1)  # where `name` is set: the profile, or the base that set it
-    path: str = ""  # the profile file, resolved: recorded in .lwsgen-files, so a deleted profile's output is found
-    identities: tuple = ()  # (namespace, kind, name, digest) of every object its kustomization applies
-
-    @property
-    def name(self) -> str:
-        return self.profile.name
 
 
 def load_profile(path: Path, display: str | None = None, given: Given = NOTHING):
@@ -49,7 +35,7 @@ def _output_problems(
     origins: overrides.Origins,
     src_profile: Profile | None = None,
 ) -> list[Problem]:
-    found: dict[str, list[tuple[int, locate.OutputError]]] = {}
+    found: dict[str, list[tuple[int, Finding]]] = {}
     for name, docs in parsed.items():
         for index, doc in enumerate(docs):
             found.setdefault(name, []).extend((index, error) for error in validate.schema_errors(doc, version, name))
@@ -136,8 +122,6 @@ def _size_problems(files: dict[str, str], parsed: dict[str, tuple], src) -> list
     output beyond any deployment's (lwsgen/bounds.py): said at the profile, before anything is written."""
     import json
 
-    from lwsgen import bounds
-
     count = sum(len(docs) for docs in parsed.values())
     if count > bounds.MAX_OBJECTS:
         message = f"renders {count} objects; one profile's output holds at most {bounds.MAX_OBJECTS}: write fewer"
@@ -165,7 +149,6 @@ def _identities(parsed: dict[str, tuple]) -> tuple:
     """(namespace, kind, name, digest) of what the kustomization applies: two profiles
     may write the same object (a shared model claim), never two different ones (commands/render.py
     compares the digests when two names meet, without keeping the objects)."""
-    from lwsgen.derive.kinds import listed
 
     return tuple(
         (

@@ -41,6 +41,18 @@ class Problem(Record):
         return f"{where}: {printable(self.path)}: {message}" if self.path else f"{where}: {message}"
 
 
+class Finding(Record):
+    """What a rule found, before it is placed in a file: the field path it is at (a profile's or a
+    rendered object's), what is wrong and what to do, its code and severity. at_key: point at the key
+    itself (an unknown field), not at its value. A stage places it (Source.problem, output/locate.py)."""
+
+    path: tuple
+    message: str
+    code: str = "invalid"
+    severity: str = ERROR
+    at_key: bool = False
+
+
 NOTICE = "notice"  # said, and left alone by --strict (a GitHub annotation level too)
 
 

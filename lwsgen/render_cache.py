@@ -31,8 +31,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lwsgen import bounds, files
+from lwsgen import bounds, files, resources
 from lwsgen.load.given import STDIN, Given
+from lwsgen.load.inherit import work_tree
+from lwsgen.load.source import MAX_PROFILE_BYTES, read_bytes
 from lwsgen.problems import ProblemsError
 
 if TYPE_CHECKING:
@@ -85,8 +87,6 @@ def identity() -> str:
     render needs no Jinja)."""
     from importlib.util import find_spec
 
-    from lwsgen import resources
-
     package = Path(__file__).resolve().parent
     found: list = [sys.version, *_tree(package)]
     for data in ("templates", "schemas"):
@@ -121,7 +121,6 @@ def record_for(path: Path, out_root: str, display: str, given: Given) -> Path | 
 
 def _where(reached: str) -> tuple | None:
     """Where a path leads now, as the kernel and lwsgen's resolution see it, and the work tree above."""
-    from lwsgen.load.inherit import work_tree
 
     resolved = bounds.resolved(Path(reached))
     try:
@@ -132,8 +131,6 @@ def _where(reached: str) -> tuple | None:
 
 
 def _unchanged(reached: str, where: tuple, digest: str) -> bool:
-    from lwsgen.load.source import MAX_PROFILE_BYTES, read_bytes
-
     if _where(reached) != where:
         return False
     try:  # as a render reads it: a named pipe refused, not waited on; no more than a profile's bound

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import merged, problem_codes
 from lwsgen.check.images import image_problem
-from lwsgen.derive.naming import name_budget
+from lwsgen.naming import name_budget
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
 

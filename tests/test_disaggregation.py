@@ -10,7 +10,7 @@ import yaml
 
 from conftest import REPO, SHARED, objects_of
 from lwsgen.cli import main
-from lwsgen.derive.naming import ROLE_LABEL, SET_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.naming import ROLE_LABEL, SET_NAME_LABEL, WORKER_INDEX_LABEL
 
 SGLANG = {
     "name": "pd",

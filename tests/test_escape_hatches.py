@@ -510,9 +510,9 @@ def _openapi_with_lws() -> dict:
     `openapi:`, plus LeaderWorkerSet with its two templates declared PodTemplateSpecs."""
     import json
 
-    from lwsgen.output.validate import _schema_dir
+    from lwsgen.kubeschemas import schema_dir
 
-    text = (_schema_dir("1.33") / "_definitions.json").read_text(encoding="utf-8")
+    text = (schema_dir("1.33") / "_definitions.json").read_text(encoding="utf-8")
     definitions = json.loads(text.replace("#/$defs/", "#/definitions/"))["$defs"]
     template = {"$ref": "#/definitions/io.k8s.api.core.v1.PodTemplateSpec"}
     definitions["io.x-k8s.leaderworkerset.v1.LeaderWorkerSet"] = {

@@ -4,7 +4,7 @@ derived numbers are computed in one place."""
 import pytest
 
 from conftest import merged
-from lwsgen.check import profile as typed
+from lwsgen import profile as typed
 from lwsgen.check.schema import profile_schema, referenced, with_defaults
 from lwsgen.pipeline import load_profile
 

@@ -4,9 +4,9 @@ import pytest
 import yaml
 
 from conftest import lws_of, merged, objects_of, problem_codes
-from lwsgen.check.profile import MIN_LWS
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
+from lwsgen.profile import MIN_LWS
 
 
 def _templates(rendered):

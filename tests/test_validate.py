@@ -6,6 +6,7 @@ import os
 import pytest
 
 from conftest import lws_of, objects_of
+from lwsgen import kubeschemas
 from lwsgen.output import relations, validate
 from lwsgen.pipeline import render_profile
 from lwsgen.problems import ProblemsError
@@ -44,7 +45,7 @@ def test_core_kinds_are_strict(render, minimal):
 
 
 def test_kubernetes_version_selects_the_schemas(render, minimal):
-    assert "1.33" in validate.available_versions() and "1.31" in validate.available_versions()
+    assert "1.33" in kubeschemas.available_versions() and "1.31" in kubeschemas.available_versions()
     assert validate.validator("1.31", "v1", "Service") is not validate.validator("1.33", "v1", "Service")
     assert validate.validator("1.33", "v1", "Service") is validate.validator("1.33", "v1", "Service")
 
@@ -122,7 +123,7 @@ def test_self_contained_schemas_validate_like_the_full_definitions(render, minim
     service["spec"]["ports"][0]["port"] = "http"
     cases = [
         (lws, validate.resources.schema("leaderworkerset.schema.json"), "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet"),
-        (service, json.loads((validate._schema_dir("1.33") / "service-v1.json").read_text()), "v1 Service"),
+        (service, json.loads((kubeschemas.schema_dir("1.33") / "service-v1.json").read_text()), "v1 Service"),
     ]
     for obj, schema, key in cases:
         full = jsonschema_rs.validator_for(schema, registry=validate._registry("1.33"))

@@ -30,12 +30,13 @@ class BuildPy(build_py):
     def _ship(self, package: Path) -> None:
         import json
 
+        from lwsgen import kubeschemas
         from lwsgen.output import validate
         from lwsgen.render import COMPILED_DIR, compile_into
 
         compile_into(package / "templates", package / "templates" / COMPILED_DIR)
         strict = package / "schemas" / validate.SHIPPED_STRICT
         strict.mkdir(parents=True, exist_ok=True)
-        for version in validate.available_versions():
+        for version in kubeschemas.available_versions():
             texts = validate.build_strict_texts(version)
             (strict / validate.strict_file_name(version)).write_text(json.dumps(texts), encoding="utf-8")

@@ -2,9 +2,10 @@
 Profile (profile.py) with its derived numbers, and the warnings worth saying out loud."""
 
 from lwsgen.check import delivery, disaggregation, hatches, rules, schema, sizebound
-from lwsgen.check.profile import Profile, from_data
+from lwsgen.kubeschemas import available_versions
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem, ProblemsError
+from lwsgen.profile import Profile, from_data
 
 
 def check(src: Source) -> tuple[Profile, list[Problem]]:
@@ -26,7 +27,6 @@ def check(src: Source) -> tuple[Profile, list[Problem]]:
 
 def typed(src: Source) -> tuple[Profile, list[Problem]]:
     """A schema-valid profile (or one role's, check/roles.py) through the rules."""
-    from lwsgen.output.validate import available_versions
 
     profile = from_data(schema.with_defaults(src.data))
     problems = sizebound.problems(profile, src)

@@ -15,7 +15,7 @@ import math
 
 from lwsgen import runtimes
 from lwsgen.check import sizing
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 from lwsgen.records import Record
 
 MARGIN = 2
@@ -64,7 +64,7 @@ def downloads_per_pod(profile: Profile) -> bool:
     """A hub id as model.path, no storage, and an engine that downloads it itself."""
     hub_id = is_hub_id(profile.model.path)
     plugin = runtimes.get(profile.runtime)
-    return profile.storage is None and hub_id and bool(getattr(plugin, "READS_HUB_IDS", False))
+    return profile.storage is None and hub_id and plugin.reads_hub_ids
 
 
 def _seconds(gb: float, gbps: float, setup: int) -> int:

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsgen.check.profile import Profile
+from lwsgen.load.source import Source
+from lwsgen.problems import Problem
+from lwsgen.profile import Profile
+from lwsgen.profile import kept_capabilities as own_capabilities
 from lwsgen.quantity import HELP as QUANTITY_HELP
 from lwsgen.quantity import parse as parse_quantity
 
@@ -42,10 +45,8 @@ GPU_ENV_PREFIX = "NVIDIA_"
 
 
 def kept_capabilities(profile: Profile) -> set[str]:
-    """What lwsgen's own containers keep (derive/pods.capabilities): all a hatch's may add."""
-    from lwsgen.derive.pods import capabilities
-
-    return set(capabilities(profile))
+    """What lwsgen's own containers keep (profile.kept_capabilities): all a hatch's may add."""
+    return set(own_capabilities(profile))
 
 
 def is_device(profile: Profile, resource: str) -> bool:
@@ -262,3 +263,30 @@ def gpu_env_message(name: str) -> str:
 
 def run_env_message(name: str) -> str:
     return f"{name} changes what the engine's process runs (the loader or the shell reads it); build it into the image"
+
+
+# Set by lwsgen or LeaderWorkerSet in every pod (and any LWSGEN_*): a profile's env may not name them.
+RESERVED_ENV = (
+    "LWS_LEADER_ADDRESS",
+    "LWS_GROUP_SIZE",
+    "LWS_WORKER_INDEX",
+    "HF_TOKEN",
+    "GROUP_KEY",
+    "POD_NAME",
+    "POD_NAMESPACE",
+)
+
+
+def env_problems(src: Source, field: tuple, env) -> list[Problem]:
+    out = []
+    for name in env:
+        if name in RESERVED_ENV or name.startswith("LWSGEN_"):
+            message = f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}"
+        elif name in GPU_ENV or name.startswith(GPU_ENV_PREFIX):
+            message = gpu_env_message(name)
+        elif name in RUN_ENV:
+            message = run_env_message(name)
+        else:
+            continue
+        out.append(src.problem((*field, name), message, "reserved-env", key=True))
+    return out

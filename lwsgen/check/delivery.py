@@ -12,9 +12,9 @@ from typing import Any
 
 from lwsgen import runtimes
 from lwsgen.check import budget
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 from lwsgen.quantity import gigabytes
 
 CACHE_MOUNT = "/lwsgen/model-cache"

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lwsgen import runtimes
+from lwsgen import naming, runtimes
 from lwsgen.check import schema
-from lwsgen.check.profile import FrozenDict, Profile, from_data
 from lwsgen.check.roles import RoleSource, role_names
-from lwsgen.derive import naming
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem, ProblemsError
+from lwsgen.profile import FrozenDict, Profile, from_data
 
 MIN_LWS = (0, 10)  # disaggregatedset.x-k8s.io/v1 first shipped in LeaderWorkerSet v0.10.0
 
@@ -36,7 +35,7 @@ def check(src: Source, typed: Callable) -> tuple[Profile, list[Problem]]:
     problems = [src.problem(*p) for p in role_problems(top)]
     if problems:
         raise ProblemsError(problems)
-    said = getattr(runtimes.get(top.runtime), "warnings_of_roles", lambda _top: [])(top)
+    said = runtimes.get(top.runtime).warnings_of_roles(top)
     warnings += [src.problem(*p)._replace(severity="warning") for p in said]
     return top, list(dict.fromkeys(warnings))
 
@@ -57,10 +56,10 @@ def set_problems(src: Source) -> list[Problem]:
         )
         out.append(src.problem(("lws", "version"), message, "needs-newer-lws"))
     plugin = _plugin(src)
-    if plugin is not None and not hasattr(plugin, "kv_transfer"):
-        able = ", ".join(sorted(name for name, p in runtimes.REGISTRY.items() if hasattr(p, "kv_transfer")))
+    if plugin is not None and plugin.kv_transfer is None:
+        able = ", ".join(sorted(name for name, p in runtimes.REGISTRY.items() if p.kv_transfer is not None))
         message = (
-            f"{plugin.NAME} has no prefill/decode disaggregation lwsgen can derive (no KV-cache transfer between "
+            f"{plugin.name} has no prefill/decode disaggregation lwsgen can derive (no KV-cache transfer between "
             f"servers); runtimes with it: {able}"
         )
         out.append(src.problem(("runtime",), message, "no-disaggregation"))
@@ -99,7 +98,8 @@ def role_problems(top: Profile) -> list[tuple[tuple, str, str]]:
     """(path, message, code) across the typed roles."""
     plugin = runtimes.get(top.runtime)
     out = _scaling_problems(top) + _name_problems(top)
-    return out + list(plugin.kv_problems(top)) + _derived_flag_problems(top, plugin)
+    out += [*plugin.kv_problems(top), *matching_flag_problems(top, plugin.kv_matching)]
+    return out + _derived_flag_problems(top, plugin)
 
 
 def _scaling_problems(top: Profile) -> list[tuple[tuple, str, str]]:
@@ -156,7 +156,7 @@ def _derived_flag_problems(top: Profile, plugin) -> list[tuple[tuple, str, str]]
     for role, profile in top.roles.items():
         for index, arg in enumerate(profile.model.extra_args):
             flag = str(arg).split("=", 1)[0]
-            if flag in plugin.KV_FLAGS:
+            if flag in plugin.kv_flags:
                 shared = len(top.model.extra_args)
                 path = ("model", "extraArgs", index) if index < shared else ("roles", role, "extraArgs", index - shared)
                 message = f"{flag} is derived for each role from roles and disaggregation: leave it out"

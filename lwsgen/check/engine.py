@@ -16,9 +16,9 @@ from packaging.version import Version
 
 from lwsgen import runtimes
 from lwsgen.check import flags, sizing
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 
 def _facts(profile: Profile) -> tuple[int | None, int | None, int | None, tuple]:

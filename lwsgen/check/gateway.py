@@ -4,9 +4,9 @@ and the autoscaling metrics that exist only where it runs."""
 import re
 
 from lwsgen import runtimes
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 # autoscaling.metric values read from the endpoint picker's pool gauges (derive/gateway.py records them).
 ROUTER_METRICS = ("router-queue-size", "router-kv-cache-usage")

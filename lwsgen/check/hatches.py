@@ -5,10 +5,13 @@ the profile."""
 
 from __future__ import annotations
 
+from lwsgen import runtimes
 from lwsgen.check import pods
-from lwsgen.check.profile import Profile
+from lwsgen.check.budget import budget
+from lwsgen.kubeschemas import definition_errors
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 # Hatch field -> (Kubernetes definition, a list of them?); the same under leader: and worker:.
 POD_FIELDS = {
@@ -45,7 +48,6 @@ def _at(data: object, path: tuple) -> object:
 
 def definition_problems(src: Source, version: str) -> list[Problem]:
     """Every hatch value against its strict Kubernetes definition."""
-    from lwsgen.output.validate import definition_errors
 
     out = []
     for path, definition in _values(src):
@@ -66,8 +68,6 @@ def _sidecar_ports(profile: Profile) -> dict[str, str]:
 
 
 def port_problems(profile: Profile, src: Source) -> list[Problem]:
-    from lwsgen import runtimes
-
     service = profile.service
     if service.port is None and not service.extra_ports:
         return []
@@ -178,7 +178,6 @@ def warnings(profile: Profile, src: Source) -> list[Problem]:
     """A cold start longer than requests may wait: the first requests after idle fail."""
     if not (profile.autoscaling.to_zero and profile.gateway.enabled):
         return []
-    from lwsgen.check.budget import budget
 
     start, timeout = budget(profile).startup_probe, profile.gateway.request_timeout
     message = (

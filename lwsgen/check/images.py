@@ -3,9 +3,9 @@ a digest) unless the profile allows otherwise."""
 
 import re
 
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 # Docker reference grammar (distribution/reference), anchored.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"

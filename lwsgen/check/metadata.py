@@ -4,9 +4,9 @@ IsValidLabelValue, ValidateAnnotationsSize). The API server refuses an object pa
 
 import re
 
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _PREFIX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"

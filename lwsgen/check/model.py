@@ -7,9 +7,11 @@ import difflib
 import posixpath
 import re
 
-from lwsgen.check.profile import Profile
+from lwsgen.check import sizing
+from lwsgen.check.budget import is_hub_id
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 # Hub organisations whose repositories are gated (the model card asks to accept a licence before
 # any download): a download without a token gets 401/403.
@@ -41,7 +43,6 @@ def check_model_path(profile: Profile, src: Source) -> list[Problem]:
 def _hub_repo(profile: Profile) -> str | None:
     if profile.model.source is not None:
         return profile.model.source.repo
-    from lwsgen.check.budget import is_hub_id
 
     return profile.model.path if is_hub_id(profile.model.path) else None
 
@@ -143,7 +144,6 @@ _GFD_SHAPE = re.compile(r"^(NVIDIA|Tesla|Quadro|GeForce|Quadro-RTX)-[A-Z0-9]")
 def _nearest_product(value: str) -> str | None:
     """What the user likely meant: a catalog GPU as plan names it (h100, h100-80gb, NVIDIA-H100: the
     first catalog GPU of that name, as the catalog lists the common part first), or the closest label."""
-    from lwsgen.check import sizing
 
     short = value.lower().removeprefix("nvidia-")
     named = [gpu for key, gpu in sizing.GPUS.items() if key == short or key.startswith(short + "-")]

@@ -1,9 +1,9 @@
 """Rules for the NCCL preflight: what each launcher needs from the image, and the test pods' DNS names."""
 
-from lwsgen.check.profile import Profile
-from lwsgen.derive.naming import NCCL_DIGITS, NCCL_SUFFIX
 from lwsgen.load.source import Source
+from lwsgen.naming import NCCL_DIGITS, NCCL_SUFFIX
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 
 def check(profile: Profile, src: Source, caps) -> list[Problem]:

@@ -9,9 +9,9 @@ import re
 from lwsgen.check import containers
 from lwsgen.check.delivery import CACHE_MOUNT
 from lwsgen.check.pods import OWN_VOLUMES, SIDES, Entry, PodSettings
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, TOOLS_MOUNT
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

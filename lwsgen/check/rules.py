@@ -5,27 +5,30 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lwsgen import runtimes
-from lwsgen.check import delivery, engine, gateway, hatches, metadata, model, nccl, pods, scheduling, startup, versions
+from lwsgen.check import (
+    delivery,
+    engine,
+    gateway,
+    hatches,
+    metadata,
+    model,
+    nccl,
+    podhatches,
+    scheduling,
+    sizing,
+    startup,
+    versions,
+)
+from lwsgen.check.containers import env_problems
 from lwsgen.check.images import check_images
 from lwsgen.check.pods import OWN_LABEL_PREFIXES
-from lwsgen.check.profile import Profile
-from lwsgen.derive.naming import SUFFIXES, name_budget
 from lwsgen.load.source import Source
+from lwsgen.naming import SUFFIXES, name_budget
 from lwsgen.problems import NOTICE, Problem
+from lwsgen.profile import Profile
 
 # Codes said as notices: how a valid profile is read, nothing to fix (--strict leaves them alone).
 NOTICES = {"layer-split"}
-
-# Environment variables lwsgen or LeaderWorkerSet set on the containers themselves.
-RESERVED_ENV = (
-    "LWS_LEADER_ADDRESS",
-    "LWS_GROUP_SIZE",
-    "LWS_WORKER_INDEX",
-    "HF_TOKEN",
-    "GROUP_KEY",
-    "POD_NAME",
-    "POD_NAMESPACE",
-)
 
 Rule = Callable[[Profile, Source], list[Problem]]
 
@@ -35,7 +38,6 @@ def _layouts(profile: Profile, src: Source) -> list[str]:
     per node. With data parallelism (tensor x pipeline GPUs per rank), a rounded data degree; for an
     engine that splits by pipeline only (llama.cpp), a rounded pipeline. A layout the rules would
     refuse, or the fit check says cannot hold the model, is not offered (every suggestion must render)."""
-    from lwsgen.check import sizing
 
     par, world, gpus = profile.parallelism, profile.world_size, profile.node.gpus
     per_rank = par.tensor * par.pipeline if par.data > 1 else 0
@@ -186,23 +188,6 @@ def check_env(profile: Profile, src: Source) -> list[Problem]:
     return env_problems(src, ("env",), profile.env)
 
 
-def env_problems(src: Source, field: tuple, env) -> list[Problem]:
-    from lwsgen.check.containers import GPU_ENV, GPU_ENV_PREFIX, RUN_ENV, gpu_env_message, run_env_message
-
-    out = []
-    for name in env:
-        if name in RESERVED_ENV or name.startswith("LWSGEN_"):
-            message = f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}"
-        elif name in GPU_ENV or name.startswith(GPU_ENV_PREFIX):
-            message = gpu_env_message(name)
-        elif name in RUN_ENV:
-            message = run_env_message(name)
-        else:
-            continue
-        out.append(src.problem((*field, name), message, "reserved-env", key=True))
-    return out
-
-
 def check_labels(profile: Profile, src: Source) -> list[Problem]:
     fields = ((("labels",), profile.labels), (("monitoring", "prometheusLabels"), profile.monitoring.prometheus_labels))
     return [
@@ -281,7 +266,7 @@ def _foreign_fields(profile: Profile, src: Source) -> list[Problem]:
     for name in runtimes.known():
         if name == profile.runtime:
             continue
-        for path in getattr(runtimes.get(name), "OWN_FIELDS", ()):
+        for path in runtimes.get(name).own_fields:
             if path in src.values_at:
                 message = f"only {name} reads this field; {profile.runtime} has no use for it"
                 out.append(src.problem(path, message, "not-applicable"))
@@ -296,7 +281,7 @@ def _data_and_expert(profile: Profile, src: Source) -> list[Problem]:
         (("parallelism", "expert"), "expert parallelism", par.expert),
         (("parallelism", "allToAll"), f"allToAll {par.all_to_all}", par.all_to_all != "default"),
     ]
-    if getattr(runtimes.get(profile.runtime), "DATA_AND_EXPERT", False):
+    if runtimes.get(profile.runtime).data_and_expert:
         if par.all_to_all != "default" and not par.expert:
             return [
                 src.problem(
@@ -306,7 +291,7 @@ def _data_and_expert(profile: Profile, src: Source) -> list[Problem]:
                 )
             ]
         return []
-    able = ", ".join(n for n in runtimes.known() if getattr(runtimes.get(n), "DATA_AND_EXPERT", False))
+    able = ", ".join(n for n in runtimes.known() if runtimes.get(n).data_and_expert)
     return [
         src.problem(
             path,
@@ -401,7 +386,7 @@ RULES: tuple[Rule, ...] = (
     versions.check,
     gateway.check,
     delivery.check,
-    pods.check,
+    podhatches.check,
     hatches.check,
 )
 
@@ -453,11 +438,10 @@ def _host_access(profile: Profile, src: Source) -> list[Problem]:
 
 def warnings(profile: Profile, src: Source) -> list[Problem]:
     """What is valid but emitted differently than asked, costly, or unlikely to fit, said out loud."""
-    from lwsgen.check import sizing
 
     out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
     out += versions.warnings(profile, src) + startup.download_warnings(profile, src) + delivery.warnings(profile, src)
-    out += gateway.warnings(profile, src) + pods.warnings(profile, src) + hatches.warnings(profile, src)
+    out += gateway.warnings(profile, src) + podhatches.warnings(profile, src) + hatches.warnings(profile, src)
     out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
     out += _host_access(profile, src) + _deepep_without_rdma(profile, src)
     out += model.warnings(profile, src) + engine.extra_args_flag_warnings(profile, src)

@@ -7,10 +7,14 @@ controller creates one Volcano PodGroup per group, takes the queue from the LWS 
 but never sets the PodGroup's `spec.networkTopology`.
 """
 
-from lwsgen.check.profile import MIN_LWS, Profile
-from lwsgen.derive.scheduling import NETWORK_TOPOLOGY_MODE, NETWORK_TOPOLOGY_TIER
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import MIN_LWS, Profile
+
+# Where the HyperNode intent waits (derive/scheduling.py writes them): the pod/PodGroup annotations proposed
+# upstream (volcano PR 4583).
+NETWORK_TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
+NETWORK_TOPOLOGY_TIER = "volcano.sh/network-topology-highest-tier"
 
 
 def _too_old(profile: Profile, src: Source, path: tuple, feature: str, what: str) -> Problem:

@@ -4,9 +4,9 @@ Kubernetes supports at most 5,000 nodes per cluster, and every group takes world
 import math
 
 from lwsgen import bounds
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 
 def problems(profile: Profile, src: Source) -> list[Problem]:

@@ -6,9 +6,9 @@ start, inside that budget, and again after every group restart: said out loud.""
 from __future__ import annotations
 
 from lwsgen.check import budget
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 
 
 def check(profile: Profile, src: Source) -> list[Problem]:

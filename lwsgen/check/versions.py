@@ -4,9 +4,9 @@ the image is newer than the version table, and launch.mode only where the runtim
 from __future__ import annotations
 
 from lwsgen import runtimes
-from lwsgen.check.profile import Profile
 from lwsgen.load.source import Source
 from lwsgen.problems import Problem
+from lwsgen.profile import Profile
 from lwsgen.runtimes import versions
 from lwsgen.runtimes.versions import image_tag
 
@@ -16,7 +16,7 @@ def check(profile: Profile, src: Source) -> list[Problem]:
 
 
 def _runtime_version(profile: Profile, src: Source) -> list[Problem]:
-    engine = runtimes.get(profile.runtime).ENGINE
+    engine = runtimes.get(profile.runtime).engine
     if profile.runtime_version is None or versions.parses(versions.given(engine, profile.runtime_version)):
         return []
     message = (
@@ -28,11 +28,11 @@ def _runtime_version(profile: Profile, src: Source) -> list[Problem]:
 
 def _launch_mode(profile: Profile, src: Source) -> list[Problem]:
     plugin = runtimes.get(profile.runtime)
-    modes = getattr(plugin, "LAUNCH_MODES", ())
+    modes = plugin.launch_modes
     mode = profile.launch.mode
     if mode is None or mode in modes:
         return []
-    takes = [n for n in runtimes.known() if mode in getattr(runtimes.get(n), "LAUNCH_MODES", ())]
+    takes = [n for n in runtimes.known() if mode in runtimes.get(n).launch_modes]
     return [
         src.problem(
             ("launch", "mode"),

@@ -23,7 +23,10 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+from lwsgen.kubeschemas import available_versions
 
 PARAMETERS = ("profile", "strict", "include", "set")  # plugin.yaml's parameters, in its order
 
@@ -117,7 +120,6 @@ PLUGIN_INCLUDES = ("nccl-test",)
 
 def render_arguments(environ: dict[str, str], app_path: Path) -> tuple[list[str], list[str]]:
     """(the `lwsgen render` arguments, notes for stderr); raises PluginError."""
-    from lwsgen.output.validate import available_versions
 
     values = parameters(environ)
     profile = str(values.get("profile") or ".")
@@ -156,9 +158,8 @@ def render_arguments(environ: dict[str, str], app_path: Path) -> tuple[list[str]
     return args, notes
 
 
-def generate() -> int:
-    from lwsgen.cli import main
-
+def generate(main: Callable[[list[str]], int]) -> int:
+    """Run `main` (the CLI's, passed down: commands sit below cli) on the plugin's arguments."""
     try:
         args, notes = render_arguments(dict(os.environ), Path.cwd())
     except PluginError as err:

@@ -12,7 +12,10 @@ skipped by the walk and checked by `validate` as a partial profile
 import re
 from pathlib import Path
 
-from lwsgen.problems import ProblemsError
+from lwsgen import bounds
+from lwsgen.load.inherit import work_tree
+from lwsgen.load.source import load_file
+from lwsgen.problems import Problem, ProblemsError
 
 YAML_SUFFIXES = (".yaml", ".yml")
 _PROFILE_KEY = re.compile(rb"^(runtime|extends)\s*:", re.M)
@@ -23,8 +26,6 @@ def walk(root: Path, skip: Path | None = None) -> list[Path]:
     """The YAML files under root, in order, outside dot directories and the skipped tree. A file
     whose links loop, or lead out of root and its git work tree, is a ProblemsError: a walk reads
     only what the tree holds."""
-    from lwsgen import bounds
-    from lwsgen.load.inherit import work_tree
 
     skipped = bounds.resolved(skip) if skip is not None else None
     roots = [r for r in (bounds.resolved(root), work_tree(root)) if r is not None]
@@ -52,8 +53,6 @@ def walk(root: Path, skip: Path | None = None) -> list[Path]:
 
 
 def _refused(path: Path, message: str):
-    from lwsgen.problems import Problem
-
     return Problem(str(path), 0, 0, "", message, "link-outside")
 
 
@@ -78,8 +77,6 @@ def is_base_only(path: Path) -> bool:
     """The file says it is only a base: a top-level `base: true`, read as the loader reads it (any
     YAML spelling of the key and the boolean; never a line inside a string). A file that does not
     load is not a base: the pipeline reports what is wrong with it."""
-    from lwsgen.load.source import load_file
-    from lwsgen.problems import ProblemsError
 
     try:
         if b"base" not in (_head(path) or b"") and path.stat().st_size <= 65536:
@@ -100,7 +97,6 @@ def profiles(paths: list[str], out_root: Path | None = None) -> tuple[list[tuple
             walked += [(p, str(p)) for p in walk(path, out_root) if looks_like_profile(p)]
         else:
             named.append((path, raw))
-    from lwsgen import bounds
 
     bases = {bounds.resolved(path) for path, _ in walked if is_base_only(path)}
     return named + [(path, shown) for path, shown in walked if bounds.resolved(path) not in bases], bases

@@ -14,7 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lwsgen import bounds, runtimes
+from lwsgen.check import budget, sizing
 from lwsgen.check.schema import partial_schema, profile_schema
+from lwsgen.derive import kinds as kinds_table
+from lwsgen.derive import monitoring
+from lwsgen.derive.patchschema import pruned_by_version
+from lwsgen.pipeline import load_profile
 
 BLOCKS = {
     "output-kinds": (
@@ -105,9 +111,6 @@ def runtime_reference() -> str:
     """The capability table, then each runtime's module docstring."""
     import inspect
 
-    from lwsgen import runtimes
-    from lwsgen.derive import monitoring
-
     lines = [
         "| runtime | serving port | pipeline parallelism | runtime metrics (leader) | `autoscaling.metric` | API "
         "access | stock image user |",
@@ -133,15 +136,14 @@ def runtime_reference() -> str:
             lines.append(f"| `{name}` | `{rule.record}` | {rule.autoscaling or ''} |")
     lines.append(f"| every runtime | `{monitoring.GPU_RECORD}` | gpu-utilization |")
     for name in runtimes.known():
-        lines += ["", f"#### `{name}`", "", inspect.getdoc(runtimes.get(name)), "", *version_table(name)]
+        lines += ["", f"#### `{name}`", "", inspect.cleandoc(runtimes.get(name).doc), "", *version_table(name)]
     return "\n".join(lines) + "\n"
 
 
 def version_table(name: str) -> list[str]:
     """What changes with the engine version, from which version, and where that is written."""
-    from lwsgen import runtimes
 
-    engine = runtimes.get(name).ENGINE
+    engine = runtimes.get(name).engine
     lines = [
         f"Engine versions: read from the image tag (pattern `{engine.tag}`) or `runtimeVersion`; checked from "
         f"{engine.spell(engine.oldest)} to {engine.spell(engine.checked)} (older and newer versions are said), and "
@@ -160,7 +162,6 @@ def version_table(name: str) -> list[str]:
 
 def sizing_table() -> str:
     """Nodes (of 8 GPUs) and tensor x pipeline each catalog model needs on each catalog GPU."""
-    from lwsgen.check import sizing
 
     gpus = sorted(sizing.GPUS)
     lines = ["| model (dtype) | " + " | ".join(gpus) + " |", "|---" * (len(gpus) + 1) + "|"]
@@ -184,10 +185,9 @@ def sizing_table() -> str:
 
 def output_kinds() -> str:
     """Every output kind: its file, what it holds, when it is emitted, its sync wave, kustomization."""
-    from lwsgen.derive.kinds import KINDS
 
     lines = ["| file | what | emitted when | Argo CD wave | in `kustomization.yaml` |", "|---|---|---|---|---|"]
-    for kind in KINDS:
+    for kind in kinds_table.KINDS:
         wave = "" if kind.wave is None else str(kind.wave)
         listed = "yes" if kind.in_kustomization else f"no: {kind.outside}"
         lines.append(f"| `{kind.file}` | {kind.what} | {kind.when} | {wave} | {listed} |")
@@ -196,8 +196,6 @@ def output_kinds() -> str:
 
 def start_budget_table() -> str:
     """How long each example's group may take to start, step by step (check/budget.py)."""
-    from lwsgen.check import budget
-    from lwsgen.pipeline import load_profile
 
     lines = [
         "| example | model | download, once | local copy | rendezvous | load | starts within |",
@@ -217,10 +215,8 @@ def template_values() -> str:
     import types
     import typing
 
-    from lwsgen.derive.kinds import KINDS
-
     lines = ["| template | `v` is | its fields |", "|---|---|---|"]
-    for kind in KINDS:
+    for kind in kinds_table.KINDS:
         returned = typing.get_type_hints(kind.build).get("return")
         options = typing.get_args(returned) if isinstance(returned, types.UnionType) else (returned,)
         records = [o for o in options if o is not type(None) and hasattr(o, "_fields")]
@@ -235,8 +231,6 @@ def template_values() -> str:
 def bounds_table() -> str:
     """docs/security.md's bounds: every `NAME = value  # what` line of lwsgen/bounds.py."""
     import re
-
-    from lwsgen import bounds
 
     source = Path(bounds.__file__).read_text(encoding="utf-8")
     lines = ["| bound | value | what |", "|---|---|---|"]
@@ -274,8 +268,6 @@ def regenerate(text: str, blocks: tuple[str, ...]) -> str:
 
 
 def _patch_definitions() -> str:
-    from lwsgen.derive.patchschema import pruned_by_version
-
     return _json(pruned_by_version())
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import yaml
 
+from lwsgen import runtimes
+from lwsgen.check import budget
 from lwsgen.pipeline import Rendered
 
 
@@ -97,12 +99,11 @@ def _traffic_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 def _engine(profile) -> str:
     """The engine version the profile runs and how lwsgen knows it, and the launch mode if there is a choice."""
-    from lwsgen import runtimes
 
     version = runtimes.engine_version(profile)
     said = f"{version.engine.title} {version.engine.spell(version.text)} ({version.said()})"
     plugin = runtimes.get(profile.runtime)
-    return f"{said}, launch {plugin.mode(profile)}" if hasattr(plugin, "mode") else said
+    return f"{said}, launch {plugin.mode(profile)}" if plugin.mode is not None else said
 
 
 def _parallelism(profile) -> str:
@@ -149,7 +150,6 @@ def text(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
     lines = [f"{d.name} ({d.runtime}) in namespace {d.namespace}", *_shape_lines(result)]
-    from lwsgen import runtimes
 
     how = "model.servedName" if d.model.served_name else "the engine's default: the model as given"
     lines.append(f"├─ clients request model {runtimes.served_name(d)!r} ({how})")
@@ -181,7 +181,6 @@ def text(result: Rendered) -> str:
     lines.append("├─ traffic")
     for i, step in enumerate(traffic):
         lines.append(f"│  {'└─' if i == len(traffic) - 1 else '├─'} {step}")
-    from lwsgen.check import budget
 
     plan = budget.budget(next(iter(d.roles.values())) if d.roles else d)
     size = "size unknown" if plan.size_gb is None else f"{plan.size_gb:,.0f} GB"

@@ -6,6 +6,7 @@ import json
 from argparse import Namespace
 from typing import Any
 
+from lwsgen import runtimes
 from lwsgen.check import sizing
 
 
@@ -29,7 +30,6 @@ def _inputs(args: Namespace) -> tuple[float, str, sizing.Gpu, sizing.Model | Non
 def _parallelism(runtime: str, layout: sizing.Layout) -> dict:
     """The layout as the runtime takes it: llama.cpp splits layers over every GPU of the group, a
     pipeline degree of the world size."""
-    from lwsgen import runtimes
 
     if runtimes.get(runtime) is not None and not runtimes.newest_capabilities(runtime).tensor_splits_heads:
         return {"pipeline": layout.gpus}
@@ -38,10 +38,9 @@ def _parallelism(runtime: str, layout: sizing.Layout) -> dict:
 
 def _moe_layouts(runtime: str | None) -> bool:
     """Data and expert parallel layouts only for a runtime that has them (any, when none is named)."""
-    from lwsgen import runtimes
 
     plugin = runtimes.get(runtime) if runtime else None
-    return runtime is None or bool(getattr(plugin, "DATA_AND_EXPERT", False))
+    return runtime is None or (plugin is not None and plugin.data_and_expert)
 
 
 def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: sizing.Model | None, dtype: str) -> str:
@@ -91,8 +90,6 @@ def _text(args: Namespace, result: sizing.Plan, params: float, dtype: str) -> st
 def _check_emitted(args: Namespace) -> None:
     """The emitted profile must render: a name the schema takes and a runtime lwsgen has."""
     import re
-
-    from lwsgen import runtimes
 
     if not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", args.emit_profile) or len(args.emit_profile) > 50:
         raise PlanError(

@@ -19,6 +19,7 @@ from lwsgen.check import schema
 from lwsgen.commands import discover
 from lwsgen.jsondata import NOT_JSON, not_json
 from lwsgen.load import source
+from lwsgen.load.inherit import reuse
 from lwsgen.output import locate, relations, validate
 from lwsgen.output.write import MANIFEST, listed_names
 from lwsgen.problems import Problem, ProblemsError
@@ -159,6 +160,7 @@ def _base(src: source.Source, report: Report) -> None:
 
 
 def _profile(path: Path, shown: str, report: Report) -> None:
+    # start-up: Jinja and the render stages only for a profile
     from lwsgen.pipeline import render_profile
 
     try:
@@ -208,8 +210,6 @@ def _admitted(doc: source.Source, path: Path, report: Report, crds: dict, versio
 
 
 def run(paths: list[str], kubernetes_version: str, crd_paths: list[str] = ()) -> Report:
-    from lwsgen.load.inherit import reuse
-
     with reuse():
         return _run(paths, kubernetes_version, crd_paths)
 
@@ -218,6 +218,7 @@ def _run(paths: list[str], kubernetes_version: str, crd_paths: list[str]) -> Rep
     report = Report()
     crds = {}
     if crd_paths:
+        # start-up: the CEL interpreter only with --crd
         from lwsgen.output import crd
 
         crds = crd.load(list(crd_paths))

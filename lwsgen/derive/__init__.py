@@ -1,12 +1,13 @@
 """Stage 3, derive: the typed profile -> the values of every output kind it emits, from the one
 table of output kinds (kinds.py) and the runtime plugin's parts."""
 
-from lwsgen import runtimes
-from lwsgen.check.profile import Profile
-from lwsgen.derive import delivery, disaggregation, kinds, naming
+from lwsgen import naming, runtimes
+from lwsgen.derive import delivery, disaggregation, kinds
 from lwsgen.derive.context import Context, single
 from lwsgen.derive.model import Deployment, Meta, Several
+from lwsgen.derive.network import serving_port
 from lwsgen.derive.scheduling import placement
+from lwsgen.profile import Profile
 from lwsgen.records import Record
 
 
@@ -38,8 +39,6 @@ def context(profile: Profile) -> Context:
 
 
 def _user_kind(ctx: Context, key: str) -> UserKind:
-    from lwsgen.derive.network import serving_port
-
     kind = kinds.Kind(key, (), "", "", lambda _ctx, _kind: None, key, wave=0)
     profile = ctx.profile
     return UserKind(

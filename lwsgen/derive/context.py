@@ -4,10 +4,10 @@ names and placement, and the metadata rule (labels, annotations, Argo CD sync wa
 from types import ModuleType
 from typing import Any
 
-from lwsgen.check.profile import Profile
-from lwsgen.derive import naming
+from lwsgen import naming
 from lwsgen.derive.model import Meta
 from lwsgen.derive.scheduling import Placement
+from lwsgen.profile import Profile
 from lwsgen.records import Record
 from lwsgen.runtimes.base import Capabilities, RuntimeParts
 

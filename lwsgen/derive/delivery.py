@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 
+from lwsgen import naming
 from lwsgen.check import budget, delivery
-from lwsgen.derive import naming, pods
+from lwsgen.derive import pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Container, EmptyDir, EnvVar, Meta, Mount, Pod, Volume
 from lwsgen.records import Record, canonical

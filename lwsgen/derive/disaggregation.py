@@ -8,12 +8,19 @@ both pod templates with the set, role, slice and revision (naming.SET_NAME_LABEL
 selector here is by set and role, never by a LeaderWorkerSet name, so it holds across slices and
 through a rolling update (kubernetes-sigs/lws v0.10.0 pkg/utils/disaggregatedset/utils.go)."""
 
-from lwsgen import runtimes
-from lwsgen.check.profile import Profile
-from lwsgen.derive import delivery, naming, workload
+from lwsgen import naming, runtimes
+from lwsgen.derive import delivery, pods, workload
 from lwsgen.derive.context import Context, Workload, role_of_set
+from lwsgen.derive.gateway import Workload as Deployment
+from lwsgen.derive.model import EnvVar, Probe, Resources
+from lwsgen.derive.monitoring import PodMonitor
+from lwsgen.derive.network import Ingress, NetworkPolicy, proxy_namespaces
 from lwsgen.derive.scheduling import placement
+from lwsgen.derive.workload import routes_with_router
+from lwsgen.profile import Profile
 from lwsgen.records import Record
+from lwsgen.runtimes.base import Port
+from lwsgen.runtimes.sglang import ROUTER_METRICS_PORT, ROUTER_PORT
 
 API_VERSION = "disaggregatedset.x-k8s.io/v1"
 
@@ -93,8 +100,6 @@ def disaggregatedset(ctx: Context, kind) -> DisaggregatedSet | None:
 # prefill pod's bootstrap port is read from the annotation sglang.ai/bootstrap-port (fixed name,
 # router_args.py line 925). RBAC: get/list/watch pods in the namespace.
 ROUTER_COMMAND = ("python3", "-m", "sglang_router.launch_router")
-ROUTER_SERVICE = "router-service"  # the component label of the Service in front of the router
-ROUTER_PORT, ROUTER_METRICS_PORT = 30000, 29000  # --port and --prometheus-port defaults (router_args.py)
 # /liveness answers while the process runs; /readiness in PD mode once a prefill and a decode worker
 # are healthy (sgl-model-gateway src/server.rs, src/health.rs recompute_with).
 LIVENESS_PATH, READINESS_PATH = "/liveness", "/readiness"
@@ -109,10 +114,6 @@ class Router(Record):
     deployment: object  # derive/gateway.Workload: a Deployment
     policy: object | None
     monitor: object | None
-
-
-def _routes_with_router(ctx: Context) -> bool:
-    return ctx.roles is not None and ctx.kv.router == "sglang-router"
 
 
 def _selector_args(flag: str, selector: dict[str, str]) -> tuple[str, ...]:
@@ -144,10 +145,6 @@ def router_args(ctx: Context) -> tuple[str, ...]:
 
 
 def _router_pod(ctx: Context, labels: dict[str, str]):
-    from lwsgen.derive import pods
-    from lwsgen.derive.model import EnvVar, Probe, Resources
-    from lwsgen.runtimes.base import Port
-
     router = ctx.profile.disaggregation.router
     ports = (
         Port("http", ROUTER_PORT),
@@ -178,11 +175,8 @@ def _router_pod(ctx: Context, labels: dict[str, str]):
 
 
 def router(ctx: Context, kind) -> Router | None:
-    if not _routes_with_router(ctx):
+    if not routes_with_router(ctx):
         return None
-    from lwsgen.derive.gateway import Workload as Deployment
-    from lwsgen.derive.monitoring import PodMonitor
-    from lwsgen.derive.network import Ingress, NetworkPolicy
 
     profile, name = ctx.profile, f"{ctx.profile.name}-router"
     selector = naming.router_pods(profile.name)
@@ -200,8 +194,6 @@ def router(ctx: Context, kind) -> Router | None:
         if profile.monitoring.enabled:
             rules.append(Ingress(namespaces=(profile.monitoring.namespace,), ports=("metrics",)))
         if profile.gateway.enabled:
-            from lwsgen.derive.network import proxy_namespaces
-
             rules.append(Ingress(profile.gateway.proxy_cidrs, proxy_namespaces(ctx), ports=("http",)))
         policy = NetworkPolicy(meta, selector, tuple(rules))
     monitor = None
@@ -218,51 +210,3 @@ def router(ctx: Context, kind) -> Router | None:
         policy,
         monitor,
     )
-
-
-def router_service(ctx: Context, kind) -> workload.Service | None:
-    """The profile's Service, in front of the router: its type, port and sources."""
-    if not _routes_with_router(ctx):
-        return None
-    spec = ctx.profile.service
-    port = workload.ServicePort("http", spec.port or ROUTER_PORT, "http")
-    return workload.Service(
-        ctx.meta(kind._replace(component=ROUTER_SERVICE), f"{ctx.profile.name}-router", annotations=spec.annotations),
-        spec.type,
-        naming.router_pods(ctx.profile.name),
-        (port,),
-        spec.load_balancer_source_ranges or None,
-        spec.external_traffic_policy,
-    )
-
-
-def routing_sidecar(ctx: Context):
-    """llm-d's routing sidecar on a decode leader, a native sidecar (an init container that keeps
-    running): it takes the pool's port, sends each request's prefill to the prefill pod the picker
-    chose (and, with an encode role, each multimodal item on the encoders first: --ec-connector), then the
-    request to the decode engine beside it, and passes other paths (/metrics) to the engine; it answers
-    GET /health itself (pkg/sidecar/proxy/proxy.go@v0.10.0 lines 624-635), so the probes go to the
-    engine's port."""
-    from lwsgen.derive import pods
-    from lwsgen.derive.model import Resources
-    from lwsgen.runtimes.base import Port
-
-    kv = ctx.kv
-    # pkg/sidecar/proxy/options.go@v0.10.0: --kv-connector defaults to nixlv2; --secure-proxy (default
-    # true) would serve TLS with a self-signed certificate, which the Gateway's plain HTTP does not speak
-    args = (
-        f"--port={kv.sidecar_port}",
-        f"--model-server-port={kv.engine_port}",
-        "--kv-connector=nixlv2",
-        "--secure-proxy=false",
-        *kv.sidecar_args,
-    )
-    return pods.container(
-        "routing-sidecar",
-        ctx.profile.disaggregation.sidecar_image,
-        (),
-        args=args,
-        ports=(Port("routing", kv.sidecar_port),),
-        resources=Resources({"cpu": "1", "memory": "1Gi"}, {"cpu": "1", "memory": "1Gi"}),
-        security=pods.helper_security(),
-    )._replace(command=None, restart_policy="Always")

@@ -13,7 +13,8 @@ the docstring of the function says why.
 import hashlib
 import json
 
-from lwsgen.derive import naming, pods
+from lwsgen import naming
+from lwsgen.derive import pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EmptyDir as EmptyDirSource
 from lwsgen.derive.model import EnvVar, Meta, Mount, Pod, Probe, Resources, Volume
@@ -22,6 +23,7 @@ from lwsgen.derive.network import Ingress, NetworkPolicy, metrics_port, proxy_na
 from lwsgen.derive.workload import Binding, Named, Rules, Service, ServicePort
 from lwsgen.records import Record, canonical
 from lwsgen.runtimes.base import Port, RoleRule, RouterMetrics
+from lwsgen.runtimes.sglang import ROUTER_PORT
 
 POOL_GROUP = "inference.networking.k8s.io"  # InferencePool v1 (../shared/crds, v1.6.0)
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -231,8 +233,6 @@ def httproute(ctx: Context, kind) -> HTTPRoute | None:
     if picks(ctx):
         backend = Backend(POOL_GROUP, "InferencePool", profile.name, None)
     else:  # the SGLang router in front of a set of roles
-        from lwsgen.derive.disaggregation import ROUTER_PORT
-
         backend = Backend("", "Service", f"{profile.name}-router", profile.service.port or ROUTER_PORT)
     return HTTPRoute(
         ctx.meta(kind, profile.name),

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from lwsgen.check import pods as settings_of
-from lwsgen.check.profile import Profile
-from lwsgen.check.profile import thaw as _thaw
 from lwsgen.derive import pods
 from lwsgen.derive.model import EnvVar, Resources
+from lwsgen.profile import Profile
+from lwsgen.profile import thaw as _thaw
 from lwsgen.records import Record
 from lwsgen.runtimes.base import literal
 

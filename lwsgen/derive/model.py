@@ -142,7 +142,7 @@ class Pod(Record):
 class Deployment(Record):
     """Everything one profile renders to: the typed profile, and the values of each emitted kind."""
 
-    profile: Any  # check.profile.Profile
+    profile: Any  # lwsgen.profile.Profile
     source: str
     objects: dict[str, Any]  # kind key -> the values its template places, in the table's order
 

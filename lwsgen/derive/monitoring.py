@@ -9,11 +9,10 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from lwsgen import runtimes
-from lwsgen.check.profile import Profile, thaw
-from lwsgen.derive import naming
+from lwsgen import naming, runtimes
 from lwsgen.derive.context import Context, Workload, single
 from lwsgen.derive.model import Meta
+from lwsgen.profile import Profile, thaw
 from lwsgen.records import Record
 from lwsgen.runtimes.base import Capabilities, RecordingRule
 
@@ -171,7 +170,7 @@ class PodMonitor(Record):
     path: str
     interval: str
     target_labels: tuple[str, ...]
-    bearer: object | None = None  # the API key Secret (check.profile.TokenSecret), when /metrics needs it
+    bearer: object | None = None  # the API key Secret (lwsgen.profile.TokenSecret), when /metrics needs it
 
 
 class PrometheusRule(Record):

@@ -17,10 +17,11 @@ Two launchers:
 import hashlib
 import json
 
-from lwsgen import resources
-from lwsgen.derive import naming, pods
+from lwsgen import naming, resources
+from lwsgen.derive import pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EnvVar, Meta, Pod
+from lwsgen.profile import kept_capabilities
 from lwsgen.records import Record, canonical
 from lwsgen.runtimes.base import literal
 
@@ -143,7 +144,7 @@ def _mpijob(ctx: Context) -> MpiJob:
         security=pods.container_security(ctx.profile, ()),
     )
     shm_volume, shm_mount = pods.shm(profile)
-    sshd_caps = tuple(sorted({*SSHD_CAPABILITIES, *pods.capabilities(profile)}))
+    sshd_caps = tuple(sorted({*SSHD_CAPABILITIES, *kept_capabilities(profile)}))
     worker = pods.container(
         "worker",
         test.image,

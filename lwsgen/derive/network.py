@@ -9,7 +9,7 @@ where those are set: no longer from anywhere."""
 
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
-from lwsgen.derive.naming import endpoint_picker_pods, router_pods
+from lwsgen.naming import endpoint_picker_pods, router_pods
 from lwsgen.records import Record
 from lwsgen.runtimes.base import Port
 

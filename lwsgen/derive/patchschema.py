@@ -24,7 +24,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from lwsgen.kubeschemas import available_versions
 from lwsgen.records import Record
+from lwsgen.resources import kubernetes_definitions, schema
 
 FILE = "kustomize-openapi.yaml"
 _KEPT = {
@@ -108,7 +110,6 @@ CORE_FILE = "kustomize-openapi-core.json"  # schemas/: _pruned for every bundled
 
 def pruned_by_version() -> dict[str, dict[str, Any]]:
     """What schemas/kustomize-openapi-core.json holds: the pruned core definitions by version."""
-    from lwsgen.output.validate import available_versions
 
     return {version: _pruned(version) for version in available_versions()}
 
@@ -117,15 +118,12 @@ def pruned_by_version() -> dict[str, dict[str, Any]]:
 def core_definitions(kubernetes_version: str) -> dict[str, Any]:
     """The pruned core definitions of one Kubernetes version: read from the committed file (pruning
     costs ~18 ms, which a cold render cannot spare), pruned only for a version it lacks."""
-    from lwsgen.resources import schema
 
     shipped = schema(CORE_FILE).get(kubernetes_version)
     return shipped if shipped is not None else _pruned(kubernetes_version)
 
 
 def _pruned(kubernetes_version: str) -> dict[str, Any]:
-    from lwsgen.resources import kubernetes_definitions
-
     pruner = _Pruner(kubernetes_definitions(kubernetes_version))
     found: dict[str, Any] = {}
     pending = list(CORE_ROOTS)
@@ -144,7 +142,6 @@ LWS, SET = "io.x-k8s.leaderworkerset.v1.LeaderWorkerSet", "io.x-k8s.disaggregate
 def build(ctx: Any, _kind: Any) -> PatchSchema:
     """The core definitions, and the custom kinds' for the workload this output has (an LWS, or a
     set with roles)."""
-    from lwsgen.resources import schema
 
     workload = SET if ctx.roles is not None else LWS
     kinds = schema(MERGE_KEYS)["definitions"]

@@ -9,7 +9,6 @@ import math
 from typing import Any
 
 from lwsgen.check.budget import budget as start_budget
-from lwsgen.check.profile import Profile
 from lwsgen.derive.model import (
     ClaimSource,
     ConfigMapSource,
@@ -25,6 +24,7 @@ from lwsgen.derive.model import (
     Volume,
 )
 from lwsgen.derive.scheduling import Placement
+from lwsgen.profile import Profile, kept_capabilities
 from lwsgen.records import Record
 from lwsgen.runtimes.base import SCRIPTS_MOUNT, Port, Probes, literal
 
@@ -95,17 +95,10 @@ def config_map_volume(name: str, config_map: str, path: str) -> tuple[Volume, Mo
     return Volume(name, config_map=ConfigMapSource(config_map)), Mount(name, path, True)
 
 
-def capabilities(profile: Profile, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Kept capabilities: IPC_LOCK where RDMA must pin memory, then what the profile and the caller add."""
-    keep = ["IPC_LOCK"] if profile.node.needs_ipc_lock else []
-    keep += [c for c in (*profile.security.add_capabilities, *extra) if c not in keep]
-    return tuple(keep)
-
-
 def container_security(profile: Profile, add: tuple[str, ...] | None = None) -> ContainerSecurity:
-    """Every capability dropped; `add` (default: capabilities(profile)) kept; the profile's user."""
+    """Every capability dropped; `add` (default: kept_capabilities(profile)) kept; the profile's user."""
     user = profile.security.run_as_user
-    kept = capabilities(profile) if add is None else add
+    kept = kept_capabilities(profile) if add is None else add
     privileged = profile.security.allow_privileged
     return ContainerSecurity(("ALL",), kept or None, True if user else None, user or None, None, privileged)
 

@@ -1,7 +1,8 @@
 """Placement parts of the objects: the LWS annotations and labels, the pods' scheduler and
 annotations, and the Volcano Queue, from the scheduling fields (checked in check/scheduling.py)."""
 
-from lwsgen.check.profile import Profile
+from lwsgen.check.scheduling import NETWORK_TOPOLOGY_MODE, NETWORK_TOPOLOGY_TIER
+from lwsgen.profile import Profile
 from lwsgen.records import Record
 
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -11,8 +12,6 @@ KUEUE_GROUP = "kueue.x-k8s.io/podset-group-name"
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 # Where the HyperNode intent waits: the pod/PodGroup annotations proposed upstream (volcano PR 4583);
 # LWS copies volcano.sh/* annotations onto the PodGroup, so they take effect once Volcano reads them.
-NETWORK_TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
-NETWORK_TOPOLOGY_TIER = "volcano.sh/network-topology-highest-tier"
 
 
 class Queue(Record):

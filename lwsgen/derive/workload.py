@@ -2,11 +2,13 @@
 the leader's ServiceAccount, Role and RoleBinding. Leader and worker pods differ only where the
 runtime says (command, ports, tools) and in the leader's probes."""
 
-from lwsgen.derive import delivery, hatches, naming, pods
+from lwsgen import naming
+from lwsgen.derive import delivery, hatches, pods
 from lwsgen.derive.context import Context
-from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Volume
+from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Resources, Volume
 from lwsgen.records import Record
-from lwsgen.runtimes.base import TOOLS_MOUNT, Role, RoleRule
+from lwsgen.runtimes.base import TOOLS_MOUNT, Port, Role, RoleRule
+from lwsgen.runtimes.sglang import ROUTER_PORT
 
 TOOLS_VOLUME, CACHE_VOLUME = "tools", "engine-cache"
 
@@ -161,13 +163,6 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
     )
 
 
-def routing_sidecar(ctx: Context):
-    """llm-d's prefill/decode routing sidecar before a decode engine (derive/disaggregation.py)."""
-    from lwsgen.derive.disaggregation import routing_sidecar as build
-
-    return build(ctx)
-
-
 def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet | None:
     if ctx.roles is not None:  # a set of roles: each role's LeaderWorkerSet is in the DisaggregatedSet
         return None
@@ -189,8 +184,6 @@ def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet | None:
 
 def service(ctx: Context, kind) -> Service | None:
     if ctx.roles is not None:  # a set of roles: the Service is its router's
-        from lwsgen.derive.disaggregation import router_service
-
         return router_service(ctx, kind)
     spec = ctx.profile.service
     ports = {p.name: p for p in ctx.parts.leader.ports}
@@ -230,3 +223,54 @@ def role(ctx: Context, kind) -> Rules | None:
 def role_binding(ctx: Context, kind) -> Binding | None:
     names = ctx.names
     return Binding(ctx.meta(kind, names.launcher), names.launcher, names.launcher) if ctx.api_access else None
+
+
+ROUTER_SERVICE = "router-service"  # the component label of the Service in front of the router
+
+
+def routes_with_router(ctx: Context) -> bool:
+    return ctx.roles is not None and ctx.kv.router == "sglang-router"
+
+
+def router_service(ctx: Context, kind) -> Service | None:
+    """The profile's Service, in front of the router: its type, port and sources."""
+    if not routes_with_router(ctx):
+        return None
+    spec = ctx.profile.service
+    port = ServicePort("http", spec.port or ROUTER_PORT, "http")
+    return Service(
+        ctx.meta(kind._replace(component=ROUTER_SERVICE), f"{ctx.profile.name}-router", annotations=spec.annotations),
+        spec.type,
+        naming.router_pods(ctx.profile.name),
+        (port,),
+        spec.load_balancer_source_ranges or None,
+        spec.external_traffic_policy,
+    )
+
+
+def routing_sidecar(ctx: Context):
+    """llm-d's routing sidecar on a decode leader, a native sidecar (an init container that keeps
+    running): it takes the pool's port, sends each request's prefill to the prefill pod the picker
+    chose (and, with an encode role, each multimodal item on the encoders first: --ec-connector), then the
+    request to the decode engine beside it, and passes other paths (/metrics) to the engine; it answers
+    GET /health itself (pkg/sidecar/proxy/proxy.go@v0.10.0 lines 624-635), so the probes go to the
+    engine's port."""
+    kv = ctx.kv
+    # pkg/sidecar/proxy/options.go@v0.10.0: --kv-connector defaults to nixlv2; --secure-proxy (default
+    # true) would serve TLS with a self-signed certificate, which the Gateway's plain HTTP does not speak
+    args = (
+        f"--port={kv.sidecar_port}",
+        f"--model-server-port={kv.engine_port}",
+        "--kv-connector=nixlv2",
+        "--secure-proxy=false",
+        *kv.sidecar_args,
+    )
+    return pods.container(
+        "routing-sidecar",
+        ctx.profile.disaggregation.sidecar_image,
+        (),
+        args=args,
+        ports=(Port("routing", kv.sidecar_port),),
+        resources=Resources({"cpu": "1", "memory": "1Gi"}, {"cpu": "1", "memory": "1Gi"}),
+        security=pods.helper_security(),
+    )._replace(command=None, restart_policy="Always")

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from lwsgen.check.pods import POD_LABEL_PREFIXES, annotation_owner
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
+from lwsgen.resources import schema
 
 REFUSED_KINDS = {
     "Role": "RBAC is lwsgen's to derive (the runtime's launcher)",
@@ -32,7 +33,6 @@ REFUSED_KINDS = {
 def scope(api_version: Any, kind: Any) -> str | None:
     """ "Namespaced" or "Cluster", from the API's own data (schemas/kubernetes-scopes.json: Kubernetes'
     discovery documents and the CRDs' spec.scope, tools/kubernetes_scopes.py); None: unknown."""
-    from lwsgen.resources import schema
 
     return schema("kubernetes-scopes.json")["scopes"].get(f"{api_version} {kind}")
 

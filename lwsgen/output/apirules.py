@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen.output.locate import OutputError
+from lwsgen.problems import Finding
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -88,69 +88,69 @@ def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, Any]]:
             yield ("spec", "mpiReplicaSpecs", role, "template"), replica.get("template", {})
 
 
-def _labels_and_annotations(at: tuple, metadata: Any) -> Iterator[OutputError]:
+def _labels_and_annotations(at: tuple, metadata: Any) -> Iterator[Finding]:
     if not isinstance(metadata, dict):
         return
     labels, annotations = metadata.get("labels"), metadata.get("annotations")
     for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
         why = qualified_name_problem(str(key))
         if why:
-            yield OutputError((*at, "labels", key), f"label key {key!r}: {why}")
+            yield Finding((*at, "labels", key), f"label key {key!r}: {why}")
         elif isinstance(value, str) and (why := label_value_problem(value)):
-            yield OutputError((*at, "labels", key), f"{value!r}: {why}")
+            yield Finding((*at, "labels", key), f"{value!r}: {why}")
     if not isinstance(annotations, dict):
         return
     for key in annotations:
         why = qualified_name_problem(str(key).lower())
         if why:
-            yield OutputError((*at, "annotations", key), f"annotation key {key!r}: {why}")
+            yield Finding((*at, "annotations", key), f"annotation key {key!r}: {why}")
     size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
     if size > ANNOTATIONS_LIMIT:
-        yield OutputError(
+        yield Finding(
             (*at, "annotations"),
             f"annotations total {size} bytes; the API server allows {ANNOTATIONS_LIMIT} (256 KiB) of keys and values",
         )
 
 
-def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[OutputError]:
+def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[Finding]:
     if not isinstance(pod, dict) or not pod.get("containers"):
-        yield OutputError((*at, "containers"), "is required: a pod template needs at least one container")
+        yield Finding((*at, "containers"), "is required: a pod template needs at least one container")
         return
     seen: set[str] = set()
     for group in ("initContainers", "containers"):
         for c, container in enumerate(pod.get(group) or []):
             here = (*at, group, c)
             if not isinstance(container, dict):  # null or a scalar: the API server refuses it too
-                yield OutputError(here, "a container is a mapping (name, image, ...)")
+                yield Finding(here, "a container is a mapping (name, image, ...)")
                 continue
             name = str(container.get("name", ""))
             if len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
-                yield OutputError((*here, "name"), f"container name {name!r} must be a DNS-1123 label")
+                yield Finding((*here, "name"), f"container name {name!r} must be a DNS-1123 label")
             elif name in seen:
-                yield OutputError((*here, "name"), f"container name {name!r} is used twice in this pod")
+                yield Finding((*here, "name"), f"container name {name!r} is used twice in this pod")
             seen.add(name)
             ports: set[str] = set()
             for p, port in enumerate(container.get("ports") or []):
                 if not isinstance(port, dict):
-                    yield OutputError((*here, "ports", p), "a port is a mapping (name, containerPort, ...)")
+                    yield Finding((*here, "ports", p), "a port is a mapping (name, containerPort, ...)")
                     continue
                 port_name = port.get("name")
                 if port_name is not None:
                     why = port_name_problem(str(port_name))
                     if why:
-                        yield OutputError((*here, "ports", p, "name"), f"port name {port_name!r} {why}")
+                        yield Finding((*here, "ports", p, "name"), f"port name {port_name!r} {why}")
                     elif port_name in ports:
-                        yield OutputError((*here, "ports", p, "name"), f"port name {port_name!r} is used twice")
+                        yield Finding((*here, "ports", p, "name"), f"port name {port_name!r} is used twice")
                     ports.add(port_name)
                 number = port.get("containerPort")
                 if isinstance(number, int) and not 1 <= number <= 65535:
-                    yield OutputError((*here, "ports", p, "containerPort"), f"{number} is not a port (1-65535)")
+                    yield Finding((*here, "ports", p, "containerPort"), f"{number} is not a port (1-65535)")
             for e, env in enumerate(container.get("env") or []):
                 if not isinstance(env, dict):
-                    yield OutputError((*here, "env", e), "an env entry is a mapping (name, value or valueFrom)")
+                    yield Finding((*here, "env", e), "an env entry is a mapping (name, value or valueFrom)")
                     continue
                 if not ENV_VAR_NAME.fullmatch(str(env.get("name", ""))):
-                    yield OutputError(
+                    yield Finding(
                         (*here, "env", e, "name"),
                         (
                             f"{env.get('name')!r} is not an env var name (letters, digits, '-', '_', '.', not a digit "
@@ -166,26 +166,26 @@ SPEC_REQUIRED = frozenset(
 )
 
 
-def _required(obj: dict[str, Any]) -> Iterator[OutputError]:
+def _required(obj: dict[str, Any]) -> Iterator[Finding]:
     """What the API server requires but the schemas leave optional: a name (an applied object
     cannot use generateName) and a spec; a pod template's containers are checked in _containers."""
     metadata = obj.get("metadata")
     if "kind" not in obj:
         return  # a prometheus-adapter rules fragment, not an object
     if obj["kind"] != "Kustomization" and not (isinstance(metadata, dict) and metadata.get("name")):
-        yield OutputError(("metadata", "name"), "is required (kubectl apply and GitOps syncs cannot use generateName)")
+        yield Finding(("metadata", "name"), "is required (kubectl apply and GitOps syncs cannot use generateName)")
     if obj.get("kind") in SPEC_REQUIRED and not isinstance(obj.get("spec"), dict):
-        yield OutputError(("spec",), f"is required for a {obj['kind']}")
+        yield Finding(("spec",), f"is required for a {obj['kind']}")
 
 
-def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
+def api_errors(obj: dict[str, Any]) -> Iterator[Finding]:
     """Every way obj breaks a Kubernetes API rule that its schema does not say."""
     yield from _required(obj)
     name = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), dict) else None
     if isinstance(name, str) and obj.get("kind"):
         why = name_problem(obj["kind"], name)
         if why:
-            yield OutputError(("metadata", "name"), f"{name!r}: {why}")
+            yield Finding(("metadata", "name"), f"{name!r}: {why}")
     yield from _labels_and_annotations(("metadata",), obj.get("metadata"))
     for at, template in _pod_templates(obj):  # labels and annotations live in pod templates too
         template = template if isinstance(template, dict) else {}
@@ -195,12 +195,12 @@ def api_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
         for key in obj.get(field) or {}:
             why = config_map_key_problem(str(key))
             if why:
-                yield OutputError((field, key), f"{key!r}: {why}")
+                yield Finding((field, key), f"{key!r}: {why}")
     if obj.get("kind") == "Service" and isinstance(obj.get("spec"), dict):
         yield from _service_ports(obj["spec"].get("ports") or [])
 
 
-def _service_ports(ports: list) -> Iterator[OutputError]:
+def _service_ports(ports: list) -> Iterator[Finding]:
     """validateServicePort and ValidateService: with several ports each needs a name, a DNS-1123
     label used once; a port number is used once per protocol."""
     names: set[str] = set()
@@ -208,15 +208,15 @@ def _service_ports(ports: list) -> Iterator[OutputError]:
     for index, port in enumerate(p for p in ports if isinstance(p, dict)):
         name = port.get("name")
         if not name and len(ports) > 1:
-            yield OutputError(("spec", "ports", index, "name"), "is required when a Service has several ports")
+            yield Finding(("spec", "ports", index, "name"), "is required when a Service has several ports")
         elif name and not DNS1123_LABEL.fullmatch(str(name)):
-            yield OutputError(("spec", "ports", index, "name"), f"{name!r} is not a DNS-1123 label")
+            yield Finding(("spec", "ports", index, "name"), f"{name!r} is not a DNS-1123 label")
         elif name in names:
-            yield OutputError(("spec", "ports", index, "name"), f"{name!r} is used by another port of this Service")
+            yield Finding(("spec", "ports", index, "name"), f"{name!r} is used by another port of this Service")
         names.add(name)
         number = (port.get("port"), port.get("protocol", "TCP"))
         if number in numbers:
-            yield OutputError(("spec", "ports", index, "port"), f"{number[0]}/{number[1]} is used by another port")
+            yield Finding(("spec", "ports", index, "port"), f"{number[0]}/{number[1]} is used by another port")
         numbers.add(number)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from lwsgen.output.locate import OutputError
+from lwsgen.problems import Finding
 
 # libyaml's loader where PyYAML has it: the KServe CRDs are ~2 MB each, ~12 s through the pure-Python one
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -100,11 +100,11 @@ class CRD:
             except Exception:  # noqa: BLE001  (cel-python lacks some of Kubernetes' CEL functions)
                 self.not_evaluated += 1
 
-    def errors(self, obj: dict[str, Any]) -> Iterator[OutputError]:
+    def errors(self, obj: dict[str, Any]) -> Iterator[Finding]:
         import celpy
 
         for error in self.validator.iter_errors(obj):
-            yield OutputError(tuple(error.instance_path), error.message)
+            yield Finding(tuple(error.instance_path), error.message)
         for steps, rule, program in self.cel:
             for at, value in _instances(obj, steps):
                 try:
@@ -112,7 +112,7 @@ class CRD:
                 except Exception:  # noqa: BLE001  (an evaluation error is a failed rule, as in the API server)
                     result = False
                 if isinstance(result, celpy.CELEvalError) or not bool(result):
-                    yield OutputError(at, rule.get("message") or f"fails the CRD rule {rule.get('rule')!r}")
+                    yield Finding(at, rule.get("message") or f"fails the CRD rule {rule.get('rule')!r}")
 
 
 class CRDError(Exception):

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen.check.pods import OWN_VOLUMES
-from lwsgen.derive.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, SET_NAME_LABEL, scripts_digest
+from lwsgen.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, SET_NAME_LABEL, scripts_digest
 from lwsgen.output import podneeds
-from lwsgen.output.locate import OutputError
 from lwsgen.output.sets import as_leaderworkersets
+from lwsgen.problems import Finding
 
 SIDES = podneeds.SIDES
 # Engine flags that carry tensor and pipeline degrees (vllm/aphrodite, sglang, trtllm-serve).
@@ -52,14 +52,14 @@ def _world_in_args(container: dict[str, Any]) -> int | None:
 
 def _lws(
     lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str], image_versions: bool = True
-) -> Iterator[OutputError]:
+) -> Iterator[Finding]:
     lwt = lws["spec"]["leaderWorkerTemplate"]
     size = lwt.get("size", 1)
     leader = lwt.get("leaderTemplate") or lwt["workerTemplate"]
     main = podneeds.engine_container(leader["spec"])
     world, gpus = _world_in_args(main), _gpus(main)
     if world is not None and gpus is not None and size * gpus != world:
-        yield OutputError(
+        yield Finding(
             ("spec", "leaderWorkerTemplate", "size"),
             (
                 f"size {size} x {gpus} GPUs per pod is {size * gpus} GPUs, but the engine arguments ask for a world "
@@ -67,7 +67,7 @@ def _lws(
             ),
         )
     if lws["metadata"]["name"] in scaled and "replicas" in lws["spec"]:
-        yield OutputError(
+        yield Finding(
             ("spec", "replicas"),
             "is set although an autoscaler owns this LeaderWorkerSet's replicas; "
             "a GitOps sync would reset what it scaled",
@@ -94,28 +94,28 @@ def _config_map_volumes(spec: dict[str, Any], names: dict) -> dict[str, dict[str
     }
 
 
-def _pod(spec: dict[str, Any], at: tuple, names: dict, mounted: dict) -> Iterator[OutputError]:
+def _pod(spec: dict[str, Any], at: tuple, names: dict, mounted: dict) -> Iterator[Finding]:
     volumes = {v.get("name") for v in spec.get("volumes", [])}
     for v, volume in enumerate(spec.get("volumes", [])):
         config_map = volume.get("configMap", {}).get("name")
         own = volume.get("name") in OWN_VOLUMES  # the profile's own volumes may mount the cluster's ConfigMaps
         if own and config_map and names["ConfigMap"] and config_map not in names["ConfigMap"]:
-            yield OutputError((*at, "volumes", v, "configMap", "name"), f"ConfigMap {config_map!r} is not in this set")
+            yield Finding((*at, "volumes", v, "configMap", "name"), f"ConfigMap {config_map!r} is not in this set")
         for i, item in enumerate(volume.get("configMap", {}).get("items", [])):
             if config_map in names["data"] and item.get("key") not in names["data"][config_map]:
-                yield OutputError(
+                yield Finding(
                     (*at, "volumes", v, "configMap", "items", i, "key"),
                     f"{item.get('key')!r} is not a key of ConfigMap {config_map!r}",
                 )
     account = spec.get("serviceAccountName")
     if account and names["ServiceAccount"] and account not in names["ServiceAccount"]:
-        yield OutputError((*at, "serviceAccountName"), f"ServiceAccount {account!r} is not in this set")
+        yield Finding((*at, "serviceAccountName"), f"ServiceAccount {account!r} is not in this set")
     for group in ("initContainers", "containers"):
         for c, container in enumerate(spec.get(group, [])):
             ports = {p.get("name") for p in container.get("ports", [])}
             for m, mount in enumerate(container.get("volumeMounts", [])):
                 if mount.get("name") not in volumes:
-                    yield OutputError(
+                    yield Finding(
                         (*at, group, c, "volumeMounts", m, "name"), f"{mount.get('name')!r} is not a volume of this pod"
                     )
             yield from _runs_mounted_script(container, mounted, (*at, group, c))
@@ -123,12 +123,12 @@ def _pod(spec: dict[str, Any], at: tuple, names: dict, mounted: dict) -> Iterato
             for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
                 port = container.get(probe, {}).get("httpGet", {}).get("port")
                 if isinstance(port, str) and port not in ports:
-                    yield OutputError(
+                    yield Finding(
                         (*at, group, c, probe, "httpGet", "port"), f"{port!r} is not a named port of this container"
                     )
 
 
-def _runs_mounted_script(container: dict[str, Any], mounted: dict, at: tuple) -> Iterator[OutputError]:
+def _runs_mounted_script(container: dict[str, Any], mounted: dict, at: tuple) -> Iterator[Finding]:
     """A command that runs a file from a mounted ConfigMap names one of its keys."""
     mounts = {
         m.get("mountPath", "").rstrip("/") + "/": m.get("name")
@@ -140,22 +140,22 @@ def _runs_mounted_script(container: dict[str, Any], mounted: dict, at: tuple) ->
             if isinstance(arg, str) and arg.startswith(prefix) and "/" not in arg[len(prefix) :]:
                 if arg[len(prefix) :] not in mounted[volume]:
                     keys = ", ".join(sorted(mounted[volume]))
-                    yield OutputError(
+                    yield Finding(
                         (*at, "command", index), f"runs {arg!r}, but its ConfigMap has no such key (it has: {keys})"
                     )
 
 
-def _secret_keys(container: dict[str, Any], secrets: dict[str, set], at: tuple) -> Iterator[OutputError]:
+def _secret_keys(container: dict[str, Any], secrets: dict[str, set], at: tuple) -> Iterator[Finding]:
     for e, env in enumerate(container.get("env", [])):
         ref = env.get("valueFrom", {}).get("secretKeyRef", {})
         if ref.get("name") in secrets and ref.get("key") not in secrets[ref["name"]] and not ref.get("optional"):
-            yield OutputError(
+            yield Finding(
                 (*at, "env", e, "valueFrom", "secretKeyRef", "key"),
                 f"{ref.get('key')!r} is not a key of Secret {ref['name']!r} in this set",
             )
 
 
-def _scripts_hash(template: dict[str, Any], at: tuple, mounted: dict) -> Iterator[OutputError]:
+def _scripts_hash(template: dict[str, Any], at: tuple, mounted: dict) -> Iterator[Finding]:
     """The hash annotation rolls the pods when their scripts change; a stale one means they would not."""
     recorded = (template.get("metadata") or {}).get("annotations", {}).get(SCRIPTS_HASH_ANNOTATION)
     if recorded is None or len(mounted) != 1:
@@ -163,7 +163,7 @@ def _scripts_hash(template: dict[str, Any], at: tuple, mounted: dict) -> Iterato
     [data] = mounted.values()
     actual = scripts_digest({k: str(v) for k, v in data.items()})
     if recorded != actual:
-        yield OutputError(
+        yield Finding(
             (*at, "metadata", "annotations", SCRIPTS_HASH_ANNOTATION),
             f"is not the sha256 of the launch scripts in the ConfigMap ({actual}): the pods would not roll when "
             "the scripts change; render again, or set it to that value",
@@ -187,7 +187,7 @@ def _mount_paths(spec: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[OutputError]:
+def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Finding]:
     """Leader and workers run one program: a Secret or a shared volume that differs between them
     (a token only the leader can read, weights at another path) breaks the workers."""
     at = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", 0)
@@ -196,7 +196,7 @@ def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Out
         ref = env.get("valueFrom", {}).get("secretKeyRef")
         theirs = leader_secrets.get(env.get("name"))
         if ref and theirs and (ref.get("name"), ref.get("key")) != theirs:
-            yield OutputError(
+            yield Finding(
                 (*at, "env", e, "valueFrom", "secretKeyRef"),
                 f"reads Secret {ref.get('name')!r} key {ref.get('key')!r}, but the leader reads "
                 f"{theirs[0]!r} key {theirs[1]!r} for {env.get('name')}",
@@ -205,7 +205,7 @@ def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Out
     for m, mount in enumerate(podneeds.engine_container(worker).get("volumeMounts", [])):
         theirs = leader_paths.get(mount.get("name"))
         if theirs and not mount.get("subPath") and mount.get("mountPath") != theirs:
-            yield OutputError(
+            yield Finding(
                 (*at, "volumeMounts", m, "mountPath"),
                 f"mounts {mount.get('name')!r} at {mount.get('mountPath')!r}, but the leader mounts it at {theirs!r}",
             )
@@ -237,7 +237,7 @@ def _adapter_names(objects: list[dict[str, Any]]) -> dict[str, str] | None:
 
 def invariant_errors(
     objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True
-) -> Iterator[tuple[str, int, OutputError]]:
+) -> Iterator[tuple[str, int, Finding]]:
     everything = [o for docs in objects_by_file.values() for o in docs]
     names = {
         kind: {
@@ -268,7 +268,7 @@ def invariant_errors(
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
             kind = obj.get("kind")
-            errors: Iterator[OutputError] = iter(())
+            errors: Iterator[Finding] = iter(())
             if kind == "LeaderWorkerSet":
                 errors = _lws(obj, names, scaled, image_versions)
             elif kind == "DisaggregatedSet":  # each role as the LeaderWorkerSet it becomes
@@ -291,50 +291,50 @@ def invariant_errors(
                 yield file, index, error._replace(code="bad-quantity")
 
 
-def _policy(policy: dict[str, Any], lws_names: set[str], set_names: set[str] = frozenset()) -> Iterator[OutputError]:
+def _policy(policy: dict[str, Any], lws_names: set[str], set_names: set[str] = frozenset()) -> Iterator[Finding]:
     chosen = policy["spec"].get("podSelector", {}).get("matchLabels", {})
     if SET_NAME_LABEL in chosen and chosen[SET_NAME_LABEL] not in set_names:
-        yield OutputError(
+        yield Finding(
             ("spec", "podSelector", "matchLabels", SET_NAME_LABEL),
             f"selects DisaggregatedSet {chosen[SET_NAME_LABEL]!r}, which is not in this set",
         )
     selected = chosen.get(LWS_NAME_LABEL)
     if selected is not None and lws_names and selected not in lws_names:
-        yield OutputError(
+        yield Finding(
             ("spec", "podSelector", "matchLabels", LWS_NAME_LABEL),
             f"selects LeaderWorkerSet {selected!r}, which is not in this set",
         )
 
 
-def _hpa(hpa: dict[str, Any], served: dict[str, str] | None, records: set[str] | None) -> Iterator[OutputError]:
+def _hpa(hpa: dict[str, Any], served: dict[str, str] | None, records: set[str] | None) -> Iterator[Finding]:
     for m, metric in enumerate(hpa["spec"].get("metrics", [])):
         name = metric.get("pods", {}).get("metric", {}).get("name")
         if name and served is not None and name not in served:
-            yield OutputError(
+            yield Finding(
                 ("spec", "metrics", m, "pods", "metric", "name"),
                 f"{name!r} is served by no prometheus-adapter rule in this set; served: "
                 + ", ".join(sorted(filter(None, served))),
             )
 
 
-def _adapter(fragment: dict[str, Any], records: set[str]) -> Iterator[OutputError]:
+def _adapter(fragment: dict[str, Any], records: set[str]) -> Iterator[Finding]:
     for r, rule in enumerate(fragment["rules"]):
         match = _RECORD.match(str(rule.get("name", {}).get("matches", "")))
         if match and match.group(1) not in records:
-            yield OutputError(
+            yield Finding(
                 ("rules", r, "name", "matches"),
                 f"series {match.group(1)!r} is recorded by no PrometheusRule in this set",
             )
 
 
-def _keda(scaled: dict[str, Any], records: set[str] | None) -> Iterator[OutputError]:
+def _keda(scaled: dict[str, Any], records: set[str] | None) -> Iterator[Finding]:
     if records is None:
         return
     for t, trigger in enumerate(scaled["spec"].get("triggers", [])):
         query = str(trigger.get("metadata", {}).get("query", ""))
         for metric in set(_QUERY_METRIC.findall(query)):
             if ":" in metric and metric not in records:
-                yield OutputError(
+                yield Finding(
                     ("spec", "triggers", t, "metadata", "query"),
                     f"reads {metric!r}, which no PrometheusRule in this set records",
                 )

@@ -4,22 +4,11 @@ schema or a cross-object rule) into a Problem at FILE:LINE:COL of the text it wa
 from collections.abc import Iterable
 
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
-from lwsgen.records import Record
-
-
-class OutputError(Record):
-    """What is wrong at a path of one object; at_key: point at the key itself (an unknown field),
-    not at its value."""
-
-    path: tuple
-    message: str
-    at_key: bool = False
-    code: str = "invalid"
+from lwsgen.problems import Finding, Problem
 
 
 def problems(
-    documents: list[Source], found: Iterable[tuple[int, OutputError]], note: str = "", code: str | None = None
+    documents: list[Source], found: Iterable[tuple[int, Finding]], note: str = "", code: str | None = None
 ) -> list[Problem]:
     """Problems for (document index, error) pairs, positioned in `documents` (the file's parsed
     documents, in order); `note` is added to every message (say, which profile rendered it) and

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsgen.check.profile import Profile, thaw
+from lwsgen.check.pods import settings
 from lwsgen.jsondata import not_json
-from lwsgen.load.source import Source
+from lwsgen.load.source import Source, dotted
 from lwsgen.output import patch, podholes, protected
 from lwsgen.output.parse import OutputFile
-from lwsgen.problems import Problem, ProblemsError
+from lwsgen.output.podholes import pod_specs
+from lwsgen.output.validate import schema_errors
+from lwsgen.problems import WARNING, Problem, ProblemsError
+from lwsgen.profile import Profile, thaw
 from lwsgen.records import Record
 
 TEMPLATES = ("templates",)
@@ -45,7 +48,6 @@ def _plain(value: Any) -> bool:
 def malformed(profile: Profile, src: Source, at: tuple, label: str, file: str, obj: Any) -> list[Problem]:
     """What a hatch produced checked first against its strict schema: the rules after it read
     objects of the right shape."""
-    from lwsgen.output.validate import schema_errors
 
     if not isinstance(obj, dict):
         return [src.problem(at, f"{label} writes a {type(obj).__name__}, not an object", "bad-template")]
@@ -63,8 +65,6 @@ def malformed(profile: Profile, src: Source, at: tuple, label: str, file: str, o
 
 
 def _say(path: tuple) -> str:
-    from lwsgen.load.source import dotted
-
     return dotted(path)
 
 
@@ -110,8 +110,6 @@ def token_sharers(src: Source, at: tuple, label: str, before: dict, after: dict)
     """A warning for each pod template holding its launcher's ServiceAccount token (the MPI
     leader: pods/exec on the group) that the hatch gave another container: it gets the token too,
     as a profile's sidecar there does (check/pods.py warns of those)."""
-    from lwsgen.output.podholes import pod_specs
-    from lwsgen.problems import WARNING
 
     out = []
     for path, spec in pod_specs(before):
@@ -193,7 +191,6 @@ HATCH_LISTS = {"containers": "containers", "initContainers": "init_containers", 
 def field_origin(profile: Profile, obj: dict, path: tuple) -> tuple | None:
     """Where in the profile a pod hatch set what an output error points at (a sidecar, an init
     container or a volume of the profile, in a LeaderWorkerSet's template), as a profile path."""
-    from lwsgen.check.pods import settings
 
     if obj.get("kind") != "LeaderWorkerSet" or len(path) < 6 or path[:2] != ("spec", "leaderWorkerTemplate"):
         return None

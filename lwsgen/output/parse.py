@@ -4,6 +4,7 @@ from typing import Any
 
 import yaml
 
+from lwsgen.derive.kinds import BY_KEY
 from lwsgen.output import emit
 from lwsgen.records import Record
 
@@ -67,7 +68,6 @@ def parse(text: str) -> tuple[dict[str, Any], ...]:
 
 def build(rendered: dict[str, str]) -> list[OutputFile]:
     """Kind key -> rendered text, parsed back into the files of OUT/<name>/, sorted by name."""
-    from lwsgen.derive.kinds import BY_KEY
 
     files = [
         OutputFile(BY_KEY[key].file, parse(text), BY_KEY[key].in_kustomization, BY_KEY[key].header)

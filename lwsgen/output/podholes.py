@@ -13,7 +13,7 @@ from typing import Any
 
 from lwsgen.check import containers, podlists
 from lwsgen.check.podlists import overlaps
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 
 HOST_FIELDS = {"hostNetwork": "security.allowHostNetwork", "hostIPC": "security.allowHostIPC"}
 

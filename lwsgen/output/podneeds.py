@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen import quantity
-from lwsgen.output.locate import OutputError
+from lwsgen import quantity, runtimes
+from lwsgen.problems import Finding
+from lwsgen.runtimes import versions
 
 SIDES = ("leaderTemplate", "workerTemplate")
 RUNTIME_LABEL = "app.kubernetes.io/name"
@@ -46,14 +47,14 @@ def _shared_mounts(container: dict[str, Any], spec: dict[str, Any]) -> set[str]:
     }
 
 
-def _containers(spec: dict[str, Any], at: tuple) -> Iterator[OutputError]:
+def _containers(spec: dict[str, Any], at: tuple) -> Iterator[Finding]:
     for group in ("initContainers", "containers"):
         for c, container in enumerate(spec.get(group) or []):
             if isinstance(container, dict) and not container.get("image"):
-                yield OutputError((*at, group, c), f"container {container.get('name')!r} has no image")
+                yield Finding((*at, group, c), f"container {container.get('name')!r} has no image")
     main = engine_container(spec)
     if main and not main.get("command") and not main.get("args"):
-        yield OutputError(
+        yield Finding(
             (*at, "containers", 0),
             "the engine container has neither command nor args: it would run its image's entrypoint, not the "
             "group's launch (render the profile again)",
@@ -62,7 +63,6 @@ def _containers(spec: dict[str, Any], at: tuple) -> Iterator[OutputError]:
 
 def _runtime(lws: dict[str, Any], side: str):
     """The runtime plugin lwsgen's name label names on the object or its pod template, if any."""
-    from lwsgen import runtimes
 
     template = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get(side) or {}
     labels = {
@@ -72,7 +72,12 @@ def _runtime(lws: dict[str, Any], side: str):
     return runtimes.get(str(labels.get(RUNTIME_LABEL, "")))
 
 
-def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[OutputError]:
+def _workers_load_model(lws: dict[str, Any]) -> bool:
+    plugin = _runtime(lws, "leaderTemplate")
+    return plugin.workers_load_model if plugin is not None else True
+
+
+def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Finding]:
     leader, worker = (lwt.get(side, {}).get("spec") or {} for side in SIDES)
     at = {side: ("spec", "leaderWorkerTemplate", side, "spec", "containers", 0) for side in SIDES}
     mains = {"leaderTemplate": engine_container(leader), "workerTemplate": engine_container(worker)}
@@ -83,7 +88,7 @@ def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Out
     ):
         said = {side: (f"{g[1]} {g[0]}" if g else "no GPU") for side, g in gpus.items()}
         short = "leaderTemplate" if gpus["leaderTemplate"] is None else "workerTemplate"
-        yield OutputError(
+        yield Finding(
             (*at[short], "resources"),
             f"the leader asks {said['leaderTemplate']} and each worker {said['workerTemplate']}: every pod of a group "
             "is one rank set of the same engine, with the same GPUs (render the profile again)",
@@ -93,7 +98,7 @@ def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Out
             continue
         needed = (_secret_env(mains[other]) - _secret_env(mains[mine])) & set(MODEL_TOKENS)
         for name in sorted(needed):
-            yield OutputError(
+            yield Finding(
                 (*at[mine], "env"),
                 f"has no {name} from its Secret, which the {_side(other)} reads: "
                 f"the {_side(mine)} would start without it",
@@ -101,7 +106,7 @@ def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Out
         theirs = _shared_mounts(mains[other], leader if other == SIDES[0] else worker)
         ours = _shared_mounts(mains[mine], leader if mine == SIDES[0] else worker)
         for name in sorted(theirs - ours):
-            yield OutputError(
+            yield Finding(
                 (*at[mine], "volumeMounts"),
                 f"does not mount {name!r}, which the {_side(other)} mounts: every rank loads the same model",
             )
@@ -111,39 +116,38 @@ def _side(side: str) -> str:
     return "leader" if side == SIDES[0] else "worker"
 
 
-def _flags(lws: dict[str, Any]) -> Iterator[OutputError]:
+def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
     """The engine flags lwsgen wrote for the version it rendered, against the version of the image
     the object runs now (an overlay's retag): features the runtime plugin ties to its flags."""
-    from lwsgen.runtimes import versions
 
     lwt = lws["spec"]["leaderWorkerTemplate"]
     for side in SIDES:
         template = lwt.get(side) or {}
         plugin = _runtime(lws, side)
-        features = getattr(plugin, "FLAG_FEATURES", None)
+        features = plugin.flag_features if plugin is not None else None
         main = engine_container(template.get("spec") or {})
         if not features or not isinstance(main.get("image"), str):
             continue
-        text = versions.from_tag(plugin.ENGINE, main["image"])
+        text = versions.from_tag(plugin.engine, main["image"])
         if text is None:
             continue
-        running = versions.EngineVersion(plugin.ENGINE, text, "image")
+        running = versions.EngineVersion(plugin.engine, text, "image")
         for key in ("command", "args"):
             for index, arg in enumerate(main.get(key) or []):
                 feature = features.get(str(arg).split("=", 1)[0])
                 message = running.needs(feature, str(arg).split("=", 1)[0]) if feature else None
                 if message:
                     where = ("spec", "leaderWorkerTemplate", side, "spec", "containers", 0, key, index)
-                    yield OutputError(where, message.replace("this profile runs", f"image {main['image']!r} runs"))
+                    yield Finding(where, message.replace("this profile runs", f"image {main['image']!r} runs"))
 
 
-def lws_errors(lws: dict[str, Any], image_versions: bool = True) -> Iterator[OutputError]:
+def lws_errors(lws: dict[str, Any], image_versions: bool = True) -> Iterator[Finding]:
     lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
     for side in SIDES:
         if isinstance(lwt.get(side), dict):
             yield from _containers(lwt[side].get("spec") or {}, ("spec", "leaderWorkerTemplate", side, "spec"))
     if isinstance(lwt.get("leaderTemplate"), dict) and isinstance(lwt.get("workerTemplate"), dict):
-        yield from _sides(lwt, getattr(_runtime(lws, "leaderTemplate"), "WORKERS_LOAD_MODEL", True))
+        yield from _sides(lwt, _workers_load_model(lws))
     if image_versions:
         yield from _flags(lws)
 
@@ -170,15 +174,15 @@ def _pod_specs(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]]:
         )
 
 
-def _bad(value: object, at: tuple, what: str) -> Iterator[OutputError]:
+def _bad(value: object, at: tuple, what: str) -> Iterator[Finding]:
     amount = quantity.parse(value)
     if amount is None:
-        yield OutputError(at, f"{value!r} is not {quantity.HELP}; the API server would refuse {what}")
+        yield Finding(at, f"{value!r} is not {quantity.HELP}; the API server would refuse {what}")
     elif amount < 0:
-        yield OutputError(at, f"{value!r} is negative; the API server would refuse {what}")
+        yield Finding(at, f"{value!r} is negative; the API server would refuse {what}")
 
 
-def quantity_errors(obj: dict[str, Any]) -> Iterator[OutputError]:
+def quantity_errors(obj: dict[str, Any]) -> Iterator[Finding]:
     """Every resource amount, emptyDir sizeLimit and claim size, parsed as apimachinery parses it
     (Kubernetes' schema types a quantity as any string, so `memory: 800GB` passes the schema)."""
     for at, spec in _pod_specs(obj):

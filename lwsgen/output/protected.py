@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen.check.pods import OWN_LABEL_PREFIXES, OWN_VOLUMES, annotation_owner
-from lwsgen.check.profile import Profile
 from lwsgen.output import kept
+from lwsgen.output.podholes import pod_specs
+from lwsgen.profile import Profile
 from lwsgen.records import Record
 
 ANY, OWN_LABELS, OWN_POD_ANNOTATIONS, DEVICES = "*", "@labels", "@annotations", "@devices"
@@ -234,7 +235,6 @@ DECIDED = {
 
 def _decided(before: dict, after: dict) -> Iterator[tuple[tuple, str]]:
     """The pod fields lwsgen decides, and its pod templates' labels (what selectors see)."""
-    from lwsgen.output.podholes import pod_specs
 
     for at, spec in pod_specs(before):
         theirs = _get(after, at)

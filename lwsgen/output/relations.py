@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen import quantity
-from lwsgen.derive.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
 from lwsgen.output import sets as ds_rules
 from lwsgen.output.invariants import invariant_errors
-from lwsgen.output.locate import OutputError
 from lwsgen.output.routing import monitor_namespace, routing_errors
+from lwsgen.problems import Finding
 
 
 def _leader_template(lws: dict[str, Any]) -> dict[str, Any]:
@@ -279,7 +279,7 @@ CROSS_RULES = {
 
 def cross_object_errors(
     objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True
-) -> Iterator[tuple[str, int, OutputError]]:
+) -> Iterator[tuple[str, int, Finding]]:
     """(file, document index, error) for rules that span objects. image_versions: hold the engine
     flags to the version the image tag names (validate); a render already held them to the version
     the profile runs, runtimeVersion included, which may be a tag that does not tell."""
@@ -295,12 +295,12 @@ def cross_object_errors(
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
             for path, message in _guarded(_object_rules, obj, sets, lws_by_name):
-                yield file, index, OutputError(path, message, code="cross-object")
+                yield file, index, Finding(path, message, code="cross-object")
     for rules in (lambda: invariant_errors(objects_by_file, image_versions), lambda: routing_errors(objects_by_file)):
         yield from _set_guarded(rules, objects_by_file)
 
 
-def _set_guarded(rules, objects_by_file: dict) -> list[tuple[str, int, OutputError]]:
+def _set_guarded(rules, objects_by_file: dict) -> list[tuple[str, int, Finding]]:
     """A rule over the whole set, guarded as _guarded guards one object's: said at the first file."""
     try:
         return list(rules())
@@ -308,7 +308,7 @@ def _set_guarded(rules, objects_by_file: dict) -> list[tuple[str, int, OutputErr
         said = f"{type(err).__name__}: {err}"[:200]
         first = next(((f, 0) for f, docs in objects_by_file.items() if docs), None)
         message = f"the cross-object rules cannot read this set of objects ({said}); write them as lwsgen does"
-        return [] if first is None else [(*first, OutputError((), message, code="cross-object"))]
+        return [] if first is None else [(*first, Finding((), message, code="cross-object"))]
 
 
 READ_ERRORS = (KeyError, TypeError, AttributeError, IndexError, ValueError)

@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from lwsgen.derive.naming import LWS_NAME_LABEL, SET_NAME_LABEL, SUFFIXES, WORKER_INDEX_LABEL
+from lwsgen.naming import LWS_NAME_LABEL, SET_NAME_LABEL, SUFFIXES, WORKER_INDEX_LABEL
 from lwsgen.output import sets as ds_rules
-from lwsgen.output.locate import OutputError
+from lwsgen.problems import Finding
 from lwsgen.resources import package_dir
 
 PICKER_CONFIG_KIND = "EndpointPickerConfig"
@@ -57,7 +57,7 @@ def _leader(lws: dict[str, Any]) -> dict[str, Any]:
     return lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {}
 
 
-def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
     spec = pool.get("spec") or {}
     selector = _get(spec, "selector", "matchLabels") or {}
     if ds_rules.selects_set(selector):  # every role's leaders of a DisaggregatedSet
@@ -67,7 +67,7 @@ def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputErro
         for path, message in ds_rules.selector_errors(
             selector, objects["sets"], ("spec", "selector", "matchLabels"), ports
         ):
-            yield OutputError(path, message)
+            yield Finding(path, message)
         yield from _picker_ref(spec, objects)
         return
     lws = objects["LeaderWorkerSet"].get(selector.get(LWS_NAME_LABEL))
@@ -78,7 +78,7 @@ def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputErro
         or selector.get(WORKER_INDEX_LABEL) != "0"
         or any(leader_labels.get(k) != v for k, v in extra.items())
     ):
-        yield OutputError(
+        yield Finding(
             ("spec", "selector", "matchLabels"),
             f'must select {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0" (the leaders, '
             "which serve; workers do not) and only labels its leader pods carry",
@@ -87,7 +87,7 @@ def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputErro
         numbers = set(_container_ports(_leader(lws)).values())
         for index, port in enumerate(spec.get("targetPorts", [])):
             if port.get("number") not in numbers:
-                yield OutputError(
+                yield Finding(
                     ("spec", "targetPorts", index, "number"),
                     f"{port.get('number')} is not a port of the leader container: "
                     + ", ".join(str(n) for n in sorted(numbers)),
@@ -95,23 +95,23 @@ def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputErro
     yield from _picker_ref(spec, objects)
 
 
-def _picker_ref(spec: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+def _picker_ref(spec: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
     ref = spec.get("endpointPickerRef") or {}
     service = objects["Service"].get(ref.get("name"))
     if service is None:
-        yield OutputError(("spec", "endpointPickerRef", "name"), f"Service {ref.get('name')!r} is not in this set")
+        yield Finding(("spec", "endpointPickerRef", "name"), f"Service {ref.get('name')!r} is not in this set")
     elif _get(ref, "port", "number") not in {p.get("port") for p in _get(service, "spec", "ports") or []}:
-        yield OutputError(
+        yield Finding(
             ("spec", "endpointPickerRef", "port", "number"),
             f"is not a port of Service {ref.get('name')!r}",
         )
 
 
-def _route(route: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+def _route(route: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
     for r, rule in enumerate(_get(route, "spec", "rules") or []):
         for b, backend in enumerate(rule.get("backendRefs") or []):
             if backend.get("kind") == "InferencePool" and backend.get("name") not in objects["InferencePool"]:
-                yield OutputError(
+                yield Finding(
                     ("spec", "rules", r, "backendRefs", b, "name"),
                     f"InferencePool {backend.get('name')!r} is not in this set",
                 )
@@ -119,13 +119,13 @@ def _route(route: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputEr
                 service = objects["Service"].get(backend.get("name"))
                 ports = {p.get("port") for p in _get(service, "spec", "ports") or []}
                 if service is None or backend.get("port") not in ports:
-                    yield OutputError(
+                    yield Finding(
                         ("spec", "rules", r, "backendRefs", b),
                         f"Service {backend.get('name')!r} port {backend.get('port')} is not in this set",
                     )
 
 
-def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
     for c, container in enumerate(_get(deployment, "spec", "template", "spec", "containers") or []):
         args = list(container.get("args") or [])
         if "--pool-name" in args[:-1]:
@@ -133,9 +133,9 @@ def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator
             at = ("spec", "template", "spec", "containers", c, "args", index)
             own = str(_get(deployment, "metadata", "name") or "").removesuffix(EPP_SUFFIX)
             if args[index] not in objects["InferencePool"]:
-                yield OutputError(at, f"names InferencePool {args[index]!r}, which is not in this set ({RENAMED})")
+                yield Finding(at, f"names InferencePool {args[index]!r}, which is not in this set ({RENAMED})")
             elif args[index] != own and own in objects["InferencePool"]:
-                yield OutputError(
+                yield Finding(
                     at,
                     f"names InferencePool {args[index]!r}, the pool of another copy "
                     f"(this picker's is {own!r}; {RENAMED})",
@@ -158,7 +158,7 @@ def _flag_words(args: list[Any], flag: str) -> tuple[int, list[Any]]:
     return start, args[start:end]
 
 
-def _router_selectors(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+def _router_selectors(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
     """The SGLang router's service discovery finds each role's leaders by exact labels
     (--prefill-selector, --decode-selector) on --service-discovery-port: a set and role of this set,
     their leaders, on a port they have."""
@@ -175,7 +175,7 @@ def _router_selectors(deployment: dict[str, Any], objects: dict[str, dict]) -> I
             where = ("spec", "template", "spec", "containers", c, "args", at)
             errors = _set_selector_errors(_label_terms(words), objects["sets"], where, [port] if port else [], RENAMED)
             for path, message in errors:
-                yield OutputError(path, f"{flag} {' '.join(map(str, words))}: {message}")
+                yield Finding(path, f"{flag} {' '.join(map(str, words))}: {message}")
 
 
 def _label_terms(terms: Any) -> dict[str, str]:
@@ -199,17 +199,17 @@ def _number(word: Any) -> Any:
 
 def _deployment_selector(
     obj: dict[str, Any], selector: dict[str, str], ports: list[tuple[tuple, Any]], objects: dict[str, dict]
-) -> Iterator[OutputError]:
+) -> Iterator[Finding]:
     """A Service or PodMonitor that selects no LeaderWorkerSet must select a Deployment of the set
     (or Job) and name ports its pods have."""
     owners = [d for d in objects["workloads"] if _selects(selector, _pod_labels(d))]
     if not owners:
-        yield OutputError(("spec", "selector"), "selects the pods of no LeaderWorkerSet, Deployment or Job in this set")
+        yield Finding(("spec", "selector"), "selects the pods of no LeaderWorkerSet, Deployment or Job in this set")
         return
     deployments = [d for d in owners if d.get("kind") == "Deployment"]
     if len(deployments) > 1:
         names = " and ".join(repr(_get(d, "metadata", "name")) for d in deployments)
-        yield OutputError(
+        yield Finding(
             ("spec", "selector"),
             f"selects the pods of Deployments {names}: two copies of one output in a namespace carry the same "
             "labels (a namePrefix renames objects, not labels); add a label per copy (kustomize `labels` with "
@@ -218,10 +218,10 @@ def _deployment_selector(
     named = _container_ports(_get(owners[0], "spec", "template") or {})
     for path, port in ports:
         if isinstance(port, str) and port not in named:
-            yield OutputError(path, f"{port!r} is not a named port of the pods it selects")
+            yield Finding(path, f"{port!r} is not a named port of the pods it selects")
 
 
-def _service(service: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+def _service(service: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
     selector = _get(service, "spec", "selector") or {}
     if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector or not objects["workloads"]:
         return
@@ -243,7 +243,7 @@ def monitor_namespace(monitor: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
         )
 
 
-def _monitor(monitor: dict[str, Any], objects: dict[str, dict]) -> Iterator[OutputError]:
+def _monitor(monitor: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
     selector = _get(monitor, "spec", "selector", "matchLabels") or {}
     if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector:
         return  # relations.py checks monitors of LeaderWorkerSet pods (and ones that select nothing)
@@ -251,7 +251,7 @@ def _monitor(monitor: dict[str, Any], objects: dict[str, dict]) -> Iterator[Outp
     ports = [(("spec", "podMetricsEndpoints", i, "port"), e.get("port")) for i, e in enumerate(endpoints)]
     yield from _deployment_selector(monitor, selector, ports, objects)
     for path, message in monitor_namespace(monitor):
-        yield OutputError(path, message)
+        yield Finding(path, message)
 
 
 @lru_cache(maxsize=1)
@@ -285,24 +285,24 @@ def _references(config: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _picker_config(config_map: dict[str, Any], sets: dict[str, dict]) -> Iterator[OutputError]:
+def _picker_config(config_map: dict[str, Any], sets: dict[str, dict]) -> Iterator[Finding]:
     for key, text in (config_map.get("data") or {}).items():
         if not isinstance(text, str) or PICKER_CONFIG_KIND not in text:
             continue
         try:
             config = yaml.load(text, Loader=_FAST_LOADER)  # libyaml: the pure-Python parser cost a whole render
         except yaml.YAMLError as err:
-            yield OutputError(("data", key), f"is not YAML: {err}")
+            yield Finding(("data", key), f"is not YAML: {err}")
             continue
         if not isinstance(config, dict) or config.get("kind") != PICKER_CONFIG_KIND:
             continue
         for err in sorted(_config_validator().iter_errors(config), key=lambda e: list(e.absolute_path)):
             where = ".".join(str(p) for p in err.absolute_path) or "(top)"
-            yield OutputError(("data", key), f"{where}: {err.message} (llm-d-router decodes its config strictly)")
+            yield Finding(("data", key), f"{where}: {err.message} (llm-d-router decodes its config strictly)")
         for path, message in _references(config) if isinstance(config.get("plugins"), list) else ():
-            yield OutputError(("data", key), f"{'.'.join(map(str, path))}: {message}")
+            yield Finding(("data", key), f"{'.'.join(map(str, path))}: {message}")
         for path, message in _screener_scopes(config, sets):
-            yield OutputError(("data", key), f"{'.'.join(map(str, path))}: {message}")
+            yield Finding(("data", key), f"{'.'.join(map(str, path))}: {message}")
 
 
 SCREENER = "disaggregatedset-rollout-screener"
@@ -330,7 +330,7 @@ RULES = {
 }
 
 
-def routing_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, OutputError]]:
+def routing_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, Finding]]:
     everything = [o for docs in objects_by_file.values() for o in docs if isinstance(o, dict)]
     objects: dict[str, Any] = {
         kind: _named(everything, kind) for kind in ("LeaderWorkerSet", "Service", "InferencePool")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen.derive.naming import ROLE_LABEL, SET_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.naming import ROLE_LABEL, SET_NAME_LABEL, WORKER_INDEX_LABEL
 
 KIND = "DisaggregatedSet"
 SCALER_KIND, API_VERSION = "DisaggregatedSetRoleScaler", "disaggregatedset.x-k8s.io/v1"

@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lwsgen import bounds
-from lwsgen.check.profile import Profile
-from lwsgen.load.source import Source
-from lwsgen.output import added, protected
+from lwsgen import bounds, confine
+from lwsgen.derive.kinds import BY_KEY, file_of
+from lwsgen.load.inherit import work_tree
+from lwsgen.load.source import Source, load_documents
+from lwsgen.output import added, parse, protected
 from lwsgen.output.overrides import (
     TEMPLATES,
     Hatch,
@@ -23,6 +24,8 @@ from lwsgen.output.overrides import (
 )
 from lwsgen.output.parse import OutputFile
 from lwsgen.problems import Problem, ProblemsError
+from lwsgen.profile import Profile
+from lwsgen.render import render, user_templates
 
 NOT_REPLACEABLE = ("kustomization", "kustomizeconfig")  # built from the other files; kustomize's own rules
 
@@ -30,7 +33,6 @@ NOT_REPLACEABLE = ("kustomization", "kustomizeconfig")  # built from the other f
 def templates_dir(profile: Profile, src: Source, profile_path: Path) -> Path | None:
     """The `templates:` directory, resolved from the profile file that sets it and confined to that
     profile's directory or git work tree (as `extends` is); raises ProblemsError."""
-    from lwsgen.load.inherit import work_tree
 
     if profile.templates is None:
         return None
@@ -56,8 +58,6 @@ def templates_dir(profile: Profile, src: Source, profile_path: Path) -> Path | N
 def template_keys(directory: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(lwsgen's kinds replaced, kinds added) by the directory's <key>.yaml.j2 files; `_*` files are
     macros to import, not kinds. check_keys says what is wrong with them."""
-    from lwsgen.derive.kinds import BY_KEY
-    from lwsgen.render import user_templates
 
     keys = [key for key in user_templates(directory) if not key.startswith("_")]
     return tuple(k for k in keys if k in BY_KEY), tuple(k for k in keys if k not in BY_KEY)
@@ -67,8 +67,6 @@ def check_keys(src: Source, directory: Path, keys: tuple[str, ...], emitted: set
     """Raises ProblemsError for a key no template may have, one replacing a kind this profile does
     not emit, a badly named added kind, or a directory with no template at all."""
     import re
-
-    from lwsgen.derive.kinds import BY_KEY
 
     problems = []
     for key in keys:
@@ -89,7 +87,6 @@ def check_keys(src: Source, directory: Path, keys: tuple[str, ...], emitted: set
 def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
     """The directory's templates rendered, in a child bounded in CPU time, memory and output
     (lwsgen/confine.py); a template that fails or goes past a bound is a problem at `templates`."""
-    from lwsgen import confine
 
     try:
         return confine.run(
@@ -102,8 +99,6 @@ def render_templates(deployment, directory: Path, keys: tuple[str, ...], src: So
 def _rendered(deployment, directory: Path, keys: tuple[str, ...], src: Source) -> dict[str, str]:
     import jinja2
     from jinja2.sandbox import SecurityError
-
-    from lwsgen.render import render
 
     rendered = {}
     for key in keys:
@@ -132,9 +127,6 @@ def parse_templates(rendered: dict[str, str], src: Source, keys: tuple[str, ...]
     (lwsgen/bounds.py: nesting, size, numbers), is a problem at `templates`."""
     import yaml
 
-    from lwsgen.load.source import load_documents
-    from lwsgen.output import parse
-
     for key in keys:
         try:
             load_documents(rendered[key], f"{key}.yaml.j2")
@@ -156,7 +148,6 @@ def template_problems(
     profile: Profile, src: Source, builtin: list[OutputFile], files: list[OutputFile], keys: tuple[str, ...]
 ) -> tuple[list[Problem], Origins]:
     """A replacing template must keep every object of lwsgen's and every value it derives."""
-    from lwsgen.derive.kinds import file_of
 
     found = protected.devices(profile)
     before = {f.name: f for f in builtin}

@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from lwsgen import resources
 from lwsgen.derive import kinds
 from lwsgen.files import atomic_write, cache_dir, trusted
+from lwsgen.kubeschemas import located, schema_dir, self_contained
 from lwsgen.output.apirules import api_errors
-from lwsgen.output.locate import OutputError
+from lwsgen.problems import Finding
 
 K8S_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
 # (apiVersion, kind) -> project schema file, for kinds Kubernetes does not define.
@@ -32,72 +33,18 @@ class UnknownKind(Exception):
     pass
 
 
-@lru_cache(maxsize=1)
-def _k8s_schema_root() -> Path:
-    return resources.kubernetes_schema_root()
-
-
-@cache
-def available_versions() -> tuple[str, ...]:
-    found = []
-    for entry in _k8s_schema_root().iterdir():
-        match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+-local-strict", entry.name)
-        if match:
-            found.append((int(match[1]), int(match[2])))
-    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
-
-
-def _schema_dir(version: str) -> Path:
-    return _k8s_schema_root() / f"v{version}.0-local-strict"
-
-
 # Core kinds lwsgen emits: their schemas, and the project's, reach only a few of the ~700
 # Kubernetes definitions. Render compiles each from a self-contained schema text (its own
 # definitions inlined), which jsonschema-rs parses itself: no registry, no Python-side JSON.
 EMITTED_CORE = kinds.core_kinds()
-_REF = re.compile(r'"\$ref":\s*"[^"#]*#/\$defs/([^"]+)"')
-_REF_PREFIX = re.compile(r'("\$ref":\s*")[^"#]*#/\$defs/')
 # Bump when the layout of the cached schema texts changes.
 STRICT_CACHE_FORMAT = 1
-
-
-def _without_descriptions(node: Any) -> Any:
-    """Validation never reads descriptions; they are most of the definitions' bytes."""
-    if isinstance(node, dict):
-        return {k: _without_descriptions(v) for k, v in node.items() if not (k == "description" and isinstance(v, str))}
-    if isinstance(node, list):
-        return [_without_descriptions(v) for v in node]
-    return node
-
-
-def _closure(definitions: dict[str, Any], roots: set[str]) -> dict[str, Any]:
-    """The definitions reachable through $ref from the named roots, without their descriptions."""
-    found: dict[str, Any] = {}
-    pending = list(roots)
-    while pending:
-        name = pending.pop()
-        if name in found or name not in definitions:
-            continue
-        found[name] = _without_descriptions(definitions[name])
-        pending += _REF.findall(json.dumps(definitions[name]))
-    return found
-
-
-def self_contained(root: dict[str, Any], definitions: dict[str, Any]) -> str:
-    """root as JSON text with every Kubernetes definition it reaches in its own $defs, and each
-    reference into the definitions file rewritten to point there."""
-    reached = _closure(definitions, set(_REF.findall(json.dumps(root))))
-    own = root.get("$defs", {})
-    if own.keys() & reached.keys():
-        raise RuntimeError(f"schema $defs shadow Kubernetes definitions: {sorted(own.keys() & reached.keys())}")
-    text = json.dumps({**_without_descriptions(root), "$defs": {**own, **reached}}, sort_keys=True)
-    return _REF_PREFIX.sub(r"\1#/$defs/", text)
 
 
 def _strict_sources(version: str) -> dict[str, dict[str, Any]]:
     """Cache key -> root schema, for every kind and file lwsgen emits."""
     roots = {
-        f"{a} {k}": json.loads((_schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8"))
+        f"{a} {k}": json.loads((schema_dir(version) / _k8s_file(a, k)).read_text(encoding="utf-8"))
         for a, k in EMITTED_CORE
     }
     roots.update({f"{a} {k}": embedded(resources.schema(name)) for (a, k), name in PROJECT_SCHEMAS.items()})
@@ -132,7 +79,7 @@ def strict_file_name(version: str) -> str:
     with the wheel) or in the cache directory (built on first use) holds the same texts."""
     import zlib
 
-    definitions = (_schema_dir(version) / "_definitions.json").read_bytes()
+    definitions = (schema_dir(version) / "_definitions.json").read_bytes()
     project = b"".join(
         resources.schema_bytes(name) for name in sorted({*PROJECT_SCHEMAS.values(), *FILE_SCHEMAS.values()})
     )
@@ -144,7 +91,7 @@ SHIPPED_STRICT = "strict"  # schemas/strict/ in an installed package, made when 
 
 
 def build_strict_texts(version: str) -> dict[str, str]:
-    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
+    definitions = json.loads((schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
     return {key: self_contained(root, definitions) for key, root in _strict_sources(version).items()}
 
 
@@ -198,7 +145,7 @@ def _registry(version: str):
     """All ~700 Kubernetes definitions, for kinds lwsgen does not emit (`lwsgen validate`)."""
     import jsonschema_rs
 
-    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))
+    definitions = json.loads((schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))
     return jsonschema_rs.Registry([(K8S_DEFINITIONS, definitions)])
 
 
@@ -223,7 +170,7 @@ def validator(version: str, api_version: str, kind: str):
     # a file name made of the document's own words: only what Kubernetes' names can be, never a path
     if not (_KIND.fullmatch(str(kind)) and _API_VERSION.fullmatch(str(api_version))):
         raise UnknownKind(f"no schema for {api_version} {kind}")
-    path = _schema_dir(version) / _k8s_file(api_version, kind)
+    path = schema_dir(version) / _k8s_file(api_version, kind)
     if not path.is_file():
         raise UnknownKind(f"no schema for {api_version} {kind}")
     return jsonschema_rs.validator_for(json.loads(path.read_text(encoding="utf-8")), registry=_registry(version))
@@ -236,16 +183,6 @@ def _file_validator(version: str, schema_file: str):
     return jsonschema_rs.validator_for(strict_texts(version)[schema_file])
 
 
-def _located(err) -> OutputError:
-    """An error at its path; an unknown field is reported at its own key."""
-    path = tuple(err.instance_path)
-    if err.kind.name == "additionalProperties":
-        unexpected = err.kind.unexpected
-        more = f" (and {len(unexpected) - 1} more here)" if len(unexpected) > 1 else ""
-        return OutputError(path + (unexpected[0],), f"unknown field {unexpected[0]!r}{more}", at_key=True)
-    return OutputError(path, err.message)
-
-
 def has_schema(obj: dict[str, Any], version: str, file: str = "") -> bool:
     if file in FILE_SCHEMAS:
         return True
@@ -256,35 +193,21 @@ def has_schema(obj: dict[str, Any], version: str, file: str = "") -> bool:
     return True
 
 
-def schema_errors(obj: dict[str, Any], version: str, file: str = "") -> Iterator[OutputError]:
+def schema_errors(obj: dict[str, Any], version: str, file: str = "") -> Iterator[Finding]:
     """Every way obj breaks its strict schema."""
     if file in FILE_SCHEMAS:
-        yield from (_located(err) for err in _file_validator(version, FILE_SCHEMAS[file]).iter_errors(obj))
+        yield from (located(err) for err in _file_validator(version, FILE_SCHEMAS[file]).iter_errors(obj))
         return
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
-        yield OutputError((), "apiVersion and kind must be strings")
+        yield Finding((), "apiVersion and kind must be strings")
         return
     try:
         compiled = validator(version, api_version, kind)
     except UnknownKind as err:
-        yield OutputError(("kind",), str(err))
+        yield Finding(("kind",), str(err))
         return
-    found = [_located(err) for err in compiled.iter_errors(obj)]
+    found = [located(err) for err in compiled.iter_errors(obj)]
     yield from found
     if not found:  # Kubernetes' API rules read an object of the right shape
         yield from api_errors(obj)
-
-
-@cache
-def _definition_validator(version: str, definition: str):
-    """One Kubernetes definition (io.k8s.api.core.v1.Affinity, ...), strict, compiled once: what
-    the profile's escape hatches take."""
-    import jsonschema_rs
-
-    definitions = json.loads((_schema_dir(version) / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
-    return jsonschema_rs.validator_for(self_contained({"$ref": f"#/$defs/{definition}"}, definitions))
-
-
-def definition_errors(value: Any, definition: str, version: str) -> Iterator[OutputError]:
-    yield from (_located(err) for err in _definition_validator(version, definition).iter_errors(value))

@@ -31,13 +31,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from lwsgen.derive.kinds import listed
 from lwsgen.files import create_exclusive
+from lwsgen.output.rendered import Rendered
 from lwsgen.records import Record
-
-if TYPE_CHECKING:  # the type only: importing the pipeline would load Jinja into `lwsgen validate`
-    from lwsgen.pipeline import Rendered
 
 # Lists the files lwsgen wrote into a directory, so a later render removes only its own files.
 MANIFEST = ".lwsgen-files"
@@ -135,7 +133,7 @@ def _directory_lock(out_root: Path) -> int:
 SOURCE_LINE = "# rendered from "  # .lwsgen-files' first line: the profile, relative to the directory
 
 
-def _with_manifest(result: "Rendered", directory: Path) -> dict[str, str]:
+def _with_manifest(result: Rendered, directory: Path) -> dict[str, str]:
     files = dict(result.files)
     source = ""
     if result.path:  # relative to the directory as it really is: however OUT is spelled, the same line
@@ -205,7 +203,7 @@ def _same(path: Path, text: str) -> bool:
     return os.lstat(path).st_size == len(data) and path.read_bytes() == data  # no reading a huge file
 
 
-def plan(out_root: Path, result: "Rendered", force: bool = False) -> Plan:
+def plan(out_root: Path, result: Rendered, force: bool = False) -> Plan:
     """What a write of result changes; raises WriteError for a link or a file lwsgen did not write.
     --force replaces such a file, and removes the ones the profile does not render; without it they
     are kept (and --check reports them as extra)."""
@@ -368,7 +366,7 @@ def _private(out_root: Path) -> None:
         )
 
 
-def write_all(out_root: Path, results: list["Rendered"], force: bool = False) -> list[WriteReport]:
+def write_all(out_root: Path, results: list[Rendered], force: bool = False) -> list[WriteReport]:
     """Write every result (the caller holds the lock); nothing is written unless every directory may be."""
     try:
         _private(out_root)
@@ -425,7 +423,7 @@ def _diff(path: Path, text: str) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def drift(out_root: Path, result: "Rendered") -> list[Drift]:
+def drift(out_root: Path, result: Rendered) -> list[Drift]:
     """Every missing, stale or extra file of OUT/<name>/."""
     directory = out_root / result.name
     files = _with_manifest(result, directory)
@@ -457,7 +455,7 @@ class Orphan(Record):
     source: str  # the profile it was rendered from, as recorded (or "unknown")
 
 
-def orphans(out_root: Path, results: list["Rendered"], scope: list[Path]) -> list[Orphan]:
+def orphans(out_root: Path, results: list[Rendered], scope: list[Path]) -> list[Orphan]:
     """OUT/<name>/ directories lwsgen owns (they hold .lwsgen-files) whose profile is in the scope of
     this run (a given file, or under a given directory) and rendered none of them: the profile was
     deleted, renamed, or now says `base: true`. A directory whose profile lies outside the scope
@@ -508,11 +506,10 @@ def remove_orphans(out_root: Path, found: list[Orphan], force: bool = False) -> 
     return kept
 
 
-def stream(results: list["Rendered"], include: tuple[str, ...] = ()) -> str:
+def stream(results: list[Rendered], include: tuple[str, ...] = ()) -> str:
     """One multi-document YAML stream of exactly the objects each directory's kustomization lists
     (what `kubectl kustomize OUT/<name>` builds, and what Argo CD applies), in file order; files
     outside it (one-off tests, configuration fragments) only when `include` names their kind."""
-    from lwsgen.derive.kinds import listed
 
     docs = []
     for result in results:

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from lwsgen.bounds import MAX_TEMPLATE_BYTES
 from lwsgen.derive.model import Deployment, Several
 from lwsgen.files import cache_dir, trusted
 from lwsgen.resources import package_dir
@@ -189,7 +190,6 @@ class TooLarge(Exception):
 
 def _bounded(template: jinja2.Template, values: Any) -> str:
     """A profile's template rendered chunk by chunk, stopped once it writes too much."""
-    from lwsgen.bounds import MAX_TEMPLATE_BYTES
 
     parts, size = [], 0
     for chunk in template.generate(v=values):

@@ -1,16 +1,14 @@
-"""The runtime registry: every runtime is a module with NAME, ENGINE (its version table,
-versions.py), capabilities(version, profile or None) and parts(profile), and optionally check(profile) for rules of
-its own; parts and check take the typed Profile (check/profile.py)."""
+"""The runtime registry: every runtime is a module that ends with `RUNTIME = Runtime(...)`, the typed
+contract of runtimes/base.py (its name, engine version table, capabilities and parts, and what it
+adds to the checks); everything it is given is the typed Profile (profile.py)."""
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from lwsgen.runtimes import aphrodite, llamacpp, sglang, triton_trtllm, trtllm_serve, versions, vllm
-from lwsgen.runtimes.base import Capabilities
+from lwsgen.runtimes.base import Capabilities, Runtime
 
-REGISTRY: dict[str, ModuleType] = {
-    module.NAME: module for module in (triton_trtllm, vllm, aphrodite, sglang, llamacpp, trtllm_serve)
+REGISTRY: dict[str, Runtime] = {
+    module.RUNTIME.name: module.RUNTIME for module in (triton_trtllm, vllm, aphrodite, sglang, llamacpp, trtllm_serve)
 }
 
 
@@ -18,12 +16,12 @@ def known() -> list[str]:
     return sorted(REGISTRY)
 
 
-def get(name: str) -> ModuleType | None:
+def get(name: str) -> Runtime | None:
     return REGISTRY.get(name)
 
 
 def engine_version(profile) -> versions.EngineVersion:
-    return versions.of(profile, REGISTRY[profile.runtime].ENGINE)
+    return versions.of(profile, REGISTRY[profile.runtime].engine)
 
 
 def capabilities(profile) -> Capabilities:
@@ -34,23 +32,21 @@ def capabilities(profile) -> Capabilities:
 def newest_capabilities(name: str) -> Capabilities:
     """The runtime's facts at the newest engine version lwsgen checked (docs, cross-runtime lists)."""
     plugin = REGISTRY[name]
-    return plugin.capabilities(versions.EngineVersion(plugin.ENGINE, plugin.ENGINE.checked, "assumed"), None)
+    return plugin.capabilities(versions.EngineVersion(plugin.engine, plugin.engine.checked, "assumed"), None)
 
 
 def served_name(profile) -> str:
     """The model clients request: model.servedName, else the runtime's default (the entry model of a
     Triton repository), else what the engine serves by default (Profile.served_name: the model id)."""
-    default = getattr(REGISTRY[profile.runtime], "DEFAULT_SERVED_NAME", None)
+    default = REGISTRY[profile.runtime].default_served_name
     return profile.model.served_name or default or profile.served_name
 
 
-def checks(plugin: ModuleType, profile) -> list[tuple[tuple, str, str]]:
-    """(path, message, code) for the runtime's own rules, if it has any."""
-    check = getattr(plugin, "check", None)
-    return check(profile) if check else []
+def checks(plugin: Runtime, profile) -> list[tuple[tuple, str, str]]:
+    """(path, message, code) for the runtime's own rules."""
+    return plugin.check(profile)
 
 
 def warnings(profile) -> list[tuple[tuple, str, str]]:
     """(path, message, code) the runtime says of a valid profile, if it says anything."""
-    warn = getattr(REGISTRY[profile.runtime], "warnings", None)
-    return warn(profile) if warn else []
+    return REGISTRY[profile.runtime].warnings(profile)

@@ -17,9 +17,9 @@ Metrics are on the serving port with the `aphrodite:` prefix (`aphrodite:num_req
 
 from __future__ import annotations
 
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
-from lwsgen.runtimes.base import Capabilities, Probes, RuntimeParts
+from lwsgen.runtimes.base import Capabilities, Probes, Runtime, RuntimeParts
 from lwsgen.runtimes.versions import Since
 
 NAME = "aphrodite"
@@ -93,3 +93,16 @@ def parts(profile: Profile) -> RuntimeParts:
     if mode(profile) == "native":
         return launchers.vllm_family_native(profile, family(version), SERVING_PORT, PROBES)
     return launchers.vllm_family_on_ray(profile, family(version), SERVING_PORT, PROBES)
+
+
+RUNTIME = Runtime(
+    name=NAME,
+    engine=ENGINE,
+    doc=__doc__,
+    capabilities=capabilities,
+    parts=parts,
+    check=check,
+    launch_modes=LAUNCH_MODES,
+    mode=mode,
+    reads_hub_ids=READS_HUB_IDS,
+)

@@ -1,7 +1,8 @@
-"""What a runtime plugin receives (the typed Profile, check/profile.py) and returns: plain data,
+"""What a runtime plugin receives (the typed Profile, profile.py) and returns: plain data,
 no Kubernetes objects."""
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from lwsgen.records import Record
@@ -235,3 +236,42 @@ def served_name(profile) -> str:
 
 def extra_args(profile) -> tuple[str, ...]:
     return tuple(literal(arg) for arg in profile.model.extra_args)
+
+
+Finding3 = tuple[tuple, str, str]  # (profile path, message, code): what a runtime's rules return
+
+
+def _says_nothing(_profile: Any) -> list[Finding3]:
+    return []
+
+
+class Runtime(Record):
+    """The contract every runtime plugin fills (runtimes/<name>.py ends with `RUNTIME = Runtime(...)`,
+    runtimes/__init__.py registers it). The first fields are required; every other one has the default
+    written here, which is what a runtime that leaves it out gets."""
+
+    name: str  # the profile's `runtime`
+    engine: Any  # versions.Engine: the engine's versions, the features each has, its images
+    doc: str  # the module's docstring: docs/runtimes.md prints it
+    # (engine version, the profile or None for the newest checked) -> the runtime's facts
+    capabilities: Callable[..., Capabilities]
+    parts: Callable[..., RuntimeParts]  # profile -> the leader and worker commands, ports, scripts
+    # profile -> (path, message, code) errors and warnings of the runtime's own rules
+    check: Callable[[Any], list[Finding3]] = _says_nothing
+    warnings: Callable[[Any], list[Finding3]] = _says_nothing
+    # Prefill/decode roles: None means the runtime cannot disaggregate; kv_problems and
+    # warnings_of_roles read the whole profile (roles and all); KV_MATCHING flags must be equal on
+    # every role; KV_FLAGS are derived for roles and may not be repeated in model.extraArgs.
+    kv_transfer: Callable[..., KvTransfer] | None = None
+    kv_problems: Callable[[Any], list[Finding3]] = _says_nothing
+    warnings_of_roles: Callable[[Any], list[Finding3]] = _says_nothing
+    kv_matching: tuple[str, ...] = ()
+    kv_flags: tuple[str, ...] = ()
+    data_and_expert: bool = False  # parallelism.data and .expert are derived for it
+    launch_modes: tuple[str, ...] = ()  # launch.mode values it takes (native, ray); () none
+    mode: Callable[[Any], str] | None = None  # profile -> the launch mode it runs
+    reads_hub_ids: bool = False  # model.path may be a hub id the engine downloads at start
+    own_fields: tuple[tuple[str, ...], ...] = ()  # profile fields only this runtime reads
+    default_served_name: str | None = None  # what clients call when model.servedName is unset
+    flag_features: dict[str, str] | None = None  # extraArgs flag -> the engine feature that brought it
+    workers_load_model: bool = True  # the workers read the weights (llama.cpp's rpc-servers do not)

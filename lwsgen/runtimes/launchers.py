@@ -4,7 +4,7 @@ cluster, an engine that dials the leader itself, and llama.cpp RPC."""
 from __future__ import annotations
 
 from lwsgen import resources
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 from lwsgen.records import Record
 from lwsgen.runtimes.base import (
     TOOLS_MOUNT,

@@ -34,12 +34,13 @@ are refused for a group of more than one pod. `model.path` is a GGUF file.
 
 from __future__ import annotations
 
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
     Capabilities,
     Probes,
     RouterMetrics,
+    Runtime,
     RuntimeParts,
     extra_args,
     model_path,
@@ -183,3 +184,15 @@ def parts(profile: Profile) -> RuntimeParts:
         servers_per_pod=rpc_servers_per_pod(profile),
         cache_dir=cache,
     )
+
+
+RUNTIME = Runtime(
+    name=NAME,
+    engine=ENGINE,
+    doc=__doc__,
+    capabilities=capabilities,
+    parts=parts,
+    check=check,
+    warnings=warnings,
+    workers_load_model=WORKERS_LOAD_MODEL,
+)

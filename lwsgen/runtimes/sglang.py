@@ -31,7 +31,7 @@ would flap under long prefills); before 0.4.10.post2 `/health` answers at once (
 
 from __future__ import annotations
 
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
     Capabilities,
@@ -39,6 +39,7 @@ from lwsgen.runtimes.base import (
     Port,
     Probes,
     RouterMetrics,
+    Runtime,
     RuntimeParts,
     extra_args,
     model_path,
@@ -267,6 +268,9 @@ def parts(profile: Profile) -> RuntimeParts:
 
 # Prefill/decode disaggregation (roles): docs/advanced_features/pd_disaggregation.md and the LWS
 # guide (docs/references/multi_node_deployment/lws_pd/lws_pd_deploy.md).
+# The sglang-router a set of roles runs (derive/disaggregation.py): --port and --prometheus-port defaults
+# (sgl-model-gateway py_src/sglang_router/router_args.py).
+ROUTER_PORT, ROUTER_METRICS_PORT = 30000, 29000
 BOOTSTRAP_PORT = 8998  # --disaggregation-bootstrap-port's default (server_args.py), set explicitly
 # What the router reads a prefill pod's bootstrap port from (a fixed name: sglang_router/router_args.py@0.3.2
 # line 925); only prefill serves the bootstrap server (srt/managers/disagg_service.py@v0.5.23).
@@ -301,8 +305,6 @@ def kv_transfer(profile: Profile, role: str, roles: tuple[str, ...]) -> KvTransf
 
 def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
     """What SGLang needs of a disaggregated profile (check/disaggregation.py)."""
-    from lwsgen.check.disaggregation import matching_flag_problems
-
     out, roles = [], top.roles
     version = versions.of(top, ENGINE)
     sizes = {role: p.parallelism.data * p.parallelism.tensor for role, p in roles.items()}
@@ -315,4 +317,21 @@ def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
             "1.13's --epd-disaggregation, not by the sglang-router lwsgen runs: leave roles.encode out, or use vLLM"
         )
         out.append((("roles", "encode"), message, "not-supported"))
-    return out + matching_flag_problems(top, KV_MATCHING)
+    return out
+
+
+RUNTIME = Runtime(
+    name=NAME,
+    engine=ENGINE,
+    doc=__doc__,
+    capabilities=capabilities,
+    parts=parts,
+    check=check,
+    kv_transfer=kv_transfer,
+    kv_problems=kv_problems,
+    kv_matching=KV_MATCHING,
+    kv_flags=KV_FLAGS,
+    data_and_expert=DATA_AND_EXPERT,
+    reads_hub_ids=READS_HUB_IDS,
+    flag_features=FLAG_FEATURES,
+)

@@ -24,7 +24,7 @@ clients call: `model.servedName`, default `ensemble`.
 
 from __future__ import annotations
 
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
     SCRIPTS_MOUNT,
@@ -33,6 +33,7 @@ from lwsgen.runtimes.base import (
     Probes,
     RecordingRule,
     RouterMetrics,
+    Runtime,
     RuntimeParts,
     extra_args,
     model_path,
@@ -179,3 +180,15 @@ def parts(profile: Profile) -> RuntimeParts:
         extra_scripts=("triton-rank.sh",),
         leader_env=ports_env,
     )
+
+
+RUNTIME = Runtime(
+    name=NAME,
+    engine=ENGINE,
+    doc=__doc__,
+    capabilities=capabilities,
+    parts=parts,
+    check=check,
+    default_served_name=DEFAULT_SERVED_NAME,
+    own_fields=OWN_FIELDS,
+)

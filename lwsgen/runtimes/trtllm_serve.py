@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
     SCRIPTS_MOUNT,
@@ -36,6 +36,7 @@ from lwsgen.runtimes.base import (
     Probes,
     RecordingRule,
     RouterMetrics,
+    Runtime,
     RuntimeParts,
     extra_args,
     model_path,
@@ -223,3 +224,15 @@ def parts(profile: Profile) -> RuntimeParts:
         leader_env=(plain_env("LWSGEN_SERVE_ARGV", json.dumps(serve_command(profile))),),
         files=files,
     )
+
+
+RUNTIME = Runtime(
+    name=NAME,
+    engine=ENGINE,
+    doc=__doc__,
+    capabilities=capabilities,
+    parts=parts,
+    warnings=warnings,
+    reads_hub_ids=READS_HUB_IDS,
+    own_fields=OWN_FIELDS,
+)

@@ -42,9 +42,18 @@ name is hidden from 0.11.0 and gone in 0.12.0). `model.path` is a hub id or a we
 
 from __future__ import annotations
 
-from lwsgen.check.profile import Profile
+from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
-from lwsgen.runtimes.base import Capabilities, KvTransfer, Probes, RouterMetrics, RuntimeParts, field_env, plain_env
+from lwsgen.runtimes.base import (
+    Capabilities,
+    KvTransfer,
+    Probes,
+    RouterMetrics,
+    Runtime,
+    RuntimeParts,
+    field_env,
+    plain_env,
+)
 from lwsgen.runtimes.versions import Since
 
 NAME = "vllm"
@@ -321,8 +330,6 @@ def warnings_of_roles(top: Profile) -> list[tuple[tuple, str, str]]:
 
 def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
     """What vLLM needs of a disaggregated profile (check/disaggregation.py)."""
-    from lwsgen.check.disaggregation import matching_flag_problems
-
     out, d = [], top.disaggregation
     problem = versions.of(top, ENGINE).needs("nixl-connector", "roles")
     if problem:
@@ -353,4 +360,24 @@ def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
         problem = versions.of(top, ENGINE).needs("ec-cpu-nixl", "roles.encode")
         if problem:
             out.append((("roles", "encode"), problem, "needs-newer-engine"))
-    return out + matching_flag_problems(top, KV_MATCHING)
+    return out
+
+
+RUNTIME = Runtime(
+    name=NAME,
+    engine=ENGINE,
+    doc=__doc__,
+    capabilities=capabilities,
+    parts=parts,
+    check=check,
+    kv_transfer=kv_transfer,
+    kv_problems=kv_problems,
+    warnings_of_roles=warnings_of_roles,
+    kv_matching=KV_MATCHING,
+    kv_flags=KV_FLAGS,
+    data_and_expert=DATA_AND_EXPERT,
+    launch_modes=LAUNCH_MODES,
+    mode=mode,
+    reads_hub_ids=READS_HUB_IDS,
+    flag_features=FLAG_FEATURES,
+)

@@ -250,8 +250,8 @@ def test_worker_waits_to_be_driven_and_stops_cleanly_on_sigterm(tmp_path):
 
 
 def test_relative_model_path_is_refused():
-    from lwsgen.check.profile import from_data
     from lwsgen.check.schema import with_defaults
+    from lwsgen.profile import from_data
 
     profile = from_data(
         with_defaults(

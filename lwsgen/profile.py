@@ -483,3 +483,10 @@ def build(cls: type, data: dict[str, Any]) -> Any:
 def from_data(data: dict[str, Any]) -> Profile:
     """The typed profile of schema-valid data with its defaults filled in."""
     return build(Profile, data)
+
+
+def kept_capabilities(profile: Profile, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Kept capabilities: IPC_LOCK where RDMA must pin memory, then what the profile and the caller add."""
+    keep = ["IPC_LOCK"] if profile.node.needs_ipc_lock else []
+    keep += [c for c in (*profile.security.add_capabilities, *extra) if c not in keep]
+    return tuple(keep)
