@@ -10,7 +10,8 @@ from lwsgen.derive.kinds import listed
 from lwsgen.load import load
 from lwsgen.load.given import NOTHING, STDIN, Given
 from lwsgen.load.source import dotted, load_documents
-from lwsgen.output import locate, overrides, parse, relations, usertemplates, validate
+from lwsgen.output import hatches, locate, parse, relations, validate
+from lwsgen.output.hatches import patches, templates
 from lwsgen.output.rendered import Rendered
 from lwsgen.problems import Finding, Problem, ProblemsError
 from lwsgen.profile import Profile
@@ -32,7 +33,7 @@ def _output_problems(
     parsed: dict[str, tuple],
     version: str,
     src,
-    origins: overrides.Origins,
+    origins: hatches.Origins,
     src_profile: Profile | None = None,
 ) -> list[Problem]:
     found: dict[str, list[tuple[int, Finding]]] = {}
@@ -45,7 +46,7 @@ def _output_problems(
     for name, errors in sorted(found.items()):
         placed = []
         for index, error in errors:  # what a pod field of the profile put there: said at that field
-            at = overrides.field_origin(src_profile, parsed[name][index], tuple(error.path)) if src_profile else None
+            at = hatches.field_origin(src_profile, parsed[name][index], tuple(error.path)) if src_profile else None
             if at is not None:
                 problems.append(src.problem(at, error.message, "invalid-output"))
                 placed.append((index, error))
@@ -68,27 +69,27 @@ def _output_problems(
     return list(dict.fromkeys(problems))  # a shared pod field's problem once, not once per role
 
 
-def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, list[Problem], overrides.Origins]:
-    """The output files with the profile's templates and patches applied (output/overrides.py)."""
-    directory = usertemplates.templates_dir(profile, src, path)
-    replaced, added = usertemplates.template_keys(directory) if directory is not None else ((), ())
+def _hatched(profile: Profile, src, path: Path, deployment_for) -> tuple[list, list[Problem], hatches.Origins]:
+    """The output files with the profile's templates and patches applied (output/hatches/)."""
+    directory = templates.templates_dir(profile, src, path)
+    replaced, added = templates.template_keys(directory) if directory is not None else ((), ())
     deployment = deployment_for(added)
     if directory is not None:  # lwsgen's kinds: what this profile emits besides the added ones
         emitted = {key for key in deployment.objects if key not in added}
-        usertemplates.check_keys(src, directory, (*replaced, *added), emitted)
+        templates.check_keys(src, directory, (*replaced, *added), emitted)
     builtin = render(deployment, keys=tuple(k for k in deployment.objects if k not in added))
     problems, origins = [], {}
     output = parse.build(builtin)
     if directory is not None:
-        user = usertemplates.render_templates(deployment, directory, (*replaced, *added), src)
-        files = usertemplates.parse_templates({**builtin, **user}, src, (*replaced, *added))
-        problems, origins = usertemplates.template_problems(profile, src, output, files, (*replaced, *added))
+        user = templates.render_templates(deployment, directory, (*replaced, *added), src)
+        files = templates.parse_templates({**builtin, **user}, src, (*replaced, *added))
+        problems, origins = templates.template_problems(profile, src, output, files, (*replaced, *added))
         output = files
     if any(p.is_error for p in problems):  # patches apply to objects of the right shape only
         return output, problems, origins
     if profile.patches:
-        output, more, patched = overrides.apply_patches(profile, src, output)
-        problems += more + overrides.duplicates(src, ("patches",), output)
+        output, more, patched = patches.apply_patches(profile, src, output)
+        problems += more + hatches.duplicates(src, ("patches",), output)
         origins.update(patched)
     return output, problems, origins
 

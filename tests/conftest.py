@@ -14,6 +14,8 @@ import yaml
 # Renders of unchanged input are kept between runs (lwsgen/render_cache.py); tests that replace a
 # stage to see what it does must reach it, so the suite renders afresh unless a test turns them on.
 os.environ.setdefault("LWSGEN_NO_RENDER_CACHE", "1")
+# A rule that reports a code it did not declare fails the test that made it say it (lwsgen/registry.py).
+os.environ.setdefault("LWSGEN_STRICT_RULES", "1")
 
 # Property tests marked `sampled` draw a third of their examples in make test; make test-slow
 # (LWSGEN_EXHAUSTIVE=1) runs them whole.

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import REPO, lws_of, merged, objects_of, tool
-from lwsgen.output import patch
+from lwsgen.output.hatches import merge as patch
 from lwsgen.problems import ProblemsError
 
 BASE = {
@@ -1005,7 +1005,7 @@ def test_an_error_in_an_object_no_hatch_touched_is_said_at_the_hatches(write_pro
     """Cross-object errors in an object lwsgen wrote as it was, once a hatch changed another: at
     `patches`, since the written files (where they would point) are never written."""
     from lwsgen.load import load
-    from lwsgen.output.overrides import Hatch
+    from lwsgen.output.hatches import Hatch
     from lwsgen.pipeline import _output_problems
 
     src = load(write_profile(_with(patches=[PATCHES[1]])))
@@ -1220,7 +1220,7 @@ def test_strategic_merge_orders_directives_and_nulls_as_kubectl_kustomize_does(t
 def test_what_lwsgen_derives_has_none_of_the_holes_a_hatch_is_refused_for(path):
     """The hole rules hold for lwsgen's own objects: a template that writes lwsgen's object as it
     is, or a patch that changes nothing, is never refused."""
-    from lwsgen.output import podholes
+    from lwsgen.output.guards import podsecurity as podholes
     from lwsgen.pipeline import render_profile
 
     rendered = render_profile(path)

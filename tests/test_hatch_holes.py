@@ -173,7 +173,7 @@ def test_a_template_cannot_add_a_cluster_scoped_or_unknown_kind(render, tmp_path
 
 def test_every_kind_lwsgen_writes_has_its_scope_from_the_apis_own_data(render):
     from conftest import objects_of
-    from lwsgen.output.added import scope
+    from lwsgen.output.guards.addedkinds import scope
 
     for name in ("vllm-llama31-405b", "sglang-deepseek-r1-pd", "triton-llama3-405b"):
         profile = yaml.safe_load((REPO / "profiles" / f"{name}.yaml").read_text())

@@ -1,5 +1,5 @@
 """Build schemas/kubernetes-scopes.json: whether each kind is Namespaced or Cluster scoped, from the
-API's own data, never a hand-written list (lwsgen/output/added.py refuses an added kind whose scope
+API's own data, never a hand-written list (lwsgen/output/guards/addedkinds.py refuses an added kind whose scope
 is Cluster or not known).
 
 - Built-in kinds: Kubernetes' discovery documents (api/discovery/ of kubernetes/kubernetes: each

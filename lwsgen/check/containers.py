@@ -1,6 +1,6 @@
 """What any container lwsgen writes may ask for, whichever hatch it came through: a profile sidecar
 or init container (check/pods.py, positioned at the profile) or a container a patch or template
-produced (output/protected.py, positioned at the hatch). Each rule gives (path inside the
+produced (output/guards/, positioned at the hatch). Each rule gives (path inside the
 container, what is wrong, code).
 
 - security: privilege, privilege escalation and capabilities only as security.* allows; never an

@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lwsgen import runtimes
+from lwsgen import registry, runtimes
 from lwsgen.check import budget
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
 from lwsgen.quantity import gigabytes
+from lwsgen.registry import PROFILE
 
 CACHE_MOUNT = "/lwsgen/model-cache"
 MARKER = ".lwsgen-complete"  # written last by the download script (templates/scripts/download-model.py)
@@ -73,7 +74,18 @@ def model_problems(src: Source) -> list[Problem]:
     return []
 
 
+@registry.rule(
+    "bad-format",
+    "missing-field",
+    "name-too-long",
+    "not-supported",
+    "too-small",
+    scope=PROFILE,
+    severity=ERROR,
+)
 def check(profile: Profile, src: Source) -> list[Problem]:
+    """model.source and storage agree: a local cache copies a download, the claim holds the model, a
+    single-file model names its file, and the names of the download objects fit."""
     source, plugin = profile.model.source, runtimes.get(profile.runtime)
     storage = profile.storage
     if source is None and storage is not None and storage.local_cache is not None:
@@ -197,7 +209,10 @@ def _claim_problems(profile: Profile, src: Source) -> list[Problem]:
     return problems
 
 
+@registry.rule("default-class", "unreserved-disk", scope=PROFILE, severity=WARNING)
 def warnings(profile: Profile, src: Source) -> list[Problem]:
+    """Model storage that the scheduler does not reserve (an emptyDir cache with no node.ephemeralStorage)
+    or that falls back to the cluster's default storage class."""
     cache = profile.storage.local_cache if profile.storage else None
     if cache is not None and cache.volume == "emptyDir" and profile.node.ephemeral_storage is None:
         return [

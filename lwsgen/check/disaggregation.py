@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lwsgen import naming, runtimes
+from lwsgen import naming, registry, runtimes
 from lwsgen.check import schema
 from lwsgen.check.roles import RoleSource, role_names
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem, ProblemsError
+from lwsgen.problems import ERROR, WARNING, Problem, ProblemsError
 from lwsgen.profile import FrozenDict, Profile, from_data
+from lwsgen.registry import ROLES
 
 MIN_LWS = (0, 10)  # disaggregatedset.x-k8s.io/v1 first shipped in LeaderWorkerSet v0.10.0
 
@@ -32,11 +33,10 @@ def check(src: Source, typed: Callable) -> tuple[Profile, list[Problem]]:
     if problems:
         raise ProblemsError(list(dict.fromkeys(problems)))
     top = from_data(schema.with_defaults(src.data))._replace(roles=FrozenDict(profiles))
-    problems = [src.problem(*p) for p in role_problems(top)]
+    problems = [src.problem(*p) for p in registry.run(ROLES, ERROR, top)]
     if problems:
         raise ProblemsError(problems)
-    said = runtimes.get(top.runtime).warnings_of_roles(top)
-    warnings += [src.problem(*p)._replace(severity="warning") for p in said]
+    warnings += [src.problem(*p)._replace(severity=WARNING) for p in registry.run(ROLES, WARNING, top)]
     return top, list(dict.fromkeys(warnings))
 
 
@@ -94,15 +94,36 @@ def _placement_problems(src: Source) -> list[Problem]:
     return out
 
 
-def role_problems(top: Profile) -> list[tuple[tuple, str, str]]:
-    """(path, message, code) across the typed roles."""
-    plugin = runtimes.get(top.runtime)
-    out = _scaling_problems(top) + _name_problems(top)
-    out += [*plugin.kv_problems(top), *matching_flag_problems(top, plugin.kv_matching)]
-    return out + _derived_flag_problems(top, plugin)
+@registry.rule("needs-gateway", "needs-newer-engine", "needs-prefix-cache", "not-supported", scope=ROLES)
+def runtime_role_rules(top: Profile) -> list[tuple[tuple, str, str]]:
+    """What the runtime needs of a profile with roles (its contract's kv_problems): an engine version
+    with the KV transfer the roles use, and the front door its prefill/decode routing runs behind."""
+    return runtimes.get(top.runtime).kv_problems(top)
 
 
-def _scaling_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+@registry.rule("kv-layout", scope=ROLES, severity=WARNING)
+def runtime_role_warnings(top: Profile) -> list[tuple[tuple, str, str]]:
+    """What the runtime says of valid roles (its contract's warnings_of_roles)."""
+    return runtimes.get(top.runtime).warnings_of_roles(top)
+
+
+@registry.rule("kv-mismatch", scope=ROLES)
+def kv_layout_matches(top: Profile) -> list[tuple[tuple, str, str]]:
+    """The engine flags that set the KV cache layout (the runtime's kv_matching) are equal on every role
+    that exchanges KV cache, or one role cannot read what the other writes."""
+    return matching_flag_problems(top, runtimes.get(top.runtime).kv_matching)
+
+
+@registry.rule("derived-flag", scope=ROLES)
+def role_flags_not_derived(top: Profile) -> list[tuple[tuple, str, str]]:
+    """No role's extraArgs repeats a flag lwsgen derives for each role from roles and disaggregation."""
+    return _derived_flag_problems(top, runtimes.get(top.runtime))
+
+
+@registry.rule("not-with-roles", "replicas-mismatch", scope=ROLES)
+def role_scaling(top: Profile) -> list[tuple[tuple, str, str]]:
+    """How roles scale is what the DisaggregatedSet takes: one slice while a role autoscales, no role
+    scaling to zero or on the endpoint picker's pool-wide metrics, fixed replicas all zero or none."""
     out, roles = [], top.roles
     scaled = [role for role, p in roles.items() if p.autoscaling.enabled]
     if scaled and top.disaggregation.slices > 1:
@@ -134,7 +155,10 @@ def _scaling_problems(top: Profile) -> list[tuple[tuple, str, str]]:
     return out
 
 
-def _name_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+@registry.rule("name-too-long", scope=ROLES)
+def role_names_fit(top: Profile) -> list[tuple[tuple, str, str]]:
+    """The name leaves room for the names the DisaggregatedSet gives each role's LeaderWorkerSet, its
+    pods' revision labels and its Service."""
     out = []
     for role, profile in top.roles.items():
         child = naming.child_lws_name(top.name, top.disaggregation.slices - 1, role)

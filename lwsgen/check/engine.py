@@ -14,11 +14,12 @@ group runs at the pace of the largest (vllm.distributed.utils.get_pp_indices spr
 
 from packaging.version import Version
 
-from lwsgen import runtimes
+from lwsgen import registry, runtimes
 from lwsgen.check import flags, sizing
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
 
 def _facts(profile: Profile) -> tuple[int | None, int | None, int | None, tuple]:
@@ -38,7 +39,9 @@ def _divisors_near(count: int, around: int) -> str:
     return ", ".join(map(str, sorted(near)))
 
 
+@registry.rule("not-divisible", scope=PROFILE, severity=ERROR)
 def check_heads(profile: Profile, src: Source) -> list[Problem]:
+    """Tensor parallelism divides the model's attention heads and KV heads (where the engine splits heads)."""
     if not runtimes.capabilities(profile).tensor_splits_heads:
         return []
     heads, kv, _, field = _facts(profile)
@@ -71,7 +74,9 @@ def check_heads(profile: Profile, src: Source) -> list[Problem]:
     return out
 
 
+@registry.rule("uneven-stages", scope=PROFILE, severity=WARNING)
 def layer_warnings(profile: Profile, src: Source) -> list[Problem]:
+    """A pipeline degree that does not divide the model's layers leaves stages uneven."""
     _, _, layers, _ = _facts(profile)
     pipeline = profile.parallelism.pipeline
     if not layers or pipeline == 1 or layers % pipeline == 0:
@@ -98,7 +103,10 @@ INSTEAD = {
 }
 
 
+@registry.rule("derived-flag", scope=PROFILE, severity=ERROR)
 def check_extra_args(profile: Profile, src: Source) -> list[Problem]:
+    """model.extraArgs does not repeat a flag lwsgen derives (parallelism, port, model): the probes,
+    Service and group size are built from those."""
     caps = runtimes.capabilities(profile)
     out = []
     for index, arg in enumerate(profile.model.extra_args):
@@ -126,6 +134,7 @@ MODEL_FIRST = {"vllm", "aphrodite"}
 TABLES_FROM = {"aphrodite": "0.20.0"}
 
 
+@registry.rule("unknown-engine-flag", scope=PROFILE, severity=ERROR)
 def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = True) -> list[Problem]:
     """model.extraArgs as the engine's own parser at the image's version reads them: an unknown or
     removed flag, or an abbreviation argparse finds ambiguous or expands to another flag, is an
@@ -166,10 +175,14 @@ def _expanded(arg: str) -> str:
     return arg
 
 
+@registry.rule("unknown-engine-flag", scope=PROFILE, severity=WARNING)
 def extra_args_flag_warnings(profile: Profile, src: Source) -> list[Problem]:
+    """An extraArgs flag lwsgen cannot check against the engine's own flag table for this version (no
+    table for it): said, not refused."""
     return check_extra_args_flags(profile, src, exact_table=False)
 
 
+@registry.rule("fit-not-checked", scope=PROFILE, severity=WARNING)
 def fit_warnings(profile: Profile, src: Source) -> list[Problem]:
     """Say when the fit check could not run: an unknown GPU product, or an instance type without one."""
     if not (profile.model.family or profile.model.params):

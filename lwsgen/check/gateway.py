@@ -3,10 +3,11 @@ and the autoscaling metrics that exist only where it runs."""
 
 import re
 
-from lwsgen import runtimes
+from lwsgen import registry, runtimes
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
 # autoscaling.metric values read from the endpoint picker's pool gauges (derive/gateway.py records them).
 ROUTER_METRICS = ("router-queue-size", "router-kv-cache-usage")
@@ -27,7 +28,17 @@ def autoscaling_metrics(profile: Profile) -> tuple[str, ...]:
     return router_metrics_for(profile) if profile.gateway.enabled else ()
 
 
+@registry.rule(
+    "bad-format",
+    "missing-field",
+    "needs-monitoring",
+    "not-supported",
+    scope=PROFILE,
+    severity=ERROR,
+)
 def check(profile: Profile, src: Source) -> list[Problem]:
+    """gateway.enabled has what the front door needs: a parent Gateway, monitoring for the picker's
+    metrics, a runtime whose metrics the endpoint picker reads, and settings in the forms they take."""
     gateway = profile.gateway
     if not gateway.enabled or runtimes.get(profile.runtime) is None:
         return []
@@ -101,7 +112,10 @@ def check(profile: Profile, src: Source) -> list[Problem]:
 PICKER_VERSION = "0.10"  # the llm-d-router release whose flags and config lwsgen writes (derive/gateway.py)
 
 
+@registry.rule("no-scorer", "picker-version", scope=PROFILE, severity=WARNING)
 def warnings(profile: Profile, src: Source) -> list[Problem]:
+    """An endpoint picker image of another version than the one its flags and config are written for,
+    and a scorer weighted on metrics the runtime does not export."""
     gateway = profile.gateway
     if not gateway.enabled:
         return []

@@ -5,13 +5,14 @@ the profile."""
 
 from __future__ import annotations
 
-from lwsgen import runtimes
+from lwsgen import registry, runtimes
 from lwsgen.check import pods
 from lwsgen.check.budget import budget
 from lwsgen.kubeschemas import definition_errors
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
 # Hatch field -> (Kubernetes definition, a list of them?); the same under leader: and worker:.
 POD_FIELDS = {
@@ -160,7 +161,21 @@ def scaling_problems(profile: Profile, src: Source) -> list[Problem]:
     return out
 
 
+@registry.rule(
+    "bad-range",
+    "no-port",
+    "no-wake-signal",
+    "not-applicable",
+    "not-supported",
+    "protocol",
+    "taken",
+    "unreachable",
+    scope=PROFILE,
+    severity=ERROR,
+)
 def check(profile: Profile, src: Source) -> list[Problem]:
+    """service.extraPorts and the autoscaler behaviour hatches: ports that exist and are not taken,
+    scaling rules in range, and a wake signal where the set scales to zero."""
     return port_problems(profile, src) + scaling_problems(profile, src)
 
 
@@ -174,6 +189,7 @@ def duration_seconds(text: str) -> float:
     return sum(int(n) * _UNITS[unit] for n, unit in re.findall(r"([0-9]+)(ms|h|m|s)", text))
 
 
+@registry.rule("bypass", "cold-start", scope=PROFILE, severity=WARNING)
 def warnings(profile: Profile, src: Source) -> list[Problem]:
     """A cold start longer than requests may wait: the first requests after idle fail."""
     if not (profile.autoscaling.to_zero and profile.gateway.enabled):

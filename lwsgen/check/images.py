@@ -3,9 +3,11 @@ a digest) unless the profile allows otherwise."""
 
 import re
 
+from lwsgen import registry
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
 # Docker reference grammar (distribution/reference), anchored.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -37,7 +39,10 @@ def image_problem(image: str) -> str | None:
     return None
 
 
+@registry.rule("bad-image", scope=PROFILE, severity=ERROR)
 def check_images(profile: Profile, src: Source) -> list[Problem]:
+    """Every image the profile names is a valid reference pinned to a version tag or a digest (no
+    :latest, no bare name)."""
     problems = []
     for path, value in (
         (("image",), profile.image),

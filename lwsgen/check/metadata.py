@@ -4,9 +4,11 @@ IsValidLabelValue, ValidateAnnotationsSize). The API server refuses an object pa
 
 import re
 
+from lwsgen import registry
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _PREFIX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
@@ -57,7 +59,10 @@ def _annotations(src: Source, field: tuple, annotations) -> list[Problem]:
     ]
 
 
+@registry.rule("bad-annotation", "bad-label", "too-large", scope=PROFILE, severity=ERROR)
 def check(profile: Profile, src: Source) -> list[Problem]:
+    """labels, annotations and nodeSelector keys and values are ones Kubernetes accepts, and the
+    annotations of an object stay within its 256 kB."""
     out = _labels(src, ("labels",), profile.labels)
     out += _labels(src, ("monitoring", "prometheusLabels"), profile.monitoring.prometheus_labels)
     out += _labels(src, ("node", "nodeSelector"), profile.node.node_selector)

@@ -7,11 +7,13 @@ import difflib
 import posixpath
 import re
 
+from lwsgen import registry
 from lwsgen.check import sizing
 from lwsgen.check.budget import is_hub_id
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
 # Hub organisations whose repositories are gated (the model card asks to accept a licence before
 # any download): a download without a token gets 401/403.
@@ -23,6 +25,7 @@ def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
+@registry.rule("model-outside-claim", scope=PROFILE, severity=ERROR)
 def check_model_path(profile: Profile, src: Source) -> list[Problem]:
     """An absolute model.path with a claim must be under the claim's mount: elsewhere the engine
     finds no weights and every pod crash-loops."""
@@ -47,7 +50,9 @@ def _hub_repo(profile: Profile) -> str | None:
     return profile.model.path if is_hub_id(profile.model.path) else None
 
 
+@registry.rule("gated-model", scope=PROFILE, severity=WARNING)
 def check_gated_model(profile: Profile, src: Source) -> list[Problem]:
+    """A gated Hub model downloaded without model.tokenSecret: the Hub refuses the download."""
     repo = _hub_repo(profile)
     if repo is None or profile.model.token_secret is not None or not repo.startswith(GATED_ORGS):
         return []
@@ -59,6 +64,7 @@ def check_gated_model(profile: Profile, src: Source) -> list[Problem]:
     return [src.problem(at, message, "gated-model")]
 
 
+@registry.rule("layout-assumed", scope=PROFILE, severity=WARNING)
 def check_layout_said(profile: Profile, src: Source) -> list[Problem]:
     """No parallelism: one GPU per pod with the whole node's CPU and memory. Say so."""
     if src.data.get("parallelism") or profile.roles or profile.node.gpus <= 1:
@@ -71,9 +77,6 @@ def check_layout_said(profile: Profile, src: Source) -> list[Problem]:
     return [src.problem(("node", "gpus"), message, "layout-assumed")]
 
 
-RULES = (check_model_path,)  # errors
-
-
 # llama.cpp's published images are built without RPC: GGML_RPC defaults to OFF
 # (ggml/CMakeLists.txt, b10359 line 246) and neither .devops/cuda.Dockerfile (line 48) nor
 # cpu.Dockerfile (line 36) turns it on; the server target copies only llama and llama-server
@@ -82,6 +85,7 @@ RULES = (check_model_path,)  # errors
 LLAMACPP_PUBLISHED = ("ghcr.io/ggml-org/llama.cpp", "ghcr.io/ggerganov/llama.cpp")
 
 
+@registry.rule("image-lacks-rpc-server", scope=PROFILE, severity=ERROR)
 def check_llamacpp_image(profile: Profile, src: Source) -> list[Problem]:
     """A multi-pod llama.cpp group needs rpc-server on its workers, which no published image has."""
     repository = profile.image.split("@", 1)[0].rsplit(":", 1)[0]
@@ -95,13 +99,6 @@ def check_llamacpp_image(profile: Profile, src: Source) -> list[Problem]:
         "(parallelism within node.gpus)"
     )
     return [src.problem(("image",), message, "image-lacks-rpc-server")]
-
-
-RULES = (*RULES, check_llamacpp_image)
-
-
-def warnings(profile: Profile, src: Source) -> list[Problem]:
-    return check_gated_model(profile, src) + check_layout_said(profile, src) + gpu_product_warnings(profile, src)
 
 
 # nvidia.com/gpu.product values GPU feature discovery sets: the NVML device name with characters
@@ -170,6 +167,7 @@ def _unknown_product(profile: Profile, src: Source) -> Problem | None:
     return src.problem(("node", "gpuProduct"), message, "unknown-gpu-product")
 
 
+@registry.rule("unknown-gpu-product", scope=PROFILE, severity=ERROR)
 def check_gpu_product(profile: Profile, src: Source) -> list[Problem]:
     """node.gpuProduct becomes a required node affinity: a value no node carries leaves every pod
     Pending. Not shaped like a GFD label: an error."""
@@ -177,10 +175,8 @@ def check_gpu_product(profile: Profile, src: Source) -> list[Problem]:
     return [problem] if problem and not _GFD_SHAPE.match(profile.node.gpu_product) else []
 
 
+@registry.rule("unknown-gpu-product", scope=PROFILE, severity=WARNING)
 def gpu_product_warnings(profile: Profile, src: Source) -> list[Problem]:
     """Shaped like a GFD label but not one lwsgen lists (a newer GPU, or a misspelling): a warning."""
     problem = _unknown_product(profile, src)
     return [problem] if problem and _GFD_SHAPE.match(profile.node.gpu_product) else []
-
-
-RULES = (*RULES, check_gpu_product)

@@ -3,7 +3,7 @@ runtime's own containers need, their lists (check/podlists.py) and the env lwsge
 
 from __future__ import annotations
 
-from lwsgen import runtimes
+from lwsgen import registry, runtimes
 from lwsgen.check import containers, podlists
 from lwsgen.check.containers import env_problems
 from lwsgen.check.metadata import ANNOTATIONS_BYTES, key_problem, label_value_problem
@@ -18,8 +18,9 @@ from lwsgen.check.pods import (
     uses_hatches,
 )
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
 
 def metadata(src: Source, pod: PodSettings) -> list[Problem]:
@@ -76,7 +77,35 @@ def resources(profile: Profile, src: Source, pod: PodSettings) -> list[Problem]:
     return out
 
 
+@registry.rule(
+    "bad-name",
+    "bad-quantity",
+    "bad-value",
+    "capability",
+    "derived",
+    "duplicate",
+    "host-access",
+    "no-limit",
+    "not-applicable",
+    "not-guaranteed",
+    "program-mount",
+    "read-only",
+    "reserved-annotation",
+    "reserved-env",
+    "reserved-label",
+    "root",
+    "secret-on-command-line",
+    "taken",
+    "token",
+    "too-large",
+    "unknown-volume",
+    scope=PROFILE,
+    severity=ERROR,
+)
 def check(profile: Profile, src: Source) -> list[Problem]:
+    """The pod escape hatches of each role (shared and per role, merged) do not undo what lwsgen derives
+    or open a hole: reserved labels, annotations and env, the engine's ports and volumes, device
+    resources, privileges and capabilities, and the lists' names and mounts."""
     if not uses_hatches(profile):
         return []
     parts = runtimes.get(profile.runtime).parts(profile)
@@ -101,7 +130,9 @@ def check(profile: Profile, src: Source) -> list[Problem]:
     return list(dict.fromkeys(out))  # a shared field's problem once, not once per role
 
 
+@registry.rule("host-access", "shares-token", scope=PROFILE, severity=WARNING)
 def warnings(profile: Profile, src: Source) -> list[Problem]:
+    """Valid pod hatches worth saying: hostPath volumes, and a sidecar that shares the launcher's token."""
     out = []
     if profile.security.allow_host_path:
         message = (

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from lwsgen import runtimes
+from lwsgen import registry, runtimes
 from lwsgen.check import (
     delivery,
     engine,
     gateway,
     hatches,
+    images,
     metadata,
     model,
     nccl,
@@ -20,17 +19,17 @@ from lwsgen.check import (
     versions,
 )
 from lwsgen.check.containers import env_problems
-from lwsgen.check.images import check_images
 from lwsgen.check.pods import OWN_LABEL_PREFIXES
 from lwsgen.load.source import Source
 from lwsgen.naming import SUFFIXES, name_budget
-from lwsgen.problems import NOTICE, Problem
+from lwsgen.problems import ERROR, NOTICE, WARNING, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
+# The modules whose profile rules check_rules and warnings run: importing them registers their rules.
+RULE_MODULES = (delivery, engine, gateway, hatches, images, metadata, model, podhatches, scheduling, startup, versions)
 # Codes said as notices: how a valid profile is read, nothing to fix (--strict leaves them alone).
 NOTICES = {"layer-split"}
-
-Rule = Callable[[Profile, Source], list[Problem]]
 
 
 def _layouts(profile: Profile, src: Source) -> list[str]:
@@ -78,7 +77,10 @@ def _layouts(profile: Profile, src: Source) -> list[str]:
     ]
 
 
+@registry.rule("not-divisible", scope=PROFILE, severity=ERROR)
 def check_divisible(profile: Profile, src: Source) -> list[Problem]:
+    """The world size is a multiple of node.gpus, so every group takes whole nodes; the message offers
+    the nearest layouts that do (each one a profile that renders)."""
     world, gpus = profile.world_size, profile.node.gpus
     if world <= gpus or world % gpus == 0:
         return []
@@ -98,7 +100,10 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
     return [src.problem(field, message, "not-divisible")]
 
 
+@registry.rule("name-too-long", scope=PROFILE, severity=ERROR)
 def check_name_budget(profile: Profile, src: Source) -> list[Problem]:
+    """The profile name leaves room for the longest suffix lwsgen adds and the highest group index, within
+    the 63 characters of a label value and a pod's hostname."""
     if getattr(src, "in_set", False):  # a role's names are the DisaggregatedSet's (check/disaggregation.py)
         return []
     top = profile.highest_group_index
@@ -120,7 +125,9 @@ def check_name_budget(profile: Profile, src: Source) -> list[Problem]:
     ]
 
 
+@registry.rule("min-above-max", scope=PROFILE, severity=ERROR)
 def check_replicas(profile: Profile, src: Source) -> list[Problem]:
+    """autoscaling.minReplicas is at most autoscaling.maxReplicas."""
     scaling = profile.autoscaling
     if scaling.min_replicas > scaling.max_replicas:
         return [
@@ -133,6 +140,7 @@ def check_replicas(profile: Profile, src: Source) -> list[Problem]:
     return []
 
 
+@registry.rule("bad-format", scope=PROFILE, severity=ERROR)
 def check_cidrs(profile: Profile, src: Source) -> list[Problem]:
     """Every CIDR a NetworkPolicy or load balancer gets must be one: the schema only checks its shape."""
     import ipaddress
@@ -152,7 +160,10 @@ def check_cidrs(profile: Profile, src: Source) -> list[Problem]:
     return problems
 
 
+@registry.rule("not-applicable", "not-supported", scope=PROFILE, severity=ERROR)
 def check_service(profile: Profile, src: Source) -> list[Problem]:
+    """service.apiKeySecret only for a runtime whose server takes an API key, and service fields that
+    apply to the service type chosen."""
     service = profile.service
     if service.api_key_secret is not None and not runtimes.capabilities(profile).takes_api_key:
         return [
@@ -184,11 +195,16 @@ def check_service(profile: Profile, src: Source) -> list[Problem]:
     return []
 
 
+@registry.rule("reserved-env", scope=PROFILE, severity=ERROR)
 def check_env(profile: Profile, src: Source) -> list[Problem]:
+    """The profile's env names no variable lwsgen or LeaderWorkerSet sets, and none the GPU runtime reads
+    (NVIDIA_*, CUDA_VISIBLE_DEVICES) or the dynamic loader trusts."""
     return env_problems(src, ("env",), profile.env)
 
 
+@registry.rule("reserved-label", scope=PROFILE, severity=ERROR)
 def check_labels(profile: Profile, src: Source) -> list[Problem]:
+    """labels and monitoring.prometheusLabels use no key lwsgen or LeaderWorkerSet sets (selectors rely on them)."""
     fields = ((("labels",), profile.labels), (("monitoring", "prometheusLabels"), profile.monitoring.prometheus_labels))
     return [
         src.problem(
@@ -203,7 +219,10 @@ def check_labels(profile: Profile, src: Source) -> list[Problem]:
     ]
 
 
+@registry.rule("bad-target", "needs-monitoring", scope=PROFILE, severity=ERROR)
 def check_autoscaling(profile: Profile, src: Source) -> list[Problem]:
+    """Autoscaling reads the recording rules monitoring emits (monitoring.enabled), and its target is a
+    value the metric can reach."""
     scaling = profile.autoscaling
     if not scaling.enabled:
         return []
@@ -228,7 +247,9 @@ def check_autoscaling(profile: Profile, src: Source) -> list[Problem]:
     return problems
 
 
+@registry.rule("conflict", scope=PROFILE, severity=ERROR)
 def check_node_selector(profile: Profile, src: Source) -> list[Problem]:
+    """node.nodeSelector's instance-type label agrees with node.instanceType."""
     node = profile.node
     key = "node.kubernetes.io/instance-type"
     if node.instance_type is not None and node.node_selector.get(key, node.instance_type) != node.instance_type:
@@ -243,7 +264,10 @@ def check_node_selector(profile: Profile, src: Source) -> list[Problem]:
     return []
 
 
+@registry.rule("out-of-range", "rollout-stuck", scope=PROFILE, severity=ERROR)
 def check_rollout(profile: Profile, src: Source) -> list[Problem]:
+    """lws.maxUnavailable and lws.maxSurge are at most 100%, and not both 0 (a rolling update could
+    never make progress)."""
     lws = profile.lws
     problems = []
     for field, value in (("maxUnavailable", lws.max_unavailable), ("maxSurge", lws.max_surge)):
@@ -303,7 +327,23 @@ def _data_and_expert(profile: Profile, src: Source) -> list[Problem]:
     ]
 
 
+@registry.rule(
+    "unknown-runtime",
+    "bad-model-path",
+    "needs-newer-engine",
+    "not-divisible",
+    "not-supported",
+    "not-applicable",
+    "needs-expert",
+    "startup-deadlock",
+    scope=PROFILE,
+    severity=ERROR,
+)
 def check_runtime(profile: Profile, src: Source) -> list[Problem]:
+    """The runtime exists, and what the profile asks of it is what it can do: the runtime's own rules
+    (its contract's check), fields of another runtime left out, data and expert parallelism only where
+    lwsgen derives them, no LeaderReady startup where the leader waits for its workers, a pipeline
+    degree only where the engine has one, and an autoscaling metric the runtime produces."""
     plugin = runtimes.get(profile.runtime)
     if plugin is None:
         return [
@@ -358,41 +398,15 @@ def check_runtime(profile: Profile, src: Source) -> list[Problem]:
     return problems
 
 
+@registry.rule("missing-image", "name-too-long", scope=PROFILE, severity=ERROR)
 def check_nccl_test(profile: Profile, src: Source) -> list[Problem]:
+    """The NCCL preflight has an image that carries what it runs, and its objects' names fit."""
     return nccl.check(profile, src, runtimes.capabilities(profile))
 
 
-RULES: tuple[Rule, ...] = (
-    check_runtime,
-    check_divisible,
-    check_name_budget,
-    check_replicas,
-    check_images,
-    check_service,
-    check_cidrs,
-    check_env,
-    check_labels,
-    check_autoscaling,
-    check_node_selector,
-    check_rollout,
-    scheduling.check,
-    check_nccl_test,
-    metadata.check,
-    engine.check_heads,
-    engine.check_extra_args,
-    engine.check_extra_args_flags,
-    *model.RULES,
-    startup.check,
-    versions.check,
-    gateway.check,
-    delivery.check,
-    podhatches.check,
-    hatches.check,
-)
-
-
 def check_rules(profile: Profile, src: Source) -> list[Problem]:
-    return [problem for rule in RULES for problem in rule(profile, src)]
+    """Every registered profile rule's errors (lwsgen/registry.py)."""
+    return registry.run(PROFILE, ERROR, profile, src)
 
 
 # security.allow*: what each opt-in gives away, said on every render.
@@ -414,7 +428,10 @@ HOST_ACCESS = {
 }
 
 
+@registry.rule("no-rdma", scope=PROFILE, severity=WARNING)
 def _deepep_without_rdma(profile: Profile, src: Source) -> list[Problem]:
+    """DeepEP's all-to-all moves tokens between nodes over RDMA: a multi-node group using it has an RDMA
+    device, a secondary network or the host network."""
     node = profile.node
     if not profile.parallelism.all_to_all.startswith("deepep") or profile.group_size == 1:
         return []
@@ -428,7 +445,9 @@ def _deepep_without_rdma(profile: Profile, src: Source) -> list[Problem]:
     return [src.problem(("parallelism", "allToAll"), message, "no-rdma")]
 
 
+@registry.rule("host-access", scope=PROFILE, severity=WARNING)
 def _host_access(profile: Profile, src: Source) -> list[Problem]:
+    """Each security.allow* opt-in is said on every render, with what it gives away."""
     return [
         src.problem(("security", key), message, "host-access")
         for key, (attribute, message) in HOST_ACCESS.items()
@@ -436,47 +455,57 @@ def _host_access(profile: Profile, src: Source) -> list[Problem]:
     ]
 
 
-def warnings(profile: Profile, src: Source) -> list[Problem]:
-    """What is valid but emitted differently than asked, costly, or unlikely to fit, said out loud."""
+@registry.rule("layer-split", "overridden", scope=PROFILE, severity=WARNING)
+def runtime_warnings(profile: Profile, src: Source) -> list[Problem]:
+    """What the runtime says of a valid profile (its contract's warnings): how it reads a field, or a
+    setting its own options override."""
+    return [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
 
-    out = scheduling.warnings(profile, src) + engine.layer_warnings(profile, src) + engine.fit_warnings(profile, src)
-    out += versions.warnings(profile, src) + startup.download_warnings(profile, src) + delivery.warnings(profile, src)
-    out += gateway.warnings(profile, src) + podhatches.warnings(profile, src) + hatches.warnings(profile, src)
-    out += [src.problem(path, message, code) for path, message, code in runtimes.warnings(profile)]
-    out += _host_access(profile, src) + _deepep_without_rdma(profile, src)
-    out += model.warnings(profile, src) + engine.extra_args_flag_warnings(profile, src)
+
+@registry.rule("does-not-fit", scope=PROFILE, severity=WARNING)
+def model_fits(profile: Profile, src: Source) -> list[Problem]:
+    """The model (model.family or model.params) is unlikely to fit the group's GPU memory at this layout."""
     too_small = sizing.fits_profile(profile)
-    if too_small:
-        field = ("model", "family") if profile.model.family else ("model", "params")
-        out.append(src.problem(field, too_small, "does-not-fit"))
+    if not too_small:
+        return []
+    field = ("model", "family") if profile.model.family else ("model", "params")
+    return [src.problem(field, too_small, "does-not-fit")]
+
+
+@registry.rule("exposed", scope=PROFILE, severity=WARNING)
+def load_balancer_exposed(profile: Profile, src: Source) -> list[Problem]:
+    """A LoadBalancer Service with no source ranges serves the model to any address that reaches it."""
     service = profile.service
-    if service.type == "LoadBalancer" and not (service.load_balancer_source_ranges or service.allowed_sources):
-        out.append(
-            src.problem(
-                ("service", "type"),
-                (
-                    "a LoadBalancer with no service.loadBalancerSourceRanges or service.allowedSources serves the "
-                    "model to any address that reaches the load balancer; set either, or service.type ClusterIP"
-                    + ("" if service.api_key_secret else ", and service.apiKeySecret")
-                ),
-                "exposed",
-            )
-        )
-    caps = runtimes.capabilities(profile)
-    if profile.monitoring.enabled and not caps.metrics:
-        version, later = runtimes.engine_version(profile), ""
-        table = version.engine
-        if any(row.feature == "prometheus-metrics" for row in table.table):
-            first = table.spell(table.since("prometheus-metrics").version)
-            later = f" ({table.title} {first} and newer serve them; this profile runs {table.spell(version.text)})"
-        out.append(
-            src.problem(
-                ("monitoring", "enabled"),
-                (
-                    f"{profile.runtime} exposes no Prometheus metrics{later}, so no PodMonitor is emitted; "
-                    "the group GPU utilisation is still recorded from DCGM"
-                ),
-                "not-emitted",
-            )
-        )
-    return [problem._replace(severity=NOTICE if problem.code in NOTICES else "warning") for problem in out]
+    if service.type != "LoadBalancer" or service.load_balancer_source_ranges or service.allowed_sources:
+        return []
+    message = (
+        "a LoadBalancer with no service.loadBalancerSourceRanges or service.allowedSources serves the "
+        "model to any address that reaches the load balancer; set either, or service.type ClusterIP"
+        + ("" if service.api_key_secret else ", and service.apiKeySecret")
+    )
+    return [src.problem(("service", "type"), message, "exposed")]
+
+
+@registry.rule("not-emitted", scope=PROFILE, severity=WARNING)
+def metrics_exported(profile: Profile, src: Source) -> list[Problem]:
+    """monitoring.enabled for an engine version that exports no Prometheus metrics: no PodMonitor is
+    emitted (the group's GPU utilisation is still recorded from DCGM)."""
+    if not profile.monitoring.enabled or runtimes.capabilities(profile).metrics:
+        return []
+    version, later = runtimes.engine_version(profile), ""
+    table = version.engine
+    if any(row.feature == "prometheus-metrics" for row in table.table):
+        first = table.spell(table.since("prometheus-metrics").version)
+        later = f" ({table.title} {first} and newer serve them; this profile runs {table.spell(version.text)})"
+    message = (
+        f"{profile.runtime} exposes no Prometheus metrics{later}, so no PodMonitor is emitted; "
+        "the group GPU utilisation is still recorded from DCGM"
+    )
+    return [src.problem(("monitoring", "enabled"), message, "not-emitted")]
+
+
+def warnings(profile: Profile, src: Source) -> list[Problem]:
+    """What is valid but emitted differently than asked, costly, or unlikely to fit, said out loud: every
+    registered profile rule's warnings; the codes in NOTICES are said as notices."""
+    out = registry.run(PROFILE, WARNING, profile, src)
+    return [problem._replace(severity=NOTICE if problem.code in NOTICES else WARNING) for problem in out]

@@ -7,9 +7,11 @@ controller creates one Volcano PodGroup per group, takes the queue from the LWS 
 but never sets the PodGroup's `spec.networkTopology`.
 """
 
+from lwsgen import registry
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import MIN_LWS, Profile
+from lwsgen.registry import PROFILE
 
 # Where the HyperNode intent waits (derive/scheduling.py writes them): the pod/PodGroup annotations proposed
 # upstream (volcano PR 4583).
@@ -113,11 +115,17 @@ def _topology_intent(profile: Profile) -> bool:
     return topology is not None and any(value is not None for value in topology)
 
 
+@registry.rule("lws-too-old", "missing-queue", "not-applicable", "not-honoured", scope=PROFILE, severity=ERROR)
 def check(profile: Profile, src: Source) -> list[Problem]:
+    """The gang scheduler chosen is one the LeaderWorkerSet version supports, with its queue named, and
+    the scheduling fields given apply to it."""
     return _version_problems(profile, src) + _scheduler_problems(profile, src)
 
 
+@registry.rule("costly", "not-honoured", scope=PROFILE, severity=WARNING)
 def warnings(profile: Profile, src: Source) -> list[Problem]:
+    """Scheduling intent that is kept but not honoured today (Volcano network topology on LWS PodGroups),
+    or that costs whole domains of nodes."""
     sched, out = profile.scheduling, []
     if _topology_intent(profile) and sched.exclusive_topology and sched.scheduler == "volcano":
         out.append(

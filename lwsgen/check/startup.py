@@ -5,13 +5,18 @@ start, inside that budget, and again after every group restart: said out loud.""
 
 from __future__ import annotations
 
+from lwsgen import registry
 from lwsgen.check import budget
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 
 
+@registry.rule("rendezvous-over-load", scope=PROFILE, severity=ERROR)
 def check(profile: Profile, src: Source) -> list[Problem]:
+    """The rendezvous timeout is below the time the group has to load the model, or a slow load would
+    be mistaken for a failed group."""
     plan = budget.budget(profile)
     rendezvous, load = plan.rendezvous, plan.load
     if rendezvous < load:
@@ -28,7 +33,9 @@ def check(profile: Profile, src: Source) -> list[Problem]:
     ]
 
 
+@registry.rule("download-per-pod", scope=PROFILE, severity=WARNING)
 def download_warnings(profile: Profile, src: Source) -> list[Problem]:
+    """A hub id as model.path with no storage: every pod downloads the weights itself, each time it starts."""
     path = profile.model.path
     if not budget.downloads_per_pod(profile):
         return []

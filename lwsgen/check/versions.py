@@ -3,15 +3,18 @@ the image is newer than the version table, and launch.mode only where the runtim
 
 from __future__ import annotations
 
-from lwsgen import runtimes
+from lwsgen import registry, runtimes
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
+from lwsgen.registry import PROFILE
 from lwsgen.runtimes import versions
 from lwsgen.runtimes.versions import image_tag
 
 
+@registry.rule("bad-version", "not-supported", scope=PROFILE, severity=ERROR)
 def check(profile: Profile, src: Source) -> list[Problem]:
+    """runtimeVersion is a version of the engine, and launch.mode is one the runtime has."""
     return _runtime_version(profile, src) + _launch_mode(profile, src)
 
 
@@ -43,7 +46,10 @@ def _launch_mode(profile: Profile, src: Source) -> list[Problem]:
     ]
 
 
+@registry.rule("unknown-version", scope=PROFILE, severity=WARNING)
 def warnings(profile: Profile, src: Source) -> list[Problem]:
+    """The engine version was assumed (the image tag does not tell it): the flags and features are
+    those of lwsgen's default version."""
     version = runtimes.engine_version(profile)
     engine = version.engine
     if version.origin == "assumed" and profile.runtime_version is None:

@@ -17,6 +17,7 @@ from typing import Any
 from lwsgen import bounds, runtimes
 from lwsgen.check import budget, sizing
 from lwsgen.check.schema import partial_schema, profile_schema
+from lwsgen.commands import rulesdoc
 from lwsgen.derive import kinds as kinds_table
 from lwsgen.derive import monitoring
 from lwsgen.derive.patchschema import pruned_by_version
@@ -272,6 +273,7 @@ def _patch_definitions() -> str:
 
 
 GENERATED_FILES = {
+    "docs/rules.md": rulesdoc.rules_page,
     "schemas/profile-partial.schema.json": lambda: _json(partial_schema()),
     "schemas/kustomize-openapi-core.json": _patch_definitions,  # derive/patchschema.py CORE_FILE
 }

@@ -11,11 +11,14 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from lwsgen import registry
 from lwsgen.check.pods import OWN_VOLUMES
 from lwsgen.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, SET_NAME_LABEL, scripts_digest
 from lwsgen.output import podneeds
+from lwsgen.output.inventory import RECORD_MATCH, Inventory
 from lwsgen.output.sets import as_leaderworkersets
 from lwsgen.problems import Finding
+from lwsgen.registry import SET
 
 SIDES = podneeds.SIDES
 # Engine flags that carry tensor and pipeline degrees (vllm/aphrodite, sglang, trtllm-serve).
@@ -211,84 +214,59 @@ def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Fin
             )
 
 
-_RECORD = re.compile(r"^\^?([a-zA-Z_:][a-zA-Z0-9_:]*)\$?$")
 _QUERY_METRIC = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{")
 
 
-def _records(objects: list[dict[str, Any]]) -> set[str] | None:
-    rules = [o for o in objects if o.get("kind") == "PrometheusRule"]
-    if not rules:
-        return None
-    return {r.get("record") for o in rules for g in o["spec"].get("groups", []) for r in g.get("rules", [])}
+@registry.rule("cross-object", scope=SET, kinds=("LeaderWorkerSet",))
+def group_is_whole(lws: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """A LeaderWorkerSet's group holds the world size the engine arguments say; probes name declared
+    ports; mounts name volumes; the ConfigMaps, Secrets and ServiceAccounts its pods use are in the set;
+    the launch scripts it runs and their hash agree with the ConfigMap; an autoscaled set leaves
+    replicas to its autoscaler; leader and worker read the same Secret keys and mount shared volumes
+    at the same paths; the engine flags fit the engine version of the image."""
+    return _lws(lws, inv.names, inv.scaled, inv.image_versions)
 
 
-def _adapter_names(objects: list[dict[str, Any]]) -> dict[str, str] | None:
-    """prometheus-adapter rules in the set: served metric name -> the series it reads."""
-    fragments = [o for o in objects if "kind" not in o and isinstance(o.get("rules"), list)]
-    if not fragments:
-        return None
-    served = {}
-    for fragment in fragments:
-        for rule in fragment["rules"]:
-            match = _RECORD.match(str(rule.get("name", {}).get("matches", "")))
-            served[rule.get("name", {}).get("as")] = match.group(1) if match else ""
-    return served
+@registry.rule("cross-object", scope=SET, kinds=("DisaggregatedSet",))
+def every_role_is_whole(ds: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """Each role of a DisaggregatedSet, as the LeaderWorkerSet it becomes, holds what a LeaderWorkerSet does."""
+    return (
+        error._replace(path=(*prefix, *error.path))
+        for prefix, lws in as_leaderworkersets(ds)
+        for error in _lws(lws, inv.names, inv.scaled, inv.image_versions)
+    )
 
 
-def invariant_errors(
-    objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True
-) -> Iterator[tuple[str, int, Finding]]:
-    everything = [o for docs in objects_by_file.values() for o in docs]
-    names = {
-        kind: {
-            o["metadata"].get("name")
-            for o in everything
-            if o.get("kind") == kind and isinstance(o.get("metadata"), dict)
-        }
-        for kind in ("ConfigMap", "ServiceAccount", "LeaderWorkerSet", "DisaggregatedSet")
-    }
-    names["data"] = {
-        o["metadata"].get("name"): o.get("data") or {}
-        for o in everything
-        if o.get("kind") == "ConfigMap"
-        and isinstance(o.get("metadata"), dict)
-        and isinstance(o.get("data") or {}, dict)
-    }
-    names["secrets"] = {
-        o["metadata"].get("name"): {*(o.get("data") or {}), *(o.get("stringData") or {})}
-        for o in everything
-        if o.get("kind") == "Secret" and isinstance(o.get("metadata"), dict)
-    }
-    scaled = {
-        o["spec"]["scaleTargetRef"].get("name")
-        for o in everything
-        if o.get("kind") in ("HorizontalPodAutoscaler", "ScaledObject")
-    }
-    records, served = _records(everything), _adapter_names(everything)
-    for file, docs in objects_by_file.items():
-        for index, obj in enumerate(docs):
-            kind = obj.get("kind")
-            errors: Iterator[Finding] = iter(())
-            if kind == "LeaderWorkerSet":
-                errors = _lws(obj, names, scaled, image_versions)
-            elif kind == "DisaggregatedSet":  # each role as the LeaderWorkerSet it becomes
-                errors = (
-                    error._replace(path=(*prefix, *error.path))
-                    for prefix, lws in as_leaderworkersets(obj)
-                    for error in _lws(lws, names, scaled, image_versions)
-                )
-            elif kind == "NetworkPolicy":
-                errors = _policy(obj, names["LeaderWorkerSet"], names["DisaggregatedSet"])
-            elif kind == "HorizontalPodAutoscaler":
-                errors = _hpa(obj, served, records)
-            elif kind == "ScaledObject":
-                errors = _keda(obj, records)
-            elif kind is None and isinstance(obj.get("rules"), list) and records is not None:
-                errors = _adapter(obj, records)
-            for error in errors:
-                yield file, index, error._replace(code="cross-object")
-            for error in podneeds.quantity_errors(obj):
-                yield file, index, error._replace(code="bad-quantity")
+@registry.rule("cross-object", scope=SET, kinds=("NetworkPolicy",))
+def policy_selects_the_group(policy: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """A NetworkPolicy selects a LeaderWorkerSet or DisaggregatedSet of the set."""
+    return _policy(policy, inv.names["LeaderWorkerSet"], inv.names["DisaggregatedSet"])
+
+
+@registry.rule("cross-object", scope=SET, kinds=("HorizontalPodAutoscaler",))
+def autoscaler_metric_is_served(hpa: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """The HorizontalPodAutoscaler's pods metric is served by a prometheus-adapter rule of the set."""
+    return _hpa(hpa, inv.served, inv.records)
+
+
+@registry.rule("cross-object", scope=SET, kinds=("ScaledObject",))
+def keda_query_is_recorded(scaled: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """A KEDA trigger's query reads series that a PrometheusRule of the set records."""
+    return _keda(scaled, inv.records)
+
+
+@registry.rule("cross-object", scope=SET)
+def adapter_series_are_recorded(fragment: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """A prometheus-adapter rule reads a series a PrometheusRule of the set records."""
+    if fragment.get("kind") is not None or not isinstance(fragment.get("rules"), list) or inv.records is None:
+        return iter(())
+    return _adapter(fragment, inv.records)
+
+
+@registry.rule("bad-quantity", scope=SET)
+def quantities_parse(obj: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """Every resource quantity of a pod template is one the API server parses, and not negative."""
+    return podneeds.quantity_errors(obj)
 
 
 def _policy(policy: dict[str, Any], lws_names: set[str], set_names: set[str] = frozenset()) -> Iterator[Finding]:
@@ -319,7 +297,7 @@ def _hpa(hpa: dict[str, Any], served: dict[str, str] | None, records: set[str] |
 
 def _adapter(fragment: dict[str, Any], records: set[str]) -> Iterator[Finding]:
     for r, rule in enumerate(fragment["rules"]):
-        match = _RECORD.match(str(rule.get("name", {}).get("matches", "")))
+        match = RECORD_MATCH.match(str(rule.get("name", {}).get("matches", "")))
         if match and match.group(1) not in records:
             yield Finding(
                 ("rules", r, "name", "matches"),

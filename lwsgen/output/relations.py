@@ -8,12 +8,14 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen import quantity
+from lwsgen import quantity, registry
 from lwsgen.naming import LWS_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.output import invariants, routing
 from lwsgen.output import sets as ds_rules
-from lwsgen.output.invariants import invariant_errors
-from lwsgen.output.routing import monitor_namespace, routing_errors
+from lwsgen.output.inventory import Inventory, inventory
+from lwsgen.output.routing import monitor_namespace
 from lwsgen.problems import Finding
+from lwsgen.registry import SET
 
 
 def _leader_template(lws: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +114,7 @@ def _set_monitor_rules(monitor: dict[str, Any], sets: dict) -> Iterator[tuple[tu
 def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     selector = monitor["spec"]["selector"].get("matchLabels", {})
     if ds_rules.selects_set(selector):
-        return  # a DisaggregatedSet's: _set_monitor_rules
+        return  # a DisaggregatedSet's: set_references
     if LWS_NAME_LABEL not in selector and selector:
         return  # not a monitor of LeaderWorkerSet pods: routing.py checks it selects a Deployment's
     lws = lws_by_name.get(selector.get(LWS_NAME_LABEL))
@@ -156,22 +158,30 @@ _SERIES_SET = re.compile(r'disaggregatedset_x_k8s_io_name="([^"]*)"')
 _SERIES_NAMESPACE = re.compile(r'(?<![_a-z])namespace="([^"]*)"')
 
 
-def _rule_rules(rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+def _rule_rules(
+    rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]], sets: dict
+) -> Iterator[tuple[tuple, str]]:
     """Names inside PromQL cannot follow a kustomize overlay (namePrefix, namespace): say where they broke."""
     own = rule["metadata"].get("namespace")
     for g, group in enumerate(rule["spec"].get("groups", [])):
         for r, item in enumerate(group.get("rules", [])):
             at = ("spec", "groups", g, "rules", r, "expr")
             yield from _promql_rules(
-                str(item.get("expr", "")), own, at, lws_by_name, owner="rule", own_name=rule["metadata"].get("name")
+                str(item.get("expr", "")),
+                own,
+                at,
+                lws_by_name,
+                sets,
+                owner="rule",
+                own_name=rule["metadata"].get("name"),
             )
 
 
 def _promql_rules(
-    expr: str, own: str | None, at: tuple, lws_by_name, owner: str = "object", own_name: str | None = None
+    expr: str, own: str | None, at: tuple, lws_by_name, sets: dict, owner: str = "object", own_name: str | None = None
 ) -> Iterator[tuple[tuple, str]]:
     for name in set(_SERIES_SET.findall(expr)):
-        if _SETS and name not in _SETS:
+        if sets and name not in sets:
             yield (
                 at,
                 f"selects DisaggregatedSet {name!r}, which is not in this set (names in PromQL do not follow a rename)",
@@ -202,7 +212,9 @@ def _promql_rules(
             )
 
 
-def _scaled_rules(scaled: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+def _scaled_rules(
+    scaled: dict[str, Any], lws_by_name: dict[str, dict[str, Any]], sets: dict
+) -> Iterator[tuple[tuple, str]]:
     """The KEDA query names the LWS and namespace in PromQL, which an overlay cannot follow either."""
     yield from _target_rules(scaled, lws_by_name)
     own = scaled["metadata"].get("namespace")
@@ -210,7 +222,7 @@ def _scaled_rules(scaled: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]
         query = str((trigger.get("metadata") or {}).get("query", ""))
         target = (scaled["spec"].get("scaleTargetRef") or {}).get("name")
         yield from _promql_rules(
-            query, own, ("spec", "triggers", index, "metadata", "query"), lws_by_name, own_name=target
+            query, own, ("spec", "triggers", index, "metadata", "query"), lws_by_name, sets, own_name=target
         )
 
 
@@ -229,7 +241,7 @@ def _role_rules(role: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) ->
 
 def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
     ref = obj["spec"]["scaleTargetRef"]
-    if ref.get("kind") != ds_rules.SCALER_KIND and (  # a role's scaler: _set_rules
+    if ref.get("kind") != ds_rules.SCALER_KIND and (  # a role's scaler: set_references
         ref.get("kind") != "LeaderWorkerSet"
         or ref.get("apiVersion") != "leaderworkerset.x-k8s.io/v1"
         or ref.get("name") not in lws_by_name
@@ -247,84 +259,114 @@ def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -
         yield ("spec",), f"minimum {low} is above maximum {high}"
 
 
-_SETS: dict[str, Any] = {}  # the DisaggregatedSets of the set being checked (PromQL names)
-
-
-def _set_rules(obj: dict[str, Any], sets: dict) -> Iterator[tuple[tuple, str]]:
-    """What refers to a DisaggregatedSet (or is one: each role held to a LeaderWorkerSet's rules)."""
+@registry.rule(
+    "cross-object", scope=SET, kinds=(ds_rules.KIND, "PodMonitor", "HorizontalPodAutoscaler", "ScaledObject")
+)
+def set_references(obj: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+    """What refers to a DisaggregatedSet selects its pods by set and role, names a set and role that
+    exist and ports their leaders have; each role's LeaderWorkerSet spec holds a LeaderWorkerSet's rules."""
     kind = obj.get("kind")
     if kind == ds_rules.KIND:
         for prefix, lws in ds_rules.as_leaderworkersets(obj):
             for path, message in _lws_rules(lws):
                 yield (*prefix, *path), message
     elif kind == "PodMonitor" and ds_rules.selects_set(obj["spec"]["selector"].get("matchLabels", {})):
-        yield from _set_monitor_rules(obj, sets)
+        yield from _set_monitor_rules(obj, inv.sets)
     elif (
         kind in ("HorizontalPodAutoscaler", "ScaledObject")
         and (obj["spec"].get("scaleTargetRef") or {}).get("kind") == ds_rules.SCALER_KIND
     ):
-        yield from ds_rules.scaler_errors(obj["spec"]["scaleTargetRef"], sets)
+        yield from ds_rules.scaler_errors(obj["spec"]["scaleTargetRef"], inv.sets)
 
 
-CROSS_RULES = {
-    "LeaderWorkerSet": lambda obj, lws: _lws_rules(obj),
-    "Service": _service_rules,
-    "PodMonitor": _podmonitor_rules,
-    "HorizontalPodAutoscaler": _target_rules,
-    "PrometheusRule": _rule_rules,
-    "Role": _role_rules,
-    "ScaledObject": _scaled_rules,
-}
+@registry.rule("cross-object", scope=SET, kinds=("LeaderWorkerSet",))
+def a_node_per_pod(lws: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+    """Every container of a group requests what it limits (a whole node per pod)."""
+    return _lws_rules(lws)
+
+
+@registry.rule("cross-object", scope=SET, kinds=("Service",))
+def service_selects_leaders(service: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+    """A Service of LeaderWorkerSet pods selects the leaders (worker index 0) of a LeaderWorkerSet in the
+    set, is not named as the set (LeaderWorkerSet owns a headless Service of that name) and targets
+    ports the leader container names."""
+    return _service_rules(service, inv.lws)
+
+
+@registry.rule("cross-object", scope=SET, kinds=("PodMonitor",))
+def monitor_selects_leaders(monitor: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+    """A PodMonitor of LeaderWorkerSet pods selects exactly one set's leaders (or every pod, where the
+    workers serve the metrics port too), in its own namespace, on ports the containers name."""
+    return _podmonitor_rules(monitor, inv.lws)
+
+
+@registry.rule("cross-object", scope=SET, kinds=("HorizontalPodAutoscaler",))
+def autoscaler_targets_a_set(hpa: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+    """An autoscaler targets a LeaderWorkerSet of the set by kind and name, its minimum at most its maximum."""
+    return _target_rules(hpa, inv.lws)
+
+
+@registry.rule("cross-object", scope=SET, kinds=("PrometheusRule",))
+def records_name_the_set(rule: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+    """Names inside PromQL (the LeaderWorkerSet, DisaggregatedSet and namespace of a recording rule)
+    cannot follow a kustomize overlay: they name the set's own."""
+    return _rule_rules(rule, inv.lws, inv.sets)
+
+
+@registry.rule("cross-object", scope=SET, kinds=("Role",))
+def role_names_pods_of_the_set(role: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+    """A Role's resourceNames are pods of a LeaderWorkerSet of the set."""
+    return _role_rules(role, inv.lws)
+
+
+@registry.rule("cross-object", scope=SET, kinds=("ScaledObject",))
+def keda_targets_a_set(scaled: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+    """A ScaledObject targets a LeaderWorkerSet of the set, and its query names the set's own series."""
+    return _scaled_rules(scaled, inv.lws, inv.sets)
+
+
+# What a rule raises on an object of a shape its schema allows but the rule cannot read.
+READ_ERRORS = (KeyError, TypeError, AttributeError, IndexError, ValueError)
+SET_RULE_MODULES = (invariants, routing)  # their rules register on import, beside this module's
 
 
 def cross_object_errors(
     objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True
 ) -> Iterator[tuple[str, int, Finding]]:
-    """(file, document index, error) for rules that span objects. image_versions: hold the engine
-    flags to the version the image tag names (validate); a render already held them to the version
-    the profile runs, runtimeVersion included, which may be a tag that does not tell."""
-    lws_by_name = {
-        (o.get("metadata") or {}).get("name"): o
-        for docs in objects_by_file.values()
-        for o in docs
-        if isinstance(o, dict) and o.get("kind") == "LeaderWorkerSet" and isinstance(o.get("metadata"), dict)
-    }
-    sets = ds_rules.sets_of(objects_by_file)
-    _SETS.clear()
-    _SETS.update(sets)
+    """(file, document index, finding) of every registered set rule, each object against the set's
+    inventory. image_versions: hold the engine flags to the version the image tag names (validate); a
+    render already held them to the version the profile runs, runtimeVersion included, which may be a
+    tag that does not tell."""
+    try:
+        inv = inventory(objects_by_file, image_versions)
+    except READ_ERRORS as err:
+        said = f"{type(err).__name__}: {err}"[:200]
+        first = next((f for f, docs in objects_by_file.items() if docs), None)
+        message = f"the cross-object rules cannot read this set of objects ({said}); write them as lwsgen does"
+        if first is not None:
+            yield first, 0, Finding((), message, code="cross-object")
+        return
+    set_rules = registry.rules(SET)
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
-            for path, message in _guarded(_object_rules, obj, sets, lws_by_name):
-                yield file, index, Finding(path, message, code="cross-object")
-    for rules in (lambda: invariant_errors(objects_by_file, image_versions), lambda: routing_errors(objects_by_file)):
-        yield from _set_guarded(rules, objects_by_file)
+            if isinstance(obj, dict):
+                for finding in dict.fromkeys(_object_findings(obj, inv, set_rules)):
+                    yield file, index, finding
 
 
-def _set_guarded(rules, objects_by_file: dict) -> list[tuple[str, int, Finding]]:
-    """A rule over the whole set, guarded as _guarded guards one object's: said at the first file."""
-    try:
-        return list(rules())
-    except READ_ERRORS as err:
-        said = f"{type(err).__name__}: {err}"[:200]
-        first = next(((f, 0) for f, docs in objects_by_file.items() if docs), None)
-        message = f"the cross-object rules cannot read this set of objects ({said}); write them as lwsgen does"
-        return [] if first is None else [(*first, Finding((), message, code="cross-object"))]
-
-
-READ_ERRORS = (KeyError, TypeError, AttributeError, IndexError, ValueError)
-
-
-def _object_rules(obj: dict, sets, lws_by_name: dict) -> list[tuple[tuple, str]]:
-    rules = CROSS_RULES.get(obj.get("kind"))
-    return [*_set_rules(obj, sets), *(rules(obj, lws_by_name) if rules else ())]
-
-
-def _guarded(rules, obj: dict, *args) -> list[tuple[tuple, str]]:
-    """A rule's findings on an object; an object of a shape its schema allows but the rule cannot
-    read (a hand-edited file: a Service without spec) is one finding, never a crash."""
-    try:
-        return rules(obj, *args)
-    except READ_ERRORS as err:
-        said = f"{type(err).__name__}: {err}"[:200]
-        message = f"the cross-object rules cannot read this {obj.get('kind')} ({said}); write it as lwsgen does"
-        return [((), message)]
+def _object_findings(obj: dict, inv: Inventory, set_rules) -> Iterator[Finding]:
+    kind = obj.get("kind")
+    for each in set_rules:
+        if each.kinds and kind not in each.kinds:
+            continue
+        try:
+            found = list(each.function(obj, inv))
+        except READ_ERRORS as err:
+            said = f"{type(err).__name__}: {err}"[:200]
+            message = f"the cross-object rules cannot read this {kind} ({said}); write it as lwsgen does"
+            found = [((), message)]
+        for finding in found:
+            if isinstance(finding, Finding):
+                yield finding._replace(code=each.codes[0])
+            else:
+                yield Finding(*finding, code=each.codes[0])

@@ -14,17 +14,16 @@ from typing import Any
 
 import yaml
 
+from lwsgen import registry
 from lwsgen.naming import LWS_NAME_LABEL, SET_NAME_LABEL, SUFFIXES, WORKER_INDEX_LABEL
 from lwsgen.output import sets as ds_rules
+from lwsgen.output.inventory import Inventory
 from lwsgen.problems import Finding
+from lwsgen.registry import SET
 from lwsgen.resources import package_dir
 
 PICKER_CONFIG_KIND = "EndpointPickerConfig"
 EPP_SUFFIX = SUFFIXES["epp"]  # the picker's Deployment is <pool>-epp
-
-
-def _named(everything: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
-    return {_get(o, "metadata", "name"): o for o in everything if o.get("kind") == kind}
 
 
 def _get(obj: Any, *path: str) -> Any:
@@ -57,20 +56,22 @@ def _leader(lws: dict[str, Any]) -> dict[str, Any]:
     return lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {}
 
 
-def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
+@registry.rule("cross-object", scope=SET, kinds=("InferencePool",))
+def pool_selects_serving_leaders(pool: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """An InferencePool selects the serving leaders of a LeaderWorkerSet (or every role's leaders of a
+    DisaggregatedSet) in the set, on a port their container has, and names an endpoint picker Service of the
+    set by a port it has."""
     spec = pool.get("spec") or {}
     selector = _get(spec, "selector", "matchLabels") or {}
     if ds_rules.selects_set(selector):  # every role's leaders of a DisaggregatedSet
         ports = [
             (("spec", "targetPorts", i, "number"), p.get("number")) for i, p in enumerate(spec.get("targetPorts", []))
         ]
-        for path, message in ds_rules.selector_errors(
-            selector, objects["sets"], ("spec", "selector", "matchLabels"), ports
-        ):
+        for path, message in ds_rules.selector_errors(selector, inv.sets, ("spec", "selector", "matchLabels"), ports):
             yield Finding(path, message)
-        yield from _picker_ref(spec, objects)
+        yield from _picker_ref(spec, inv)
         return
-    lws = objects["LeaderWorkerSet"].get(selector.get(LWS_NAME_LABEL))
+    lws = inv.lws.get(selector.get(LWS_NAME_LABEL))
     leader_labels = _leader(lws).get("metadata", {}).get("labels", {}) if lws else {}
     extra = {k: v for k, v in selector.items() if k not in (LWS_NAME_LABEL, WORKER_INDEX_LABEL)}
     if (
@@ -92,12 +93,12 @@ def _pool(pool: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
                     f"{port.get('number')} is not a port of the leader container: "
                     + ", ".join(str(n) for n in sorted(numbers)),
                 )
-    yield from _picker_ref(spec, objects)
+    yield from _picker_ref(spec, inv)
 
 
-def _picker_ref(spec: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
+def _picker_ref(spec: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     ref = spec.get("endpointPickerRef") or {}
-    service = objects["Service"].get(ref.get("name"))
+    service = inv.named["Service"].get(ref.get("name"))
     if service is None:
         yield Finding(("spec", "endpointPickerRef", "name"), f"Service {ref.get('name')!r} is not in this set")
     elif _get(ref, "port", "number") not in {p.get("port") for p in _get(service, "spec", "ports") or []}:
@@ -107,16 +108,18 @@ def _picker_ref(spec: dict[str, Any], objects: dict[str, dict]) -> Iterator[Find
         )
 
 
-def _route(route: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
+@registry.rule("cross-object", scope=SET, kinds=("HTTPRoute",))
+def route_reaches_a_pool(route: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """An HTTPRoute routes to an InferencePool or a Service of the set, on a port the Service has."""
     for r, rule in enumerate(_get(route, "spec", "rules") or []):
         for b, backend in enumerate(rule.get("backendRefs") or []):
-            if backend.get("kind") == "InferencePool" and backend.get("name") not in objects["InferencePool"]:
+            if backend.get("kind") == "InferencePool" and backend.get("name") not in inv.named["InferencePool"]:
                 yield Finding(
                     ("spec", "rules", r, "backendRefs", b, "name"),
                     f"InferencePool {backend.get('name')!r} is not in this set",
                 )
             if backend.get("kind") == "Service":  # the SGLang router's, in front of a set of roles
-                service = objects["Service"].get(backend.get("name"))
+                service = inv.named["Service"].get(backend.get("name"))
                 ports = {p.get("port") for p in _get(service, "spec", "ports") or []}
                 if service is None or backend.get("port") not in ports:
                     yield Finding(
@@ -125,22 +128,25 @@ def _route(route: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]
                     )
 
 
-def _pool_flag(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
+@registry.rule("cross-object", scope=SET, kinds=("Deployment",))
+def picker_names_its_pool(deployment: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """The endpoint picker's --pool-name names the InferencePool of the set beside it (a kustomize
+    namePrefix renames the pool, not the flag), and a router's selectors select pods of the set."""
     for c, container in enumerate(_get(deployment, "spec", "template", "spec", "containers") or []):
         args = list(container.get("args") or [])
         if "--pool-name" in args[:-1]:
             index = args.index("--pool-name") + 1
             at = ("spec", "template", "spec", "containers", c, "args", index)
             own = str(_get(deployment, "metadata", "name") or "").removesuffix(EPP_SUFFIX)
-            if args[index] not in objects["InferencePool"]:
+            if args[index] not in inv.named["InferencePool"]:
                 yield Finding(at, f"names InferencePool {args[index]!r}, which is not in this set ({RENAMED})")
-            elif args[index] != own and own in objects["InferencePool"]:
+            elif args[index] != own and own in inv.named["InferencePool"]:
                 yield Finding(
                     at,
                     f"names InferencePool {args[index]!r}, the pool of another copy "
                     f"(this picker's is {own!r}; {RENAMED})",
                 )
-    yield from _router_selectors(deployment, objects)
+    yield from _router_selectors(deployment, inv)
 
 
 RENAMED = "a flag does not follow a kustomize namePrefix/nameSuffix; render the profile with the new name"
@@ -158,7 +164,7 @@ def _flag_words(args: list[Any], flag: str) -> tuple[int, list[Any]]:
     return start, args[start:end]
 
 
-def _router_selectors(deployment: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
+def _router_selectors(deployment: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """The SGLang router's service discovery finds each role's leaders by exact labels
     (--prefill-selector, --decode-selector) on --service-discovery-port: a set and role of this set,
     their leaders, on a port they have."""
@@ -173,7 +179,7 @@ def _router_selectors(deployment: dict[str, Any], objects: dict[str, dict]) -> I
                 continue
             at, words = _flag_words(args, flag)
             where = ("spec", "template", "spec", "containers", c, "args", at)
-            errors = _set_selector_errors(_label_terms(words), objects["sets"], where, [port] if port else [], RENAMED)
+            errors = _set_selector_errors(_label_terms(words), inv.sets, where, [port] if port else [], RENAMED)
             for path, message in errors:
                 yield Finding(path, f"{flag} {' '.join(map(str, words))}: {message}")
 
@@ -198,11 +204,11 @@ def _number(word: Any) -> Any:
 
 
 def _deployment_selector(
-    obj: dict[str, Any], selector: dict[str, str], ports: list[tuple[tuple, Any]], objects: dict[str, dict]
+    obj: dict[str, Any], selector: dict[str, str], ports: list[tuple[tuple, Any]], inv: Inventory
 ) -> Iterator[Finding]:
     """A Service or PodMonitor that selects no LeaderWorkerSet must select a Deployment of the set
     (or Job) and name ports its pods have."""
-    owners = [d for d in objects["workloads"] if _selects(selector, _pod_labels(d))]
+    owners = [d for d in inv.workloads if _selects(selector, _pod_labels(d))]
     if not owners:
         yield Finding(("spec", "selector"), "selects the pods of no LeaderWorkerSet, Deployment or Job in this set")
         return
@@ -221,15 +227,17 @@ def _deployment_selector(
             yield Finding(path, f"{port!r} is not a named port of the pods it selects")
 
 
-def _service(service: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
+@registry.rule("cross-object", scope=SET, kinds=("Service",))
+def service_selects_a_workload(service: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """A Service of a Deployment or Job selects its pods, on ports they have."""
     selector = _get(service, "spec", "selector") or {}
-    if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector or not objects["workloads"]:
+    if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector or not inv.workloads:
         return
     ports = [
         (("spec", "ports", i, "targetPort"), p.get("targetPort"))
         for i, p in enumerate(_get(service, "spec", "ports") or [])
     ]
-    yield from _deployment_selector(service, selector, ports, objects)
+    yield from _deployment_selector(service, selector, ports, inv)
 
 
 def monitor_namespace(monitor: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
@@ -243,13 +251,15 @@ def monitor_namespace(monitor: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
         )
 
 
-def _monitor(monitor: dict[str, Any], objects: dict[str, dict]) -> Iterator[Finding]:
+@registry.rule("cross-object", scope=SET, kinds=("PodMonitor",))
+def monitor_selects_a_workload(monitor: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """A PodMonitor of a Deployment or Job selects its pods, on ports they have, in its own namespace."""
     selector = _get(monitor, "spec", "selector", "matchLabels") or {}
     if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector:
         return  # relations.py checks monitors of LeaderWorkerSet pods (and ones that select nothing)
     endpoints = _get(monitor, "spec", "podMetricsEndpoints") or []
     ports = [(("spec", "podMetricsEndpoints", i, "port"), e.get("port")) for i, e in enumerate(endpoints)]
-    yield from _deployment_selector(monitor, selector, ports, objects)
+    yield from _deployment_selector(monitor, selector, ports, inv)
     for path, message in monitor_namespace(monitor):
         yield Finding(path, message)
 
@@ -320,26 +330,8 @@ def _screener_scopes(config: dict[str, Any], sets: dict[str, dict]) -> Iterator[
             yield path, f"{scope!r}: {message}"
 
 
-RULES = {
-    "InferencePool": _pool,
-    "HTTPRoute": _route,
-    "Deployment": _pool_flag,
-    "Service": _service,
-    "PodMonitor": _monitor,
-    "ConfigMap": lambda obj, objects: _picker_config(obj, objects["sets"]),
-}
-
-
-def routing_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, Finding]]:
-    everything = [o for docs in objects_by_file.values() for o in docs if isinstance(o, dict)]
-    objects: dict[str, Any] = {
-        kind: _named(everything, kind) for kind in ("LeaderWorkerSet", "Service", "InferencePool")
-    }
-    # what else runs pods from a template: a Service or PodMonitor that selects no LWS selects these
-    objects["workloads"] = [o for o in everything if o.get("kind") in ("Deployment", "Job")]
-    objects["sets"] = ds_rules.sets_of(objects_by_file)
-    for file, docs in objects_by_file.items():
-        for index, obj in enumerate(docs):
-            rule = RULES.get(obj.get("kind"))
-            for error in rule(obj, objects) if rule else ():
-                yield file, index, error._replace(code="cross-object")
+@registry.rule("cross-object", scope=SET, kinds=("ConfigMap",))
+def picker_config_is_one_the_picker_accepts(config_map: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """The endpoint picker's config is an EndpointPickerConfig the picker's strict decoder accepts,
+    whose plugin references resolve and whose scopes name roles of the set."""
+    return _picker_config(config_map, inv.sets)

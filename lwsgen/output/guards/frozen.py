@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen.check.pods import OWN_LABEL_PREFIXES, OWN_VOLUMES, annotation_owner
-from lwsgen.output import kept
-from lwsgen.output.podholes import pod_specs
+from lwsgen.output.guards import addsonly
+from lwsgen.output.guards.podsecurity import pod_specs
 from lwsgen.profile import Profile
 from lwsgen.records import Record
 
@@ -254,7 +254,7 @@ def changes(before: dict, after: dict, found: set[str]) -> Iterator[tuple[tuple,
     said = list(_guarded(before, after, found))
     said += [(p, f) for p, f in _decided(before, after) if not any(p[: len(s)] == s for s, _ in said)]
     yield from said
-    for path in kept.lost(before, after):
+    for path in addsonly.lost(before, after):
         if not any(path[: len(p)] == p or p[: len(path)] == path for p, _ in said):
             yield path, ADDS_ONLY
 

@@ -4,7 +4,7 @@ the node's PID or one process namespace, volumes that reach the node (hostPath, 
 ServiceAccount token, the model's claim mounted anew, a new mount over a path lwsgen mounts, and
 for every container check/containers.py's rules (sidecar rules for all but the engine's).
 `before` is lwsgen's object, if the hatch changed one: what lwsgen itself wrote there is not the
-hatch's (overrides.opened subtracts it)."""
+hatch's (guards.no_new_holes subtracts it)."""
 
 from __future__ import annotations
 

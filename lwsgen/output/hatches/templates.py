@@ -1,5 +1,5 @@
 """The profile's `templates:`: a directory whose <kind>.yaml.j2 replaces lwsgen's template for that
-kind or adds a kind (output/overrides.py applies the rules every hatch shares)."""
+kind or adds a kind; each object it makes is held to output/guards/ and said at `templates`."""
 
 from __future__ import annotations
 
@@ -10,18 +10,9 @@ from lwsgen import bounds, confine
 from lwsgen.derive.kinds import BY_KEY, file_of
 from lwsgen.load.inherit import work_tree
 from lwsgen.load.source import Source, load_documents
-from lwsgen.output import added, parse, protected
-from lwsgen.output.overrides import (
-    TEMPLATES,
-    Hatch,
-    Origins,
-    changed,
-    duplicates,
-    identity,
-    malformed,
-    opened,
-    token_sharers,
-)
+from lwsgen.output import guards, parse
+from lwsgen.output.guards import Change, addedkinds, frozen, identity
+from lwsgen.output.hatches import TEMPLATES, Hatch, Origins, duplicates
 from lwsgen.output.parse import OutputFile
 from lwsgen.problems import Problem, ProblemsError
 from lwsgen.profile import Profile
@@ -149,11 +140,11 @@ def template_problems(
 ) -> tuple[list[Problem], Origins]:
     """A replacing template must keep every object of lwsgen's and every value it derives."""
 
-    found = protected.devices(profile)
+    found = frozenset(frozen.devices(profile))
     before = {f.name: f for f in builtin}
     lwsgens = [o for f in builtin for o in f.objects if isinstance(o, dict)]
-    selectors = added.selectors_of(lwsgens)
-    accounts = {identity(o)[1] for o in lwsgens if o.get("kind") == "ServiceAccount"}
+    selectors = tuple(addedkinds.selectors_of(lwsgens))
+    accounts = frozenset(identity(o)[1] for o in lwsgens if o.get("kind") == "ServiceAccount")
     problems, origins = [], {}
     for output in files:
         key = output.name[: -len(".yaml")]
@@ -167,16 +158,7 @@ def template_problems(
             problems.append(src.problem(TEMPLATES, message, "derived"))
         for index, obj in enumerate(output.objects):
             origins[(output.name, index)] = Hatch(TEMPLATES, label)
-            shape = malformed(profile, src, TEMPLATES, label, output.name, obj)
-            if shape:
-                problems += shape
-                continue
-            if identity(obj) in ours:
-                problems += changed(src, TEMPLATES, label, ours[identity(obj)], obj, found)
-                problems += token_sharers(src, TEMPLATES, label, ours[identity(obj)], obj)
-            elif (why := added.refusal(profile, obj, selectors, accounts)) is not None:
-                problems.append(
-                    src.problem(TEMPLATES, f"{label}: {obj.get('kind')} {identity(obj)[1]}: {why}", "refused")
-                )
-            problems += opened(profile, src, TEMPLATES, label, obj, ours.get(identity(obj)))
+            before = ours.get(identity(obj))
+            change = Change(profile, src, TEMPLATES, label, output.name, before, obj, found, selectors, accounts)
+            problems += guards.guard(change)
     return problems + duplicates(src, TEMPLATES, files), origins

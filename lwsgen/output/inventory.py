@@ -1,0 +1,106 @@
+"""The rendered set, indexed once: what every cross-object rule (registry scope set) reads beside the
+object it checks. Built from the objects of one output set (a render's files, or what `validate`
+reads); a rule never indexes the set itself and nothing is kept between sets."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lwsgen.output import sets as ds_rules
+from lwsgen.records import Record
+
+# prometheus-adapter's name.matches of one series ("^name$") and a PromQL selector's metric name
+RECORD_MATCH = re.compile(r"^\^?([a-zA-Z_:][a-zA-Z0-9_:]*)\$?$")
+
+
+class Inventory(Record):
+    everything: tuple  # every mapping of the set, file by file
+    lws: dict  # LeaderWorkerSets by name
+    sets: dict  # DisaggregatedSets by name (each role runs as the LeaderWorkerSet <set>-<role>)
+    named: dict  # kind -> name -> object, for the kinds routing rules look up by name
+    workloads: tuple  # Deployments and Jobs: what else runs pods from a template
+    names: dict  # the names of ConfigMaps, ServiceAccounts, LeaderWorkerSets and DisaggregatedSets; data; secrets
+    scaled: frozenset  # the names autoscalers target
+    records: frozenset | None  # the series the PrometheusRules record; None: the set has no PrometheusRule
+    served: dict | None  # metric an adapter rule serves -> the series it reads; None: no adapter rules
+    image_versions: bool  # hold engine flags to the version the image tag names (validate), not the profile's
+
+
+def _name(obj: dict[str, Any]) -> Any:
+    meta = obj.get("metadata")
+    return meta.get("name") if isinstance(meta, dict) else None
+
+
+def _dig(obj: Any, *path: str) -> Any:
+    """obj[path...], or None where a step is missing or not a mapping: an object the index cannot
+    read is left to the rules of its own kind, which say so at that object."""
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _of(everything: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in everything if o.get("kind") == kind]
+
+
+def _records(everything: list[dict[str, Any]]) -> frozenset | None:
+    rules = _of(everything, "PrometheusRule")
+    if not rules:
+        return None
+    groups = [g for o in rules for g in _dig(o, "spec", "groups") or [] if isinstance(g, dict)]
+    return frozenset(r.get("record") for g in groups for r in g.get("rules") or [] if isinstance(r, dict))
+
+
+def _adapter_names(everything: list[dict[str, Any]]) -> dict[str, str] | None:
+    """prometheus-adapter rules in the set: served metric name -> the series it reads."""
+    fragments = [o for o in everything if "kind" not in o and isinstance(o.get("rules"), list)]
+    if not fragments:
+        return None
+    served = {}
+    for fragment in fragments:
+        for rule in fragment["rules"]:
+            match = RECORD_MATCH.match(str(_dig(rule, "name", "matches") or ""))
+            served[_dig(rule, "name", "as")] = match.group(1) if match else ""
+    return served
+
+
+def _names(everything: list[dict[str, Any]]) -> dict[str, Any]:
+    with_meta = [o for o in everything if isinstance(o.get("metadata"), dict)]
+    names: dict[str, Any] = {
+        kind: {o["metadata"].get("name") for o in _of(with_meta, kind)}
+        for kind in ("ConfigMap", "ServiceAccount", "LeaderWorkerSet", "DisaggregatedSet")
+    }
+    names["data"] = {
+        o["metadata"].get("name"): o.get("data") or {}
+        for o in _of(with_meta, "ConfigMap")
+        if isinstance(o.get("data") or {}, dict)
+    }
+    names["secrets"] = {
+        o["metadata"].get("name"): {*(o.get("data") or {}), *(o.get("stringData") or {})}
+        for o in _of(with_meta, "Secret")
+    }
+    return names
+
+
+def inventory(objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True) -> Inventory:
+    """Raises what reading an object the rules cannot read raises (the caller says so at the set)."""
+    everything = [o for docs in objects_by_file.values() for o in docs if isinstance(o, dict)]
+    return Inventory(
+        everything=tuple(everything),
+        lws={_name(o): o for o in _of(everything, "LeaderWorkerSet") if isinstance(o.get("metadata"), dict)},
+        sets=ds_rules.sets_of(objects_by_file),
+        named={kind: {_name(o): o for o in _of(everything, kind)} for kind in ("Service", "InferencePool")},
+        workloads=tuple(o for o in everything if o.get("kind") in ("Deployment", "Job")),
+        names=_names(everything),
+        scaled=frozenset(
+            _dig(o, "spec", "scaleTargetRef", "name")
+            for o in everything
+            if o.get("kind") in ("HorizontalPodAutoscaler", "ScaledObject")
+        ),
+        records=_records(everything),
+        served=_adapter_names(everything),
+        image_versions=image_versions,
+    )
