@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from lwsgen.load.source import Source
-from lwsgen.problems import Problem
+from lwsgen.problems import Finding, Problem
 from lwsgen.profile import Profile
 from lwsgen.profile import kept_capabilities as own_capabilities
 from lwsgen.quantity import HELP as QUANTITY_HELP
@@ -59,26 +59,28 @@ def security(profile: Profile, context: Any, final: bool) -> list[Found]:
     every capability must be dropped); otherwise lwsgen still fills in its defaults."""
     allowed, out, at = profile.security.allow_privileged, [], ("securityContext",)
     if not isinstance(context, dict) or not isinstance(context.get("capabilities") or {}, dict):
-        return [(at, "a securityContext is a mapping (capabilities too)", "bad-value")]
+        return [Finding(at, "a securityContext is a mapping (capabilities too)", "bad-value")]
     for key in ("privileged", "allowPrivilegeEscalation"):
         if context.get(key) and not allowed:
             out.append(
-                (
+                Finding(
                     (*at, key),
                     f"{key} gives the container the node; set security.allowPrivileged to allow it",
                     "host-access",
                 )
             )
     if final and not allowed and context.get("allowPrivilegeEscalation") is not False:
-        out.append(((*at, "allowPrivilegeEscalation"), "must be false (Kubernetes' default is true)", "host-access"))
+        out.append(
+            Finding((*at, "allowPrivilegeEscalation"), "must be false (Kubernetes' default is true)", "host-access")
+        )
     capabilities = context.get("capabilities") or {}
     for index, capability in enumerate(capabilities.get("add") or []):
         if capability not in kept_capabilities(profile):
             message = f"capability {capability} is not kept for this profile; list it in security.addCapabilities"
-            out.append(((*at, "capabilities", "add", index), message, "capability"))
+            out.append(Finding((*at, "capabilities", "add", index), message, "capability"))
     if final and "ALL" not in (capabilities.get("drop") or []):
         out.append(
-            ((*at, "capabilities", "drop"), "must drop ALL, as every container lwsgen writes does", "capability")
+            Finding((*at, "capabilities", "drop"), "must drop ALL, as every container lwsgen writes does", "capability")
         )
     return out + confinement(profile, context, at)
 
@@ -88,25 +90,25 @@ def confinement(profile: Profile, context: dict, at: tuple) -> list[Found]:
     out = []
     for key in ("seccompProfile", "appArmorProfile"):
         if (context.get(key) or {}).get("type") == UNCONFINED:
-            out.append(((*at, key, "type"), f"{UNCONFINED} lifts the runtime's default {key}", "host-access"))
+            out.append(Finding((*at, key, "type"), f"{UNCONFINED} lifts the runtime's default {key}", "host-access"))
     selinux = context.get("seLinuxOptions") or {}
     if isinstance(selinux, dict) and selinux.get("type") not in (None, *SELINUX_TYPES):
         out.append(
-            ((*at, "seLinuxOptions", "type"), f"SELinux type {selinux['type']} lifts confinement", "host-access")
+            Finding((*at, "seLinuxOptions", "type"), f"SELinux type {selinux['type']} lifts confinement", "host-access")
         )
     for key in ("user", "role") if isinstance(selinux, dict) else ():
         if selinux.get(key):  # Pod Security baseline: seLinuxOptions.user and .role stay unset
             message = f"an SELinux {key} is the node's to assign; set only seLinuxOptions.type (container_t, ...)"
-            out.append(((*at, "seLinuxOptions", key), message, "host-access"))
+            out.append(Finding((*at, "seLinuxOptions", key), message, "host-access"))
     windows = context.get("windowsOptions")
     if isinstance(windows, dict) and windows.get("hostProcess"):
         message = "a host process runs on the node itself, outside any container"
-        out.append(((*at, "windowsOptions", "hostProcess"), message, "host-access"))
+        out.append(Finding((*at, "windowsOptions", "hostProcess"), message, "host-access"))
     if context.get("procMount") == "Unmasked":
-        out.append(((*at, "procMount"), "an unmasked /proc shows the node's kernel interfaces", "host-access"))
+        out.append(Finding((*at, "procMount"), "an unmasked /proc shows the node's kernel interfaces", "host-access"))
     if profile.security.run_as_user and (context.get("runAsUser") == 0 or context.get("runAsNonRoot") is False):
         message = "security.runAsUser makes these pods non-root; a container cannot run as root in them"
-        out.append(((*at, "runAsUser" if context.get("runAsUser") == 0 else "runAsNonRoot"), message, "root"))
+        out.append(Finding((*at, "runAsUser" if context.get("runAsUser") == 0 else "runAsNonRoot"), message, "root"))
     return out
 
 
@@ -183,27 +185,27 @@ def resources(profile: Profile, spec: dict) -> list[Found]:
     written = spec.get("resources") or {}
     limits, requests, out = written.get("limits") or {}, written.get("requests") or {}, []
     if not isinstance(limits, dict) or not isinstance(requests, dict):
-        return [(("resources",), "limits and requests are mappings of resource names to amounts", "bad-value")]
+        return [Finding(("resources",), "limits and requests are mappings of resource names to amounts", "bad-value")]
     for side, amounts in (("limits", limits), ("requests", requests)):
         for resource, amount in amounts.items():
             if parse_quantity(amount) is None:
                 message = f"{amount!r} is not {QUANTITY_HELP}"
-                out.append((("resources", side, resource), message, "bad-quantity"))
+                out.append(Finding(("resources", side, resource), message, "bad-quantity"))
     missing = [r for r in ("cpu", "memory") if r not in limits]
     if missing:
         message = (
             f"needs resources.limits.{missing[0]}: the GPU pods are Guaranteed QoS (every container limits CPU and "
             "memory and requests what it limits), and an unlimited container can take the node from the engine"
         )
-        out.append((("resources",) if written else (), message, "no-limit"))
+        out.append(Finding(("resources",) if written else (), message, "no-limit"))
     for resource, amount in requests.items():
         if resource not in limits or _amount(amount) != _amount(limits[resource]):
             message = f"requests {resource} below or without its limit: give limits only (Guaranteed QoS)"
-            out.append((("resources", "requests", resource), message, "not-guaranteed"))
+            out.append(Finding(("resources", "requests", resource), message, "not-guaranteed"))
     devices = sorted(r for r in {**limits, **requests} if is_device(profile, r))
     if devices:
         message = f"{devices[0]} is the engine's: a pod's devices come from node.gpus, node.efa and node.rdmaResource"
-        out.append((("resources",), message, "derived"))
+        out.append(Finding(("resources",), message, "derived"))
     return out
 
 
@@ -213,14 +215,16 @@ def container(profile: Profile, spec: dict[str, Any], *, final: bool, added: boo
     for index, port in enumerate(spec.get("ports") or []):
         if isinstance(port, dict) and port.get("hostPort"):
             out.append(
-                (("ports", index, "hostPort"), "a hostPort takes a port of the node; use a Service", "host-access")
+                Finding(
+                    ("ports", index, "hostPort"), "a hostPort takes a port of the node; use a Service", "host-access"
+                )
             )
     out += [
-        ((field, index), secret_message(name), "secret-on-command-line")
+        Finding((field, index), secret_message(name), "secret-on-command-line")
         for field, index, name in secret_references(spec)
     ]
     if isinstance(spec.get("resources"), dict) and spec["resources"].get("claims"):
-        out.append((("resources", "claims"), "a pod's devices come from node.*, not claims", "derived"))
+        out.append(Finding(("resources", "claims"), "a pod's devices come from node.*, not claims", "derived"))
     return out + environment(spec, added) + (resources(profile, spec) if added else [])
 
 
@@ -233,9 +237,9 @@ def environment(spec: dict[str, Any], added: bool) -> list[Found]:
         if added and name == "NVIDIA_VISIBLE_DEVICES" and env.get("value") == "void" and "valueFrom" not in env:
             continue  # no GPU at all: what lwsgen writes into every container it did not derive
         if name in GPU_ENV or str(name).startswith(GPU_ENV_PREFIX):
-            out.append((("env", index, "name"), gpu_env_message(name), "derived"))
+            out.append(Finding(("env", index, "name"), gpu_env_message(name), "derived"))
         elif not added and name in RUN_ENV:
-            out.append((("env", index, "name"), run_env_message(name), "derived"))
+            out.append(Finding(("env", index, "name"), run_env_message(name), "derived"))
     for index, source in enumerate(spec.get("envFrom") or []):
         prefix = str(source.get("prefix") or "") if isinstance(source, dict) else ""
         reached = [n for n in (*GPU_ENV, *(() if added else RUN_ENV)) if n.startswith(prefix)]
@@ -245,12 +249,12 @@ def environment(spec: dict[str, Any], added: bool) -> list[Found]:
                 f"envFrom could set {reached[0]} (whatever its ConfigMap or Secret holds); give it a prefix no such "
                 "variable starts with (prefix: APP_), or list the variables under env"
             )
-            out.append((("envFrom", index), message, "derived"))
+            out.append(Finding(("envFrom", index), message, "derived"))
     hooks = spec.get("lifecycle") if not added and isinstance(spec.get("lifecycle"), dict) else {}
     for hook, handler in hooks.items():
         if isinstance(handler, dict) and "exec" in handler:  # sleep and httpGet run nothing in it
             message = "an exec hook runs a command in the engine's container beside the engine; run it in a sidecar"
-            out.append((("lifecycle", hook, "exec"), message, "derived"))
+            out.append(Finding(("lifecycle", hook, "exec"), message, "derived"))
     return out
 
 

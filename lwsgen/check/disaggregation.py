@@ -12,7 +12,7 @@ from lwsgen import naming, registry, runtimes
 from lwsgen.check import schema
 from lwsgen.check.roles import RoleSource, role_names
 from lwsgen.load.source import Source
-from lwsgen.problems import ERROR, WARNING, Problem, ProblemsError
+from lwsgen.problems import ERROR, WARNING, Finding, Problem, ProblemsError
 from lwsgen.profile import FrozenDict, Profile, from_data
 from lwsgen.registry import ROLES
 
@@ -33,10 +33,10 @@ def check(src: Source, typed: Callable) -> tuple[Profile, list[Problem]]:
     if problems:
         raise ProblemsError(list(dict.fromkeys(problems)))
     top = from_data(schema.with_defaults(src.data))._replace(roles=FrozenDict(profiles))
-    problems = [src.problem(*p) for p in registry.run(ROLES, ERROR, top)]
+    problems = [src.place(f) for f in registry.run(ROLES, ERROR, top)]
     if problems:
         raise ProblemsError(problems)
-    warnings += [src.problem(*p)._replace(severity=WARNING) for p in registry.run(ROLES, WARNING, top)]
+    warnings += [src.place(f._replace(severity=WARNING)) for f in registry.run(ROLES, WARNING, top)]
     return top, list(dict.fromkeys(warnings))
 
 
@@ -95,33 +95,33 @@ def _placement_problems(src: Source) -> list[Problem]:
 
 
 @registry.rule("needs-gateway", "needs-newer-engine", "needs-prefix-cache", "not-supported", scope=ROLES)
-def runtime_role_rules(top: Profile) -> list[tuple[tuple, str, str]]:
+def runtime_role_rules(top: Profile) -> list[Finding]:
     """What the runtime needs of a profile with roles (its contract's kv_problems): an engine version
     with the KV transfer the roles use, and the front door its prefill/decode routing runs behind."""
     return runtimes.get(top.runtime).kv_problems(top)
 
 
 @registry.rule("kv-layout", scope=ROLES, severity=WARNING)
-def runtime_role_warnings(top: Profile) -> list[tuple[tuple, str, str]]:
+def runtime_role_warnings(top: Profile) -> list[Finding]:
     """What the runtime says of valid roles (its contract's warnings_of_roles)."""
     return runtimes.get(top.runtime).warnings_of_roles(top)
 
 
 @registry.rule("kv-mismatch", scope=ROLES)
-def kv_layout_matches(top: Profile) -> list[tuple[tuple, str, str]]:
+def kv_layout_matches(top: Profile) -> list[Finding]:
     """The engine flags that set the KV cache layout (the runtime's kv_matching) are equal on every role
     that exchanges KV cache, or one role cannot read what the other writes."""
     return matching_flag_problems(top, runtimes.get(top.runtime).kv_matching)
 
 
 @registry.rule("derived-flag", scope=ROLES)
-def role_flags_not_derived(top: Profile) -> list[tuple[tuple, str, str]]:
+def role_flags_not_derived(top: Profile) -> list[Finding]:
     """No role's extraArgs repeats a flag lwsgen derives for each role from roles and disaggregation."""
     return _derived_flag_problems(top, runtimes.get(top.runtime))
 
 
 @registry.rule("not-with-roles", "replicas-mismatch", scope=ROLES)
-def role_scaling(top: Profile) -> list[tuple[tuple, str, str]]:
+def role_scaling(top: Profile) -> list[Finding]:
     """How roles scale is what the DisaggregatedSet takes: one slice while a role autoscales, no role
     scaling to zero or on the endpoint picker's pool-wide metrics, fixed replicas all zero or none."""
     out, roles = [], top.roles
@@ -131,7 +131,7 @@ def role_scaling(top: Profile) -> list[tuple[tuple, str, str]]:
             "the DisaggregatedSet webhook refuses slices above 1 while a role scales through its "
             f"DisaggregatedSetRoleScaler ({', '.join(scaled)} autoscale): one slice, or fixed replicas"
         )
-        out.append((("disaggregation", "slices"), message, "not-with-roles"))
+        out.append(Finding(("disaggregation", "slices"), message, "not-with-roles"))
     for role in scaled:
         scaling = roles[role].autoscaling
         if scaling.to_zero:
@@ -139,24 +139,24 @@ def role_scaling(top: Profile) -> list[tuple[tuple, str, str]]:
                 "a role cannot scale to zero: the other role would hold requests no group of this one can finish; "
                 "minReplicas and idleReplicas at least 1"
             )
-            out.append((("roles", role, "autoscaling", "minReplicas"), message, "not-with-roles"))
+            out.append(Finding(("roles", role, "autoscaling", "minReplicas"), message, "not-with-roles"))
         if scaling.metric.startswith("router-"):
             message = (
                 f"{scaling.metric} is the endpoint picker's average over its whole pool, prefill and decode alike; "
                 "a role scales on its own engines' records: queue-length, kv-cache-usage or gpu-utilization"
             )
-            out.append((("roles", role, "autoscaling", "metric"), message, "not-with-roles"))
+            out.append(Finding(("roles", role, "autoscaling", "metric"), message, "not-with-roles"))
     fixed = {role: p.replicas for role, p in roles.items() if not p.autoscaling.enabled}
     if fixed and 0 in fixed.values() and any(fixed.values()):
         message = "the DisaggregatedSet takes fixed replicas all zero or all above zero (its CRD rule): " + ", ".join(
             f"{role} {n}" for role, n in fixed.items()
         )
-        out.append((("roles",), message, "replicas-mismatch"))
+        out.append(Finding(("roles",), message, "replicas-mismatch"))
     return out
 
 
 @registry.rule("name-too-long", scope=ROLES)
-def role_names_fit(top: Profile) -> list[tuple[tuple, str, str]]:
+def role_names_fit(top: Profile) -> list[Finding]:
     """The name leaves room for the names the DisaggregatedSet gives each role's LeaderWorkerSet, its
     pods' revision labels and its Service."""
     out = []
@@ -170,12 +170,12 @@ def role_names_fit(top: Profile) -> list[tuple[tuple, str, str]]:
                 f"LeaderWorkerSet '<name>-<slice>-<8-char revision>-{role}' ({len(child)} characters here), which "
                 f"must stay within {limit} (its pods' StatefulSet revision labels and its '-prv' Service)"
             )
-            out.append((("name",), message, "name-too-long"))
+            out.append(Finding(("name",), message, "name-too-long"))
             break
     return out
 
 
-def _derived_flag_problems(top: Profile, plugin) -> list[tuple[tuple, str, str]]:
+def _derived_flag_problems(top: Profile, plugin) -> list[Finding]:
     out = []
     for role, profile in top.roles.items():
         for index, arg in enumerate(profile.model.extra_args):
@@ -184,7 +184,7 @@ def _derived_flag_problems(top: Profile, plugin) -> list[tuple[tuple, str, str]]
                 shared = len(top.model.extra_args)
                 path = ("model", "extraArgs", index) if index < shared else ("roles", role, "extraArgs", index - shared)
                 message = f"{flag} is derived for each role from roles and disaggregation: leave it out"
-                out.append((path, message, "derived-flag"))
+                out.append(Finding(path, message, "derived-flag"))
     return list(dict.fromkeys(out))
 
 
@@ -213,7 +213,7 @@ def _where_set(values: dict[str, tuple[int, str] | None], shared: int) -> tuple:
     return ("model", "extraArgs", index)
 
 
-def matching_flag_problems(top: Profile, flags: tuple[str, ...]) -> list[tuple[tuple, str, str]]:
+def matching_flag_problems(top: Profile, flags: tuple[str, ...]) -> list[Finding]:
     """Engine flags that must be equal on every role (the KV cache layout both sides agree on)."""
     out, shared = [], len(top.model.extra_args)
     for flag in flags:
@@ -227,5 +227,5 @@ def matching_flag_problems(top: Profile, flags: tuple[str, ...]) -> list[tuple[t
             f"{flag} must be the same on every role, or the KV cache one role writes is not the layout the other "
             f"reads: {listed}"
         )
-        out.append((_where_set(values, shared), message, "kv-mismatch"))
+        out.append(Finding(_where_set(values, shared), message, "kv-mismatch"))
     return out

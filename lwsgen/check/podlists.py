@@ -159,8 +159,8 @@ def _container(
 ) -> list[Problem]:
     spec, path = entry.value, entry.path
     out = [
-        src.problem((*path, *at), message, code)
-        for at, message, code in containers.container(profile, spec, final=False, added=True)
+        src.place(finding._replace(path=(*path, *finding.path)))
+        for finding in containers.container(profile, spec, final=False, added=True)
     ]
     name = spec.get("name")
     if name in taken:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from lwsgen import bounds
-from lwsgen.problems import Problem, ProblemsError
+from lwsgen.problems import Finding, Problem, ProblemsError
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -65,6 +65,11 @@ class Source:
     def problem(self, path: PathKey, message: str, code: str, *, key: bool = False) -> Problem:
         line, col = self.position(path, key=key)
         return Problem(self.file_of(path), line, col, dotted(path), message, code)
+
+    def place(self, finding: Finding) -> Problem:
+        """A rule's finding at the field of this source it names, with its code and severity."""
+        placed = self.problem(finding.path, finding.message, finding.code, key=finding.at_key)
+        return placed._replace(severity=finding.severity)
 
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][-A-Za-z0-9_]*$")

@@ -4,6 +4,7 @@ adds to the checks); everything it is given is the typed Profile (profile.py).""
 
 from __future__ import annotations
 
+from lwsgen.problems import Finding
 from lwsgen.runtimes import aphrodite, llamacpp, sglang, triton_trtllm, trtllm_serve, versions, vllm
 from lwsgen.runtimes.base import Capabilities, Runtime
 
@@ -42,11 +43,11 @@ def served_name(profile) -> str:
     return profile.model.served_name or default or profile.served_name
 
 
-def checks(plugin: Runtime, profile) -> list[tuple[tuple, str, str]]:
+def checks(plugin: Runtime, profile) -> list[Finding]:
     """(path, message, code) for the runtime's own rules."""
     return plugin.check(profile)
 
 
-def warnings(profile) -> list[tuple[tuple, str, str]]:
+def warnings(profile) -> list[Finding]:
     """(path, message, code) the runtime says of a valid profile, if it says anything."""
     return REGISTRY[profile.runtime].warnings(profile)

@@ -17,6 +17,7 @@ Metrics are on the serving port with the `aphrodite:` prefix (`aphrodite:num_req
 
 from __future__ import annotations
 
+from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import Capabilities, Probes, Runtime, RuntimeParts
@@ -84,7 +85,7 @@ def mode(profile: Profile) -> str:
     return launchers.launch_mode(profile, versions.of(profile, ENGINE))
 
 
-def check(profile: Profile) -> list[tuple[tuple, str, str]]:
+def check(profile: Profile) -> list[Finding]:
     return launchers.native_launch_problems(profile, versions.of(profile, ENGINE))
 
 

@@ -4,6 +4,7 @@ cluster, an engine that dials the leader itself, and llama.cpp RPC."""
 from __future__ import annotations
 
 from lwsgen import resources
+from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.records import Record
 from lwsgen.runtimes.base import (
@@ -161,10 +162,10 @@ def launch_mode(profile: Profile, version) -> str:
     return "native" if version.has("native-multi-node") else "ray"
 
 
-def native_launch_problems(profile: Profile, version) -> list[tuple[tuple, str, str]]:
+def native_launch_problems(profile: Profile, version) -> list[Finding]:
     """launch.mode native on an engine version without the native multi-node launch."""
     problem = version.needs("native-multi-node", "launch.mode native") if profile.launch.mode == "native" else None
-    return [(("launch", "mode"), problem, "needs-newer-engine")] if problem else []
+    return [Finding(("launch", "mode"), problem, "needs-newer-engine")] if problem else []
 
 
 def vllm_family_capabilities(

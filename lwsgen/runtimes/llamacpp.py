@@ -34,6 +34,7 @@ are refused for a group of more than one pod. `model.path` is a GGUF file.
 
 from __future__ import annotations
 
+from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
@@ -117,11 +118,11 @@ def capabilities(version: versions.EngineVersion, profile: Profile | None = None
     return CAPABILITIES
 
 
-def check(profile: Profile) -> list[tuple[tuple, str, str]]:
+def check(profile: Profile) -> list[Finding]:
     par = profile.parallelism
     if par.tensor > 1 and par.pipeline > 1:
         return [
-            (
+            Finding(
                 ("parallelism", "tensor"),
                 (
                     f"llama.cpp splits the model by layers over every GPU of the group and has no tensor x pipeline "
@@ -134,10 +135,10 @@ def check(profile: Profile) -> list[tuple[tuple, str, str]]:
     return []
 
 
-def warnings(profile: Profile) -> list[tuple[tuple, str, str]]:
+def warnings(profile: Profile) -> list[Finding]:
     if profile.parallelism.tensor > 1:
         return [
-            (
+            Finding(
                 ("parallelism", "tensor"),
                 (
                     f"llama.cpp splits layers, not heads: tensor {profile.parallelism.tensor} is read as a layer split "

@@ -31,6 +31,7 @@ would flap under long prefills); before 0.4.10.post2 `/health` answers at once (
 
 from __future__ import annotations
 
+from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
@@ -183,16 +184,16 @@ def capabilities(version: versions.EngineVersion, profile: Profile | None = None
     return EVERY_POD if profile is not None and metrics_on_every_pod(profile, version) else CAPABILITIES
 
 
-def check(profile: Profile) -> list[tuple[tuple, str, str]]:
+def check(profile: Profile) -> list[Finding]:
     version, par = versions.of(profile, ENGINE), profile.parallelism
     if par.pipeline > 1:
         problem = version.needs("pp-size", f"parallelism.pipeline {par.pipeline}")
         if problem:
-            return [(("parallelism", "pipeline"), problem, "needs-newer-engine")]
+            return [Finding(("parallelism", "pipeline"), problem, "needs-newer-engine")]
     if par.data > 1 and par.all_to_all == "deepep-auto" and not version.has("moe-a2a-backend"):
         # server_args.py@v0.4.6.post1 lines 309-318: "DeepEP MoE `auto` mode is not supported with DP Attention."
         problem = version.needs("moe-a2a-backend", "allToAll deepep-auto with data-parallel attention")
-        return [(("parallelism", "allToAll"), problem, "needs-newer-engine")]
+        return [Finding(("parallelism", "allToAll"), problem, "needs-newer-engine")]
     return []
 
 
@@ -303,20 +304,20 @@ def kv_transfer(profile: Profile, role: str, roles: tuple[str, ...]) -> KvTransf
     )
 
 
-def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+def kv_problems(top: Profile) -> list[Finding]:
     """What SGLang needs of a disaggregated profile (check/disaggregation.py)."""
     out, roles = [], top.roles
     version = versions.of(top, ENGINE)
     sizes = {role: p.parallelism.data * p.parallelism.tensor for role, p in roles.items()}
     if len(set(sizes.values())) > 1 and not version.has("heterogeneous-tp"):
         problem = version.needs("heterogeneous-tp", f"tensor sizes {sizes}")
-        out.append((("roles", "decode", "parallelism"), problem, "needs-newer-engine"))
+        out.append(Finding(("roles", "decode", "parallelism"), problem, "needs-newer-engine"))
     if "encode" in roles:
         message = (
             "SGLang's encoder disaggregation (--encoder-only, --language-only, 0.5.7 and newer) is routed by smg "
             "1.13's --epd-disaggregation, not by the sglang-router lwsgen runs: leave roles.encode out, or use vLLM"
         )
-        out.append((("roles", "encode"), message, "not-supported"))
+        out.append(Finding(("roles", "encode"), message, "not-supported"))
     return out
 
 

@@ -24,6 +24,7 @@ clients call: `model.servedName`, default `ensemble`.
 
 from __future__ import annotations
 
+from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
@@ -152,11 +153,11 @@ def engine_models(profile: Profile) -> tuple[str, ...]:
     return profile.model.engine_models or DEFAULT_ENGINE_MODELS
 
 
-def check(profile: Profile) -> list[tuple[tuple, str, str]]:
+def check(profile: Profile) -> list[Finding]:
     path = profile.model.path
     if not path.startswith("/"):
         return [
-            (
+            Finding(
                 ("model", "path"),
                 f"{path!r} is not an absolute path; Triton needs the model repository directory (for example "
                 "/var/run/models/<model>/triton_model_repo)",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 
+from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
@@ -157,11 +158,11 @@ def options(profile: Profile) -> dict | None:
     return {**profile.model.llm_api_options, **_metrics_options(profile)} or None
 
 
-def warnings(profile: Profile) -> list[tuple[tuple, str, str]]:
+def warnings(profile: Profile) -> list[Finding]:
     """model.llmApiOptions keys that monitoring overrides, said rather than dropped in silence."""
     given = profile.model.llm_api_options
     return [
-        (
+        Finding(
             ("model", "llmApiOptions", key),
             f"is set to {value!r} because monitoring reads the engine's Prometheus metrics; set "
             "monitoring.enabled false to keep yours",

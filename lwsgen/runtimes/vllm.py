@@ -42,6 +42,7 @@ name is hidden from 0.11.0 and gone in 0.12.0). `model.path` is a hub id or a we
 
 from __future__ import annotations
 
+from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
@@ -182,7 +183,7 @@ def mode(profile: Profile) -> str:
     return launchers.launch_mode(profile, versions.of(profile, ENGINE))
 
 
-def check(profile: Profile) -> list[tuple[tuple, str, str]]:
+def check(profile: Profile) -> list[Finding]:
     version, par = versions.of(profile, ENGINE), profile.parallelism
     if par.data > 1:
         out = _data_parallel_problems(profile, version)
@@ -190,7 +191,7 @@ def check(profile: Profile) -> list[tuple[tuple, str, str]]:
         out = launchers.native_launch_problems(profile, version)
     if par.all_to_all == "deepep-auto":
         out.append(
-            (
+            Finding(
                 ("parallelism", "allToAll"),
                 "vLLM has no automatic DeepEP mode; use deepep-high-throughput or deepep-low-latency",
                 "not-supported",
@@ -199,25 +200,25 @@ def check(profile: Profile) -> list[tuple[tuple, str, str]]:
     elif par.all_to_all != "default":
         problem = version.needs("deepep-all2all", f"allToAll {par.all_to_all}")
         if problem:
-            out.append((("parallelism", "allToAll"), problem, "needs-newer-engine"))
+            out.append(Finding(("parallelism", "allToAll"), problem, "needs-newer-engine"))
     return out
 
 
-def _data_parallel_problems(profile: Profile, version: versions.EngineVersion) -> list[tuple[tuple, str, str]]:
+def _data_parallel_problems(profile: Profile, version: versions.EngineVersion) -> list[Finding]:
     par, out = profile.parallelism, []
     problem = version.needs("data-parallel-multi-node", f"parallelism.data {par.data}")
     if problem:
-        out.append((("parallelism", "data"), problem, "needs-newer-engine"))
+        out.append(Finding(("parallelism", "data"), problem, "needs-newer-engine"))
     if profile.launch.mode == "ray":
         message = "data parallelism runs vLLM's own engines on every pod, not a Ray cluster: leave launch.mode out"
-        out.append((("launch", "mode"), message, "not-supported"))
+        out.append(Finding(("launch", "mode"), message, "not-supported"))
     per_rank = par.tensor * par.pipeline
     if profile.gpus_per_pod % per_rank:
         message = (
             f"each data-parallel rank takes tensor x pipeline = {per_rank} GPUs of one pod, which do not divide the "
             f"pod's {profile.gpus_per_pod}: use a tensor size that divides node.gpus ({profile.node.gpus})"
         )
-        out.append((("parallelism", "tensor"), message, "not-divisible"))
+        out.append(Finding(("parallelism", "tensor"), message, "not-divisible"))
     return out
 
 
@@ -306,15 +307,15 @@ def kv_transfer(profile: Profile, role: str, roles: tuple[str, ...]) -> KvTransf
     )
 
 
-def _tensor_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+def _tensor_problems(top: Profile) -> list[Finding]:
     prefill, decode = (top.roles[r].parallelism.tensor for r in ("prefill", "decode"))
     if prefill == decode:
         return []
     problem = versions.of(top, ENGINE).needs("nixl-heterogeneous-tp", f"prefill tensor {prefill}, decode {decode}")
-    return [(("roles", "decode", "parallelism"), problem, "needs-newer-engine")] if problem else []
+    return [Finding(("roles", "decode", "parallelism"), problem, "needs-newer-engine")] if problem else []
 
 
-def warnings_of_roles(top: Profile) -> list[tuple[tuple, str, str]]:
+def warnings_of_roles(top: Profile) -> list[Finding]:
     """NIXL's first heterogeneous TP (0.9.1) takes a decode TP that is a multiple of the prefill's;
     the reverse came later (PR #27274, release not pinned here)."""
     prefill, decode = (top.roles[r].parallelism.tensor for r in ("prefill", "decode"))
@@ -325,41 +326,41 @@ def warnings_of_roles(top: Profile) -> list[tuple[tuple, str, str]]:
         "(PR #18833) maps each decode rank to prefill ranks that way; a larger prefill TP needs a vLLM with "
         "PR #27274 (check your image)"
     )
-    return [(("roles", "decode", "parallelism", "tensor"), message, "kv-layout")]
+    return [Finding(("roles", "decode", "parallelism", "tensor"), message, "kv-layout")]
 
 
-def kv_problems(top: Profile) -> list[tuple[tuple, str, str]]:
+def kv_problems(top: Profile) -> list[Finding]:
     """What vLLM needs of a disaggregated profile (check/disaggregation.py)."""
     out, d = [], top.disaggregation
     problem = versions.of(top, ENGINE).needs("nixl-connector", "roles")
     if problem:
-        out.append((("roles",), problem, "needs-newer-engine"))
+        out.append(Finding(("roles",), problem, "needs-newer-engine"))
     if not top.gateway.enabled:
         message = (
             "vLLM's prefill and decode roles are routed by llm-d's endpoint picker (its prefill/decode profiles "
             "and routing sidecar), which gateway.enabled emits: enable it"
         )
-        out.append((("gateway", "enabled"), message, "needs-gateway"))
+        out.append(Finding(("gateway", "enabled"), message, "needs-gateway"))
     if d.transfer_backend == "mooncake":
         message = "lwsgen derives vLLM's NixlConnector: transferBackend nixl, or leave it out"
-        out.append((("disaggregation", "transferBackend"), message, "not-supported"))
+        out.append(Finding(("disaggregation", "transferBackend"), message, "not-supported"))
     if d.ib_devices:
         message = (
             "ibDevices is SGLang's --disaggregation-ib-device; vLLM's NIXL picks its devices through UCX: "
             "set env UCX_NET_DEVICES instead"
         )
-        out.append((("disaggregation", "ibDevices"), message, "not-supported"))
+        out.append(Finding(("disaggregation", "ibDevices"), message, "not-supported"))
     if top.gateway.enabled and top.gateway.endpoint_picker.scorers.prefix_cache <= 0:
         message = (
             "the picker's prefix-based-pd-decider reads the prefix cache match of each decode pod, which the "
             "prefix-cache scorer makes (profilehandler/disagg/README.md@v0.10.0): give it a weight above 0"
         )
-        out.append((("gateway", "endpointPicker", "scorers", "prefixCache"), message, "needs-prefix-cache"))
+        out.append(Finding(("gateway", "endpointPicker", "scorers", "prefixCache"), message, "needs-prefix-cache"))
     out += _tensor_problems(top)
     if "encode" in top.roles:
         problem = versions.of(top, ENGINE).needs("ec-cpu-nixl", "roles.encode")
         if problem:
-            out.append((("roles", "encode"), problem, "needs-newer-engine"))
+            out.append(Finding(("roles", "encode"), problem, "needs-newer-engine"))
     return out
 
 

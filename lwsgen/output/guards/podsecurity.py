@@ -52,7 +52,7 @@ def holes(profile: Profile, obj: dict, before: dict | None = None) -> Iterator[t
                     continue
                 # lwsgen's engine: its amounts are the node shape's (guarded); an added kind has none
                 engine = theirs is not None and group == "containers" and index == 0
-                for path, message, _code in containers.container(profile, container, final=True, added=not engine):
+                for path, message, *_ in containers.container(profile, container, final=True, added=not engine):
                     yield (*at, group, index, *path), message
 
 
@@ -76,7 +76,7 @@ def _pod_holes(profile: Profile, spec: dict, at: tuple, before: dict | None) -> 
         yield (*at, "resourceClaims"), "a pod's devices come from node.* (DRA claims are not lwsgen's to hand out)"
     yield from _volume_holes(profile, spec, at, before)
     context = spec.get("securityContext") or {}
-    for path, message, _code in containers.confinement(profile, context, ("securityContext",)):
+    for path, message, *_ in containers.confinement(profile, context, ("securityContext",)):
         yield (*at, *path), message
 
 
