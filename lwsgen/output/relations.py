@@ -40,19 +40,19 @@ def _unequal_resources(resources: dict[str, Any]) -> list[str]:
     return sorted(k for k in requests if requests[k] != limits.get(k))
 
 
-def _lws_rules(lws: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
+def _lws_rules(lws: dict[str, Any]) -> Iterator[Finding]:
     lwt = lws["spec"]["leaderWorkerTemplate"]
     for side in ("leaderTemplate", "workerTemplate"):
         for index, container in enumerate(lwt.get(side, {}).get("spec", {}).get("containers", [])):
             unequal = _unequal_resources(container.get("resources", {}))
             if unequal:
-                yield (
+                yield Finding(
                     ("spec", "leaderWorkerTemplate", side, "spec", "containers", index, "resources"),
                     f"requests must equal limits (a whole node per pod): {', '.join(unequal)} differ",
                 )
 
 
-def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[Finding]:
     selector = (service.get("spec") or {}).get("selector") or {}
     if LWS_NAME_LABEL not in selector:
         return  # not a Service of LeaderWorkerSet pods
@@ -65,27 +65,27 @@ def _service_rules(service: dict[str, Any], lws_by_name: dict[str, dict[str, Any
         or selector.get(WORKER_INDEX_LABEL) != "0"
         or any(leader_labels.get(k) != v for k, v in extra.items())
     ):
-        yield (
+        yield Finding(
             ("spec", "selector"),
             f'must select {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0" '
             "(and only labels its leader pods carry)",
         )
         return
     if service["metadata"]["name"] == lws["metadata"]["name"]:
-        yield (
+        yield Finding(
             ("metadata", "name"),
             "must differ from the LeaderWorkerSet name (LWS owns a headless Service of that name)",
         )
     named = _leader_ports(lws)
     for index, port in enumerate(service["spec"].get("ports", [])):
         if "targetPort" not in port:  # Kubernetes then targets the number in `port`, which may not listen
-            yield (
+            yield Finding(
                 ("spec", "ports", index),
                 "has no targetPort; name one of the leader container's ports: "
                 + ", ".join(sorted(filter(None, named))),
             )
         elif port["targetPort"] not in named:
-            yield (
+            yield Finding(
                 ("spec", "ports", index, "targetPort"),
                 f"{port['targetPort']!r} is not a named port of the leader container",
             )
@@ -103,7 +103,7 @@ def _worker_ports(lws: dict[str, Any]) -> set[str]:
     }
 
 
-def _set_monitor_rules(monitor: dict[str, Any], sets: dict) -> Iterator[tuple[tuple, str]]:
+def _set_monitor_rules(monitor: dict[str, Any], sets: dict) -> Iterator[Finding]:
     selector = monitor["spec"]["selector"].get("matchLabels", {})
     endpoints = monitor["spec"].get("podMetricsEndpoints", [])
     ports = [(("spec", "podMetricsEndpoints", i, "port"), e.get("port")) for i, e in enumerate(endpoints)]
@@ -111,7 +111,7 @@ def _set_monitor_rules(monitor: dict[str, Any], sets: dict) -> Iterator[tuple[tu
     yield from monitor_namespace(monitor)
 
 
-def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[Finding]:
     selector = monitor["spec"]["selector"].get("matchLabels", {})
     if ds_rules.selects_set(selector):
         return  # a DisaggregatedSet's: set_references
@@ -131,7 +131,7 @@ def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, 
         or not (selector.get(WORKER_INDEX_LABEL) == "0" or every_pod)
         or len(monitor["spec"]["selector"]) != 1
     ):
-        yield (
+        yield Finding(
             ("spec", "selector"),
             f'must match exactly {LWS_NAME_LABEL}=<a LeaderWorkerSet in this set> and {WORKER_INDEX_LABEL}="0" '
             "(or only the first, where the worker pods serve the metrics port too)",
@@ -141,12 +141,12 @@ def _podmonitor_rules(monitor: dict[str, Any], lws_by_name: dict[str, dict[str, 
     named = _leader_ports(lws)
     for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"]):
         if endpoint["port"] not in named:
-            yield (
+            yield Finding(
                 ("spec", "podMetricsEndpoints", index, "port"),
                 f"{endpoint['port']!r} is not a named port of the leader container",
             )
         elif every_pod and endpoint["port"] not in _worker_ports(lws):
-            yield (
+            yield Finding(
                 ("spec", "podMetricsEndpoints", index, "port"),
                 f"{endpoint['port']!r} is not a named port of the worker container, and this PodMonitor selects "
                 "every pod of the group",
@@ -158,9 +158,7 @@ _SERIES_SET = re.compile(r'disaggregatedset_x_k8s_io_name="([^"]*)"')
 _SERIES_NAMESPACE = re.compile(r'(?<![_a-z])namespace="([^"]*)"')
 
 
-def _rule_rules(
-    rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]], sets: dict
-) -> Iterator[tuple[tuple, str]]:
+def _rule_rules(rule: dict[str, Any], lws_by_name: dict[str, dict[str, Any]], sets: dict) -> Iterator[Finding]:
     """Names inside PromQL cannot follow a kustomize overlay (namePrefix, namespace): say where they broke."""
     own = rule["metadata"].get("namespace")
     for g, group in enumerate(rule["spec"].get("groups", [])):
@@ -179,22 +177,22 @@ def _rule_rules(
 
 def _promql_rules(
     expr: str, own: str | None, at: tuple, lws_by_name, sets: dict, owner: str = "object", own_name: str | None = None
-) -> Iterator[tuple[tuple, str]]:
+) -> Iterator[Finding]:
     for name in set(_SERIES_SET.findall(expr)):
         if sets and name not in sets:
-            yield (
+            yield Finding(
                 at,
                 f"selects DisaggregatedSet {name!r}, which is not in this set (names in PromQL do not follow a rename)",
             )
     for name in sorted(set(_SERIES_NAME.findall(expr))):
         if name in lws_by_name and own_name in lws_by_name and name != own_name:
-            yield (
+            yield Finding(
                 at,
                 f"selects LeaderWorkerSet {name!r}, another copy's (this object's is {own_name!r}; names in PromQL "
                 "do not follow a kustomize namePrefix/nameSuffix; render the profile with the new name)",
             )
         if lws_by_name and name not in lws_by_name:
-            yield (
+            yield Finding(
                 at,
                 (
                     f"selects LeaderWorkerSet {name!r}, which is not in this set (names in PromQL do not follow a "
@@ -203,7 +201,7 @@ def _promql_rules(
             )
     for namespace in set(_SERIES_NAMESPACE.findall(expr)):
         if own and namespace != own:
-            yield (
+            yield Finding(
                 at,
                 (
                     f"selects namespace {namespace!r}, not the {owner}'s own {own!r} (a kustomize `namespace:` overlay "
@@ -212,9 +210,7 @@ def _promql_rules(
             )
 
 
-def _scaled_rules(
-    scaled: dict[str, Any], lws_by_name: dict[str, dict[str, Any]], sets: dict
-) -> Iterator[tuple[tuple, str]]:
+def _scaled_rules(scaled: dict[str, Any], lws_by_name: dict[str, dict[str, Any]], sets: dict) -> Iterator[Finding]:
     """The KEDA query names the LWS and namespace in PromQL, which an overlay cannot follow either."""
     yield from _target_rules(scaled, lws_by_name)
     own = scaled["metadata"].get("namespace")
@@ -226,12 +222,12 @@ def _scaled_rules(
         )
 
 
-def _role_rules(role: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+def _role_rules(role: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[Finding]:
     """resourceNames are pod names derived from the LWS name: an overlay that renames the LWS breaks them."""
     for index, rule in enumerate(role.get("rules", [])):
         for name in rule.get("resourceNames", []):
             if lws_by_name and not any(name.startswith(f"{lws}-") for lws in lws_by_name):
-                yield (
+                yield Finding(
                     ("rules", index, "resourceNames"),
                     f"{name!r} is not a pod of a LeaderWorkerSet in this set (pod names do not follow a "
                     "kustomize namePrefix/nameSuffix; render the profile with the new name)",
@@ -239,14 +235,14 @@ def _role_rules(role: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) ->
                 break
 
 
-def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple, str]]:
+def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -> Iterator[Finding]:
     ref = obj["spec"]["scaleTargetRef"]
     if ref.get("kind") != ds_rules.SCALER_KIND and (  # a role's scaler: set_references
         ref.get("kind") != "LeaderWorkerSet"
         or ref.get("apiVersion") != "leaderworkerset.x-k8s.io/v1"
         or ref.get("name") not in lws_by_name
     ):
-        yield (
+        yield Finding(
             ("spec", "scaleTargetRef"),
             "must target a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) in this set by kind and name",
         )
@@ -256,20 +252,20 @@ def _target_rules(obj: dict[str, Any], lws_by_name: dict[str, dict[str, Any]]) -
         spec.get("maxReplicas", spec.get("maxReplicaCount", 1)),
     )
     if low > high:
-        yield ("spec",), f"minimum {low} is above maximum {high}"
+        yield Finding(("spec",), f"minimum {low} is above maximum {high}")
 
 
 @registry.rule(
     "cross-object", scope=SET, kinds=(ds_rules.KIND, "PodMonitor", "HorizontalPodAutoscaler", "ScaledObject")
 )
-def set_references(obj: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+def set_references(obj: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """What refers to a DisaggregatedSet selects its pods by set and role, names a set and role that
     exist and ports their leaders have; each role's LeaderWorkerSet spec holds a LeaderWorkerSet's rules."""
     kind = obj.get("kind")
     if kind == ds_rules.KIND:
         for prefix, lws in ds_rules.as_leaderworkersets(obj):
-            for path, message in _lws_rules(lws):
-                yield (*prefix, *path), message
+            for finding in _lws_rules(lws):
+                yield finding._replace(path=(*prefix, *finding.path))
     elif kind == "PodMonitor" and ds_rules.selects_set(obj["spec"]["selector"].get("matchLabels", {})):
         yield from _set_monitor_rules(obj, inv.sets)
     elif (
@@ -280,13 +276,13 @@ def set_references(obj: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple,
 
 
 @registry.rule("cross-object", scope=SET, kinds=("LeaderWorkerSet",))
-def a_node_per_pod(lws: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+def a_node_per_pod(lws: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """Every container of a group requests what it limits (a whole node per pod)."""
     return _lws_rules(lws)
 
 
 @registry.rule("cross-object", scope=SET, kinds=("Service",))
-def service_selects_leaders(service: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+def service_selects_leaders(service: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """A Service of LeaderWorkerSet pods selects the leaders (worker index 0) of a LeaderWorkerSet in the
     set, is not named as the set (LeaderWorkerSet owns a headless Service of that name) and targets
     ports the leader container names."""
@@ -294,33 +290,33 @@ def service_selects_leaders(service: dict[str, Any], inv: Inventory) -> Iterator
 
 
 @registry.rule("cross-object", scope=SET, kinds=("PodMonitor",))
-def monitor_selects_leaders(monitor: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+def monitor_selects_leaders(monitor: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """A PodMonitor of LeaderWorkerSet pods selects exactly one set's leaders (or every pod, where the
     workers serve the metrics port too), in its own namespace, on ports the containers name."""
     return _podmonitor_rules(monitor, inv.lws)
 
 
 @registry.rule("cross-object", scope=SET, kinds=("HorizontalPodAutoscaler",))
-def autoscaler_targets_a_set(hpa: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+def autoscaler_targets_a_set(hpa: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """An autoscaler targets a LeaderWorkerSet of the set by kind and name, its minimum at most its maximum."""
     return _target_rules(hpa, inv.lws)
 
 
 @registry.rule("cross-object", scope=SET, kinds=("PrometheusRule",))
-def records_name_the_set(rule: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+def records_name_the_set(rule: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """Names inside PromQL (the LeaderWorkerSet, DisaggregatedSet and namespace of a recording rule)
     cannot follow a kustomize overlay: they name the set's own."""
     return _rule_rules(rule, inv.lws, inv.sets)
 
 
 @registry.rule("cross-object", scope=SET, kinds=("Role",))
-def role_names_pods_of_the_set(role: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+def role_names_pods_of_the_set(role: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """A Role's resourceNames are pods of a LeaderWorkerSet of the set."""
     return _role_rules(role, inv.lws)
 
 
 @registry.rule("cross-object", scope=SET, kinds=("ScaledObject",))
-def keda_targets_a_set(scaled: dict[str, Any], inv: Inventory) -> Iterator[tuple[tuple, str]]:
+def keda_targets_a_set(scaled: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """A ScaledObject targets a LeaderWorkerSet of the set, and its query names the set's own series."""
     return _scaled_rules(scaled, inv.lws, inv.sets)
 
@@ -364,9 +360,6 @@ def _object_findings(obj: dict, inv: Inventory, set_rules) -> Iterator[Finding]:
         except READ_ERRORS as err:
             said = f"{type(err).__name__}: {err}"[:200]
             message = f"the cross-object rules cannot read this {kind} ({said}); write it as lwsgen does"
-            found = [((), message)]
+            found = [Finding((), message)]
         for finding in found:
-            if isinstance(finding, Finding):
-                yield finding._replace(code=each.codes[0])
-            else:
-                yield Finding(*finding, code=each.codes[0])
+            yield finding._replace(code=each.codes[0])

@@ -67,8 +67,7 @@ def pool_selects_serving_leaders(pool: dict[str, Any], inv: Inventory) -> Iterat
         ports = [
             (("spec", "targetPorts", i, "number"), p.get("number")) for i, p in enumerate(spec.get("targetPorts", []))
         ]
-        for path, message in ds_rules.selector_errors(selector, inv.sets, ("spec", "selector", "matchLabels"), ports):
-            yield Finding(path, message)
+        yield from ds_rules.selector_errors(selector, inv.sets, ("spec", "selector", "matchLabels"), ports)
         yield from _picker_ref(spec, inv)
         return
     lws = inv.lws.get(selector.get(LWS_NAME_LABEL))
@@ -180,8 +179,8 @@ def _router_selectors(deployment: dict[str, Any], inv: Inventory) -> Iterator[Fi
             at, words = _flag_words(args, flag)
             where = ("spec", "template", "spec", "containers", c, "args", at)
             errors = _set_selector_errors(_label_terms(words), inv.sets, where, [port] if port else [], RENAMED)
-            for path, message in errors:
-                yield Finding(path, f"{flag} {' '.join(map(str, words))}: {message}")
+            for finding in errors:
+                yield finding._replace(message=f"{flag} {' '.join(map(str, words))}: {finding.message}")
 
 
 def _label_terms(terms: Any) -> dict[str, str]:
@@ -191,12 +190,12 @@ def _label_terms(terms: Any) -> dict[str, str]:
 
 def _set_selector_errors(
     selector: dict[str, str], sets: dict[str, dict], at: tuple, ports: list, renamed: str, every_pod: bool = False
-) -> Iterator[tuple[tuple, str]]:
+) -> Iterator[Finding]:
     """ds_rules.selector_errors of a selector kustomize cannot rewrite: one naming a set this set
     lacks says so (`renamed`: why the rename did not reach it)."""
     hint = f" ({renamed})" if selector.get(SET_NAME_LABEL) not in sets else ""
-    for path, message in ds_rules.selector_errors(selector, sets, at, ports, every_pod):
-        yield path, f"{message}{hint}"
+    for finding in ds_rules.selector_errors(selector, sets, at, ports, every_pod):
+        yield finding._replace(message=f"{finding.message}{hint}")
 
 
 def _number(word: Any) -> Any:
@@ -240,11 +239,11 @@ def service_selects_a_workload(service: dict[str, Any], inv: Inventory) -> Itera
     yield from _deployment_selector(service, selector, ports, inv)
 
 
-def monitor_namespace(monitor: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
+def monitor_namespace(monitor: dict[str, Any]) -> Iterator[Finding]:
     own = _get(monitor, "metadata", "namespace")
     names = _get(monitor, "spec", "namespaceSelector", "matchNames")
     if own and names is not None and own not in names:
-        yield (
+        yield Finding(
             ("spec", "namespaceSelector", "matchNames"),
             f"does not name the PodMonitor's own namespace {own!r} (a kustomize `namespace:` overlay cannot "
             "change it: render the profile with the new namespace instead)",
@@ -260,8 +259,7 @@ def monitor_selects_a_workload(monitor: dict[str, Any], inv: Inventory) -> Itera
     endpoints = _get(monitor, "spec", "podMetricsEndpoints") or []
     ports = [(("spec", "podMetricsEndpoints", i, "port"), e.get("port")) for i, e in enumerate(endpoints)]
     yield from _deployment_selector(monitor, selector, ports, inv)
-    for path, message in monitor_namespace(monitor):
-        yield Finding(path, message)
+    yield from monitor_namespace(monitor)
 
 
 @lru_cache(maxsize=1)
@@ -272,7 +270,7 @@ def _config_validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-def _references(config: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
+def _references(config: dict[str, Any]) -> Iterator[Finding]:
     """pluginRefs name configured plugins (by name, or by type where the name is left out)."""
     names = {p.get("name") or p.get("type") for p in config.get("plugins", [])}
     refs: list[tuple[tuple, str]] = []
@@ -289,7 +287,7 @@ def _references(config: dict[str, Any]) -> Iterator[tuple[tuple, str]]:
         ]
     for path, ref in refs:
         if ref not in names:
-            yield path, f"pluginRef {ref!r} names no plugin of this config"
+            yield Finding(path, f"pluginRef {ref!r} names no plugin of this config")
 
 
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -309,16 +307,18 @@ def _picker_config(config_map: dict[str, Any], sets: dict[str, dict]) -> Iterato
         for err in sorted(_config_validator().iter_errors(config), key=lambda e: list(e.absolute_path)):
             where = ".".join(str(p) for p in err.absolute_path) or "(top)"
             yield Finding(("data", key), f"{where}: {err.message} (llm-d-router decodes its config strictly)")
-        for path, message in _references(config) if isinstance(config.get("plugins"), list) else ():
-            yield Finding(("data", key), f"{'.'.join(map(str, path))}: {message}")
-        for path, message in _screener_scopes(config, sets):
-            yield Finding(("data", key), f"{'.'.join(map(str, path))}: {message}")
+        found = [
+            *(_references(config) if isinstance(config.get("plugins"), list) else ()),
+            *_screener_scopes(config, sets),
+        ]
+        for finding in found:  # a place inside the config's text: said at its key, the place in the message
+            yield Finding(("data", key), f"{'.'.join(map(str, finding.path))}: {finding.message}")
 
 
 SCREENER = "disaggregatedset-rollout-screener"
 
 
-def _screener_scopes(config: dict[str, Any], sets: dict[str, dict]) -> Iterator[tuple[tuple, str]]:
+def _screener_scopes(config: dict[str, Any], sets: dict[str, dict]) -> Iterator[Finding]:
     """The rollout screener counts the Ready pods of one set by revision and role: its scope names a
     set of this set (kustomize does not rewrite a ConfigMap's text)."""
     for index, plugin in enumerate(config.get("plugins") if isinstance(config.get("plugins"), list) else ()):
@@ -326,8 +326,8 @@ def _screener_scopes(config: dict[str, Any], sets: dict[str, dict]) -> Iterator[
             continue
         scope = str(_get(plugin, "parameters", "scope", "labelSelector") or "")
         where = ("plugins", index, "parameters", "scope", "labelSelector")
-        for path, message in _set_selector_errors(_label_terms(scope.split(",")), sets, where, [], TEXT_RENAMED, True):
-            yield path, f"{scope!r}: {message}"
+        for finding in _set_selector_errors(_label_terms(scope.split(",")), sets, where, [], TEXT_RENAMED, True):
+            yield finding._replace(message=f"{scope!r}: {finding.message}")
 
 
 @registry.rule("cross-object", scope=SET, kinds=("ConfigMap",))

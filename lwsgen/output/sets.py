@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen.naming import ROLE_LABEL, SET_NAME_LABEL, WORKER_INDEX_LABEL
+from lwsgen.problems import Finding
 
 KIND = "DisaggregatedSet"
 SCALER_KIND, API_VERSION = "DisaggregatedSetRoleScaler", "disaggregatedset.x-k8s.io/v1"
@@ -51,26 +52,28 @@ def _leader_ports(role: dict[str, Any]) -> set[Any]:
 
 def selector_errors(
     selector: dict[str, Any], sets: dict[str, dict], at: tuple, ports: list[tuple[tuple, Any]], every_pod: bool = False
-) -> Iterator[tuple[tuple, str]]:
+) -> Iterator[Finding]:
     """A selector of a set's pods: the set and role exist, leaders only (unless every_pod), and each
     port is one every selected role's leader has."""
     ds = sets.get(selector.get(SET_NAME_LABEL))
     roles = _roles(ds) if ds else {}
     role = selector.get(ROLE_LABEL)
     if ds is None or (role is not None and role not in roles):
-        yield at, f"must select {SET_NAME_LABEL}=<a DisaggregatedSet in this set> and {ROLE_LABEL}=<one of its roles>"
+        yield Finding(
+            at, f"must select {SET_NAME_LABEL}=<a DisaggregatedSet in this set> and {ROLE_LABEL}=<one of its roles>"
+        )
         return
     if not every_pod and selector.get(WORKER_INDEX_LABEL) != "0":
-        yield at, f'must select the leaders ({WORKER_INDEX_LABEL}="0"): only they serve'
+        yield Finding(at, f'must select the leaders ({WORKER_INDEX_LABEL}="0"): only they serve')
         return
     chosen = [roles[role]] if role is not None else list(roles.values())
     for path, port in ports:
         missing = [r.get("name") for r in chosen if port not in _leader_ports(r)]
         if missing:
-            yield path, f"{port!r} is not a port of the {', '.join(missing)} leaders"
+            yield Finding(path, f"{port!r} is not a port of the {', '.join(missing)} leaders")
 
 
-def scaler_errors(ref: dict[str, Any], sets: dict[str, dict]) -> Iterator[tuple[tuple, str]]:
+def scaler_errors(ref: dict[str, Any], sets: dict[str, dict]) -> Iterator[Finding]:
     """A role's scaler <set>-<role>, which the controller makes for a role with scaling mode External."""
     external = {
         f"{name}-{role_name}"
@@ -79,7 +82,7 @@ def scaler_errors(ref: dict[str, Any], sets: dict[str, dict]) -> Iterator[tuple[
         if (role.get("scaling") or {}).get("mode") == "External"
     }
     if ref.get("apiVersion") != API_VERSION or ref.get("name") not in external:
-        yield (
+        yield Finding(
             ("spec", "scaleTargetRef"),
             f"must target the {SCALER_KIND} of a role with scaling mode External in this set, named <set>-<role> "
             f"by the controller (scaler_manager.go@v0.10.0 ScalerName): {', '.join(sorted(external)) or 'none'}, "

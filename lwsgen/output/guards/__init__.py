@@ -92,9 +92,11 @@ def no_new_holes(change: Change) -> list[Problem]:
     kind, name = identity(obj)
     derived = set(podsecurity.holes(profile, before, before)) if before is not None else set()  # lwsgen's own
     return [
-        change.src.problem(change.at, f"{change.label}: {kind} {name} {dotted(path)}: {why}", "host-access")
-        for path, why in podsecurity.holes(profile, obj, before)
-        if (path, why) not in derived
+        change.src.problem(
+            change.at, f"{change.label}: {kind} {name} {dotted(hole.path)}: {hole.message}", "host-access"
+        )
+        for hole in podsecurity.holes(profile, obj, before)
+        if hole not in derived
     ]
 
 

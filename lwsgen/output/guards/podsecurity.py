@@ -13,6 +13,7 @@ from typing import Any
 
 from lwsgen.check import containers, podlists
 from lwsgen.check.podlists import overlaps
+from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 
 HOST_FIELDS = {"hostNetwork": "security.allowHostNetwork", "hostIPC": "security.allowHostIPC"}
@@ -40,7 +41,7 @@ def _mounts(spec: dict) -> list[dict]:
     ]
 
 
-def holes(profile: Profile, obj: dict, before: dict | None = None) -> Iterator[tuple[tuple, str]]:
+def holes(profile: Profile, obj: dict, before: dict | None = None) -> Iterator[Finding]:
     """(path, what is wrong) for every way the object's pods get more than the profile allows."""
     derived = dict(pod_specs(before)) if before is not None else {}
     for at, spec in pod_specs(obj):
@@ -52,59 +53,65 @@ def holes(profile: Profile, obj: dict, before: dict | None = None) -> Iterator[t
                     continue
                 # lwsgen's engine: its amounts are the node shape's (guarded); an added kind has none
                 engine = theirs is not None and group == "containers" and index == 0
-                for path, message, *_ in containers.container(profile, container, final=True, added=not engine):
-                    yield (*at, group, index, *path), message
+                for finding in containers.container(profile, container, final=True, added=not engine):
+                    yield Finding((*at, group, index, *finding.path), finding.message)
 
 
-def _pod_holes(profile: Profile, spec: dict, at: tuple, before: dict | None) -> Iterator[tuple[tuple, str]]:
+def _pod_holes(profile: Profile, spec: dict, at: tuple, before: dict | None) -> Iterator[Finding]:
     security = profile.security
     allowed = {"hostNetwork": security.allow_host_network, "hostIPC": security.allow_host_ipc}
     for field, setting in HOST_FIELDS.items():
         if spec.get(field) and not allowed[field]:
-            yield (*at, field), f"{field} is not allowed for this profile; set {setting} to allow it"
+            yield Finding((*at, field), f"{field} is not allowed for this profile; set {setting} to allow it")
     for field, why in (("hostPID", "the node's PID namespace"), ("shareProcessNamespace", "one process namespace")):
         if spec.get(field):
-            yield (*at, field), f"lwsgen never runs a pod's containers in {why}"
+            yield Finding((*at, field), f"lwsgen never runs a pod's containers in {why}")
     if spec.get("nodeName"):
-        yield (
+        yield Finding(
             (*at, "nodeName"),
             "nodeName skips the scheduler (gang scheduling, node.gpuProduct); set node.nodeSelector",
         )
     if spec.get("ephemeralContainers"):
-        yield (*at, "ephemeralContainers"), "ephemeral containers are kubectl debug's; the API server refuses them here"
+        yield Finding(
+            (*at, "ephemeralContainers"), "ephemeral containers are kubectl debug's; the API server refuses them here"
+        )
     if spec.get("resourceClaims"):
-        yield (*at, "resourceClaims"), "a pod's devices come from node.* (DRA claims are not lwsgen's to hand out)"
+        yield Finding(
+            (*at, "resourceClaims"), "a pod's devices come from node.* (DRA claims are not lwsgen's to hand out)"
+        )
     yield from _volume_holes(profile, spec, at, before)
     context = spec.get("securityContext") or {}
-    for path, message, *_ in containers.confinement(profile, context, ("securityContext",)):
-        yield (*at, *path), message
+    for finding in containers.confinement(profile, context, ("securityContext",)):
+        yield Finding((*at, *finding.path), finding.message)
 
 
-def _volume_holes(profile: Profile, spec: dict, at: tuple, before: dict | None) -> Iterator[tuple[tuple, str]]:
+def _volume_holes(profile: Profile, spec: dict, at: tuple, before: dict | None) -> Iterator[Finding]:
     claim = profile.storage.claim_name if profile.storage is not None else None
     own_volumes = {v.get("name"): v for v in (before or {}).get("volumes") or [] if isinstance(v, dict)}
     for index, volume in enumerate(spec.get("volumes") or []):
         if not isinstance(volume, dict):
             continue
         if "hostPath" in volume and not profile.security.allow_host_path:
-            yield (*at, "volumes", index, "hostPath"), "hostPath is not allowed; set security.allowHostPath"
+            yield Finding((*at, "volumes", index, "hostPath"), "hostPath is not allowed; set security.allowHostPath")
         for source in podlists.node_volume_sources(profile, volume):
-            yield (*at, "volumes", index, source), podlists.node_volume_message(source)
+            yield Finding((*at, "volumes", index, source), podlists.node_volume_message(source))
         if "gitRepo" in volume:
-            yield (
+            yield Finding(
                 (*at, "volumes", index, "gitRepo"),
                 "a gitRepo volume runs git on the node; clone in an init container",
             )
         tokens = [s for s in (volume.get("projected") or {}).get("sources") or [] if isinstance(s, dict)]
         if any("serviceAccountToken" in s for s in tokens) and own_volumes.get(volume.get("name")) != volume:
-            yield (*at, "volumes", index, "projected"), "a ServiceAccount token is the pod's launcher's, not a hatch's"
+            yield Finding(
+                (*at, "volumes", index, "projected"), "a ServiceAccount token is the pod's launcher's, not a hatch's"
+            )
         mine = (volume.get("persistentVolumeClaim") or {}).get("claimName")
         if claim and mine == claim and own_volumes.get(volume.get("name")) != volume:
-            yield (*at, "volumes", index), f"the model's claim {claim!r} is lwsgen's to mount (storage.*)"
+            yield Finding((*at, "volumes", index), f"the model's claim {claim!r} is lwsgen's to mount (storage.*)")
     yield from _mount_holes(spec, at, before, set(own_volumes))
 
 
-def _mount_holes(spec: dict, at: tuple, before: dict | None, own_volumes: set) -> Iterator[tuple[tuple, str]]:
+def _mount_holes(spec: dict, at: tuple, before: dict | None, own_volumes: set) -> Iterator[Finding]:
     """A mount the hatch added: never over a path lwsgen mounts, lwsgen's volumes read-only."""
     existing = [(m.get("name"), m.get("mountPath"), m.get("subPath")) for m in _mounts(before or {})]
     paths = [str(path) for _, path, _ in existing if path]
@@ -122,11 +129,11 @@ def _mount_holes(spec: dict, at: tuple, before: dict | None, own_volumes: set) -
                 over = next((p for p in paths if overlaps(path, p)), None)
                 engine = before is not None and group == "containers" and c == 0
                 if over is not None:
-                    yield (*where, "mountPath"), f"{path} overlaps {over}, where lwsgen mounts its own"
+                    yield Finding((*where, "mountPath"), f"{path} overlaps {over}, where lwsgen mounts its own")
                 elif (why := podlists.program_mount(path, engine)) is not None:
-                    yield (*where, "mountPath"), why
+                    yield Finding((*where, "mountPath"), why)
                 elif mount.get("name") in own_volumes and mount.get("readOnly") is not True:
-                    yield (
+                    yield Finding(
                         (*where, "readOnly"),
                         f"lwsgen's volume {mount.get('name')!r} is mounted read-only (readOnly: true)",
                     )
