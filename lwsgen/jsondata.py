@@ -40,3 +40,12 @@ NOT_JSON = (
     "a value JSON cannot hold (a !!binary, a date, a set, a key that is not a string, an integer beyond int64 or "
     "an infinity): the API server would refuse it; quote it"
 )
+
+
+def dig(obj: Any, *path: str) -> Any:
+    """obj[path...], or None where a step is missing or not a mapping (validate reads hand-edited files)."""
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj

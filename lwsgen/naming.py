@@ -120,3 +120,11 @@ def scripts_digest(scripts: Mapping[str, str]) -> str:
     for name in sorted(scripts):
         digest.update(name.encode() + b"\0" + scripts[name].encode() + b"\0")
     return digest.hexdigest()
+
+
+# Environment variables in every pod of a group: LeaderWorkerSet's, lwsgen's own, and any LWSGEN_*. A
+# profile's env may not name them (check/containers.py); no hatch may change them (output/guards/frozen.py,
+# which adds each runtime's Runtime.reserved_env).
+LWS_ENV = ("LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX")
+OWN_ENV = ("HF_TOKEN", "GROUP_KEY", "POD_NAME", "POD_NAMESPACE")
+OWN_ENV_PREFIX = "LWSGEN_"

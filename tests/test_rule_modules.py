@@ -259,3 +259,22 @@ def test_a_hatch_rule_says_nothing_of_an_unchanged_object_and_one_thing_of_a_cha
         "parallelism and node.gpus: change that instead"
     )
     assert said(after) == [("patches[0]", "derived", message)]
+
+
+@pytest.mark.parametrize(
+    "example, name", [("vllm-llama31-405b", "VLLM_HOST_IP"), ("aphrodite-llama31-70b", "APHRODITE_HOST_IP")]
+)
+def test_the_env_a_runtime_reserves_is_frozen_against_hatches(example, name):
+    """The runtime's Runtime.reserved_env is among lwsgen's own variables, which no hatch may change."""
+    from lwsgen.output.guards import Change, derived_values_kept
+
+    profile, src, _ = load_profile(REPO / "profiles" / f"{example}.yaml")
+    before = _one(_rendered(example), "LeaderWorkerSet")
+    after = copy.deepcopy(before)
+    env = after["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["env"]
+    entry = next(e for e in env if e["name"] == name)
+    entry.pop("valueFrom")
+    entry["value"] = "10.0.0.1"
+    change = Change(profile, src, ("patches", 0), "patch 1", "leaderworkerset.yaml", before, after, frozenset())
+    said = [p.message for p in derived_values_kept(change)]
+    assert any(f"env.{name}; lwsgen derives it from env (lwsgen's own variables)" in message for message in said)

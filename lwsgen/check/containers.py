@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from lwsgen.load.source import Source
+from lwsgen.naming import LWS_ENV, OWN_ENV, OWN_ENV_PREFIX
 from lwsgen.problems import Finding, Problem
 from lwsgen.profile import Profile
 from lwsgen.profile import kept_capabilities as own_capabilities
@@ -269,22 +270,13 @@ def run_env_message(name: str) -> str:
     return f"{name} changes what the engine's process runs (the loader or the shell reads it); build it into the image"
 
 
-# Set by lwsgen or LeaderWorkerSet in every pod (and any LWSGEN_*): a profile's env may not name them.
-RESERVED_ENV = (
-    "LWS_LEADER_ADDRESS",
-    "LWS_GROUP_SIZE",
-    "LWS_WORKER_INDEX",
-    "HF_TOKEN",
-    "GROUP_KEY",
-    "POD_NAME",
-    "POD_NAMESPACE",
-)
+RESERVED_ENV = (*LWS_ENV, *OWN_ENV)  # and any name that starts with OWN_ENV_PREFIX
 
 
 def env_problems(src: Source, field: tuple, env) -> list[Problem]:
     out = []
     for name in env:
-        if name in RESERVED_ENV or name.startswith("LWSGEN_"):
+        if name in RESERVED_ENV or name.startswith(OWN_ENV_PREFIX):
             message = f"{name} is set by lwsgen or LeaderWorkerSet; reserved names: {', '.join(RESERVED_ENV)}"
         elif name in GPU_ENV or name.startswith(GPU_ENV_PREFIX):
             message = gpu_env_message(name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lwsgen.jsondata import dig
 from lwsgen.output import sets as ds_rules
 from lwsgen.records import Record
 
@@ -32,16 +33,6 @@ def _name(obj: dict[str, Any]) -> Any:
     return meta.get("name") if isinstance(meta, dict) else None
 
 
-def _dig(obj: Any, *path: str) -> Any:
-    """obj[path...], or None where a step is missing or not a mapping: an object the index cannot
-    read is left to the rules of its own kind, which say so at that object."""
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _of(everything: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [o for o in everything if o.get("kind") == kind]
 
@@ -50,7 +41,7 @@ def _records(everything: list[dict[str, Any]]) -> frozenset | None:
     rules = _of(everything, "PrometheusRule")
     if not rules:
         return None
-    groups = [g for o in rules for g in _dig(o, "spec", "groups") or [] if isinstance(g, dict)]
+    groups = [g for o in rules for g in dig(o, "spec", "groups") or [] if isinstance(g, dict)]
     return frozenset(r.get("record") for g in groups for r in g.get("rules") or [] if isinstance(r, dict))
 
 
@@ -62,8 +53,8 @@ def _adapter_names(everything: list[dict[str, Any]]) -> dict[str, str] | None:
     served = {}
     for fragment in fragments:
         for rule in fragment["rules"]:
-            match = RECORD_MATCH.match(str(_dig(rule, "name", "matches") or ""))
-            served[_dig(rule, "name", "as")] = match.group(1) if match else ""
+            match = RECORD_MATCH.match(str(dig(rule, "name", "matches") or ""))
+            served[dig(rule, "name", "as")] = match.group(1) if match else ""
     return served
 
 
@@ -96,7 +87,7 @@ def inventory(objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_vers
         workloads=tuple(o for o in everything if o.get("kind") in ("Deployment", "Job")),
         names=_names(everything),
         scaled=frozenset(
-            _dig(o, "spec", "scaleTargetRef", "name")
+            dig(o, "spec", "scaleTargetRef", "name")
             for o in everything
             if o.get("kind") in ("HorizontalPodAutoscaler", "ScaledObject")
         ),

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from lwsgen import registry
+from lwsgen.jsondata import dig
 from lwsgen.naming import LWS_NAME_LABEL, SET_NAME_LABEL, SUFFIXES, WORKER_INDEX_LABEL
 from lwsgen.output import sets as ds_rules
 from lwsgen.output.inventory import Inventory
@@ -26,23 +27,14 @@ PICKER_CONFIG_KIND = "EndpointPickerConfig"
 EPP_SUFFIX = SUFFIXES["epp"]  # the picker's Deployment is <pool>-epp
 
 
-def _get(obj: Any, *path: str) -> Any:
-    """obj[path...], or None where a step is missing or not a mapping (validate reads hand-edited files)."""
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _pod_labels(workload: dict[str, Any]) -> dict[str, str]:
-    return _get(workload, "spec", "template", "metadata", "labels") or {}
+    return dig(workload, "spec", "template", "metadata", "labels") or {}
 
 
 def _container_ports(template: dict[str, Any]) -> dict[str, int]:
     return {
         p.get("name"): p.get("containerPort")
-        for c in _get(template, "spec", "containers") or []
+        for c in dig(template, "spec", "containers") or []
         for p in c.get("ports") or []
     }
 
@@ -52,7 +44,7 @@ def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
 
 
 def _leader(lws: dict[str, Any]) -> dict[str, Any]:
-    lwt = _get(lws, "spec", "leaderWorkerTemplate") or {}
+    lwt = dig(lws, "spec", "leaderWorkerTemplate") or {}
     return lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {}
 
 
@@ -62,7 +54,7 @@ def pool_selects_serving_leaders(pool: dict[str, Any], inv: Inventory) -> Iterat
     DisaggregatedSet) in the set, on a port their container has, and names an endpoint picker Service of the
     set by a port it has."""
     spec = pool.get("spec") or {}
-    selector = _get(spec, "selector", "matchLabels") or {}
+    selector = dig(spec, "selector", "matchLabels") or {}
     if ds_rules.selects_set(selector):  # every role's leaders of a DisaggregatedSet
         ports = [
             (("spec", "targetPorts", i, "number"), p.get("number")) for i, p in enumerate(spec.get("targetPorts", []))
@@ -100,7 +92,7 @@ def _picker_ref(spec: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     service = inv.named["Service"].get(ref.get("name"))
     if service is None:
         yield Finding(("spec", "endpointPickerRef", "name"), f"Service {ref.get('name')!r} is not in this set")
-    elif _get(ref, "port", "number") not in {p.get("port") for p in _get(service, "spec", "ports") or []}:
+    elif dig(ref, "port", "number") not in {p.get("port") for p in dig(service, "spec", "ports") or []}:
         yield Finding(
             ("spec", "endpointPickerRef", "port", "number"),
             f"is not a port of Service {ref.get('name')!r}",
@@ -110,7 +102,7 @@ def _picker_ref(spec: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
 @registry.rule("cross-object", scope=SET, kinds=("HTTPRoute",))
 def route_reaches_a_pool(route: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """An HTTPRoute routes to an InferencePool or a Service of the set, on a port the Service has."""
-    for r, rule in enumerate(_get(route, "spec", "rules") or []):
+    for r, rule in enumerate(dig(route, "spec", "rules") or []):
         for b, backend in enumerate(rule.get("backendRefs") or []):
             if backend.get("kind") == "InferencePool" and backend.get("name") not in inv.named["InferencePool"]:
                 yield Finding(
@@ -119,7 +111,7 @@ def route_reaches_a_pool(route: dict[str, Any], inv: Inventory) -> Iterator[Find
                 )
             if backend.get("kind") == "Service":  # the SGLang router's, in front of a set of roles
                 service = inv.named["Service"].get(backend.get("name"))
-                ports = {p.get("port") for p in _get(service, "spec", "ports") or []}
+                ports = {p.get("port") for p in dig(service, "spec", "ports") or []}
                 if service is None or backend.get("port") not in ports:
                     yield Finding(
                         ("spec", "rules", r, "backendRefs", b),
@@ -131,12 +123,12 @@ def route_reaches_a_pool(route: dict[str, Any], inv: Inventory) -> Iterator[Find
 def picker_names_its_pool(deployment: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """The endpoint picker's --pool-name names the InferencePool of the set beside it (a kustomize
     namePrefix renames the pool, not the flag), and a router's selectors select pods of the set."""
-    for c, container in enumerate(_get(deployment, "spec", "template", "spec", "containers") or []):
+    for c, container in enumerate(dig(deployment, "spec", "template", "spec", "containers") or []):
         args = list(container.get("args") or [])
         if "--pool-name" in args[:-1]:
             index = args.index("--pool-name") + 1
             at = ("spec", "template", "spec", "containers", c, "args", index)
-            own = str(_get(deployment, "metadata", "name") or "").removesuffix(EPP_SUFFIX)
+            own = str(dig(deployment, "metadata", "name") or "").removesuffix(EPP_SUFFIX)
             if args[index] not in inv.named["InferencePool"]:
                 yield Finding(at, f"names InferencePool {args[index]!r}, which is not in this set ({RENAMED})")
             elif args[index] != own and own in inv.named["InferencePool"]:
@@ -167,7 +159,7 @@ def _router_selectors(deployment: dict[str, Any], inv: Inventory) -> Iterator[Fi
     """The SGLang router's service discovery finds each role's leaders by exact labels
     (--prefill-selector, --decode-selector) on --service-discovery-port: a set and role of this set,
     their leaders, on a port they have."""
-    for c, container in enumerate(_get(deployment, "spec", "template", "spec", "containers") or []):
+    for c, container in enumerate(dig(deployment, "spec", "template", "spec", "containers") or []):
         args = list(container.get("args") or [])
         port = None
         if "--service-discovery-port" in args[:-1]:
@@ -213,14 +205,14 @@ def _deployment_selector(
         return
     deployments = [d for d in owners if d.get("kind") == "Deployment"]
     if len(deployments) > 1:
-        names = " and ".join(repr(_get(d, "metadata", "name")) for d in deployments)
+        names = " and ".join(repr(dig(d, "metadata", "name")) for d in deployments)
         yield Finding(
             ("spec", "selector"),
             f"selects the pods of Deployments {names}: two copies of one output in a namespace carry the same "
             "labels (a namePrefix renames objects, not labels); add a label per copy (kustomize `labels` with "
             "includeSelectors), or render each copy as a profile of its own",
         )
-    named = _container_ports(_get(owners[0], "spec", "template") or {})
+    named = _container_ports(dig(owners[0], "spec", "template") or {})
     for path, port in ports:
         if isinstance(port, str) and port not in named:
             yield Finding(path, f"{port!r} is not a named port of the pods it selects")
@@ -229,19 +221,19 @@ def _deployment_selector(
 @registry.rule("cross-object", scope=SET, kinds=("Service",))
 def service_selects_a_workload(service: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """A Service of a Deployment or Job selects its pods, on ports they have."""
-    selector = _get(service, "spec", "selector") or {}
+    selector = dig(service, "spec", "selector") or {}
     if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector or not inv.workloads:
         return
     ports = [
         (("spec", "ports", i, "targetPort"), p.get("targetPort"))
-        for i, p in enumerate(_get(service, "spec", "ports") or [])
+        for i, p in enumerate(dig(service, "spec", "ports") or [])
     ]
     yield from _deployment_selector(service, selector, ports, inv)
 
 
 def monitor_namespace(monitor: dict[str, Any]) -> Iterator[Finding]:
-    own = _get(monitor, "metadata", "namespace")
-    names = _get(monitor, "spec", "namespaceSelector", "matchNames")
+    own = dig(monitor, "metadata", "namespace")
+    names = dig(monitor, "spec", "namespaceSelector", "matchNames")
     if own and names is not None and own not in names:
         yield Finding(
             ("spec", "namespaceSelector", "matchNames"),
@@ -253,10 +245,10 @@ def monitor_namespace(monitor: dict[str, Any]) -> Iterator[Finding]:
 @registry.rule("cross-object", scope=SET, kinds=("PodMonitor",))
 def monitor_selects_a_workload(monitor: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """A PodMonitor of a Deployment or Job selects its pods, on ports they have, in its own namespace."""
-    selector = _get(monitor, "spec", "selector", "matchLabels") or {}
+    selector = dig(monitor, "spec", "selector", "matchLabels") or {}
     if LWS_NAME_LABEL in selector or ds_rules.selects_set(selector) or not selector:
         return  # relations.py checks monitors of LeaderWorkerSet pods (and ones that select nothing)
-    endpoints = _get(monitor, "spec", "podMetricsEndpoints") or []
+    endpoints = dig(monitor, "spec", "podMetricsEndpoints") or []
     ports = [(("spec", "podMetricsEndpoints", i, "port"), e.get("port")) for i, e in enumerate(endpoints)]
     yield from _deployment_selector(monitor, selector, ports, inv)
     yield from monitor_namespace(monitor)
@@ -279,7 +271,7 @@ def _references(config: dict[str, Any]) -> Iterator[Finding]:
             (("schedulingProfiles", s, "plugins", i), p.get("pluginRef"))
             for i, p in enumerate(profile.get("plugins") or [])
         ]
-    for s, source in enumerate(_get(config, "dataLayer", "sources") or []):
+    for s, source in enumerate(dig(config, "dataLayer", "sources") or []):
         refs.append((("dataLayer", "sources", s), source.get("pluginRef")))
         refs += [
             (("dataLayer", "sources", s, "extractors", e), x.get("pluginRef"))
@@ -324,7 +316,7 @@ def _screener_scopes(config: dict[str, Any], sets: dict[str, dict]) -> Iterator[
     for index, plugin in enumerate(config.get("plugins") if isinstance(config.get("plugins"), list) else ()):
         if not isinstance(plugin, dict) or plugin.get("type") != SCREENER:
             continue
-        scope = str(_get(plugin, "parameters", "scope", "labelSelector") or "")
+        scope = str(dig(plugin, "parameters", "scope", "labelSelector") or "")
         where = ("plugins", index, "parameters", "scope", "labelSelector")
         for finding in _set_selector_errors(_label_terms(scope.split(",")), sets, where, [], TEXT_RENAMED, True):
             yield finding._replace(message=f"{scope!r}: {finding.message}")

@@ -76,9 +76,12 @@ def capabilities(version: versions.EngineVersion, profile: Profile | None = None
     return CURRENT if version.has("kv-cache-usage-perc") else BEFORE_0_9
 
 
+HOST_IP_ENV = "APHRODITE_HOST_IP"  # the pod's IP in the pods' env, as vLLM's VLLM_HOST_IP (launchers.VllmFamily)
+
+
 def family(version: versions.EngineVersion) -> launchers.VllmFamily:
     module = None if version.has("entrypoints-package") else "aphrodite.endpoints.openai.api_server"
-    return launchers.VllmFamily(cli="aphrodite", module=module, host_ip_env="APHRODITE_HOST_IP")
+    return launchers.VllmFamily(cli="aphrodite", module=module, host_ip_env=HOST_IP_ENV)
 
 
 def mode(profile: Profile) -> str:
@@ -97,6 +100,7 @@ def parts(profile: Profile) -> RuntimeParts:
 
 
 RUNTIME = Runtime(
+    reserved_env=(HOST_IP_ENV,),
     name=NAME,
     engine=ENGINE,
     doc=__doc__,

@@ -275,3 +275,4 @@ class Runtime(Record):
     default_served_name: str | None = None  # what clients call when model.servedName is unset
     flag_features: dict[str, str] | None = None  # extraArgs flag -> the engine feature that brought it
     workers_load_model: bool = True  # the workers read the weights (llama.cpp's rpc-servers do not)
+    reserved_env: tuple[str, ...] = ()  # env its launch sets in the pods: no escape hatch may change it

@@ -365,6 +365,7 @@ def kv_problems(top: Profile) -> list[Finding]:
 
 
 RUNTIME = Runtime(
+    reserved_env=(FAMILY.host_ip_env,),
     name=NAME,
     engine=ENGINE,
     doc=__doc__,

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lwsgen.check.pods import POD_LABEL_PREFIXES, annotation_owner
+from lwsgen.output.guards.podsecurity import pod_specs
 from lwsgen.profile import Profile
 from lwsgen.resources import schema
 
@@ -38,16 +39,13 @@ def scope(api_version: Any, kind: Any) -> str | None:
 
 
 def _pod_templates(value: Any) -> Iterable[dict]:
-    """Every pod template (metadata + spec with containers) in an object."""
-    if isinstance(value, dict):
-        spec = value.get("spec")
-        if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
-            yield value
-        for child in value.values():
-            yield from _pod_templates(child)
-    elif isinstance(value, list):
-        for child in value:
-            yield from _pod_templates(child)
+    """Every pod template (metadata + spec with containers) in an object: what holds each pod spec."""
+    for at, _spec in pod_specs(value):
+        if at and at[-1] == "spec":
+            holder = value
+            for step in at[:-1]:
+                holder = holder[step]
+            yield holder
 
 
 def refusal(profile: Profile, obj: dict, selectors: list[dict], accounts: set[str]) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from lwsgen import naming, runtimes
 from lwsgen.check.pods import OWN_LABEL_PREFIXES, OWN_VOLUMES, annotation_owner
 from lwsgen.output.guards import addsonly
 from lwsgen.output.guards.podsecurity import pod_specs
@@ -17,8 +18,14 @@ from lwsgen.records import Record
 ANY, OWN_LABELS, OWN_POD_ANNOTATIONS, DEVICES = "*", "@labels", "@annotations", "@devices"
 PROBES, OWN_ENV, OWN_MOUNTS = "@probes", "@env", "@mounts"
 PROBE_FIELDS = ("startupProbe", "readinessProbe", "livenessProbe")
-# Environment variables lwsgen or LWS sets (check/rules.RESERVED_ENV and lwsgen's own LWSGEN_*).
-RESERVED_ENV = ("LWS_", "LWSGEN_", "HF_TOKEN", "GROUP_KEY", "POD_NAME", "POD_NAMESPACE", "VLLM_HOST_IP")
+# Environment variables lwsgen, LeaderWorkerSet or a runtime's launch sets (prefixes: LWS_ is every
+# LeaderWorkerSet variable, present and future).
+RESERVED_ENV = (
+    "LWS_",
+    naming.OWN_ENV_PREFIX,
+    *naming.OWN_ENV,
+    *sorted({name for plugin in runtimes.REGISTRY.values() for name in plugin.reserved_env}),
+)
 POD = ("spec", "leaderWorkerTemplate", ANY, "spec")
 POD_META = ("spec", "leaderWorkerTemplate", ANY, "metadata")
 
