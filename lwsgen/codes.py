@@ -7,9 +7,9 @@ from lwsgen.records import Record
 # Where a code is reported: the stage or command that finds it.
 SCOPES = {
     "load": "reading a profile, its bases and the command line (lwsgen/load)",
-    "profile": "the profile's rules, after its schema (lwsgen/check)",
+    "profile": "the profile's schema and rules, its pod fields and Service ports included (lwsgen/check)",
     "roles": "a profile with prefill/decode roles, across the roles (lwsgen/check/disaggregation.py)",
-    "hatch": "escape hatches: pod fields, patches and templates, and what they may not change",
+    "hatch": "the patches and templates applied to the objects, and what they may not change (lwsgen/output/guards)",
     "object": "one rendered or validated object against its schema and the API server's rules",
     "set": "the objects of one output set together (selectors, references, metrics)",
     "validate": "`lwsgen validate` on files it is given",
@@ -67,7 +67,7 @@ CODES: dict[str, Code] = {
     ),
     "bad-key": Code(
         "error",
-        "load",
+        "load|profile",
         "A mapping key is not a string, or does not match the pattern its field's keys must follow.",
         "Quote the key, or rename it to a key the field allows.",
     ),
@@ -97,7 +97,7 @@ CODES: dict[str, Code] = {
     ),
     "bad-name": Code(
         "error",
-        "hatch",
+        "profile|hatch",
         (
             "A name you gave (a volume, container or port name, or a template's kind name) is not a valid "
             "Kubernetes name."
@@ -121,7 +121,7 @@ CODES: dict[str, Code] = {
     ),
     "bad-path": Code(
         "error",
-        "load",
+        "load|hatch|validate",
         (
             "A path (extends, templates, a kustomization entry, or the profile's own path) is not usable: not "
             "relative, or not valid UTF-8."
@@ -130,13 +130,13 @@ CODES: dict[str, Code] = {
     ),
     "bad-quantity": Code(
         "error",
-        "hatch",
+        "profile|set",
         "A resource amount is not a Kubernetes quantity, or is negative.",
         "Write the amount as a Kubernetes quantity, e.g. 500m, 2, 4Gi.",
     ),
     "bad-range": Code(
         "error",
-        "hatch",
+        "profile",
         "autoscaling.idleReplicas is not below autoscaling.minReplicas, which KEDA needs.",
         "Set minReplicas to at least 1 and above idleReplicas (minReplicas is the count once active).",
     ),
@@ -160,7 +160,7 @@ CODES: dict[str, Code] = {
     ),
     "bad-value": Code(
         "error",
-        "hatch",
+        "load|profile|hatch",
         (
             "A value has the wrong shape for what reads it (a YAML tag that cannot be read, a non-mapping "
             "securityContext or resources, maxSkew below 1)."
@@ -175,7 +175,7 @@ CODES: dict[str, Code] = {
     ),
     "base-only": Code(
         "error",
-        "load",
+        "profile",
         "The file says base: true, so it is only a base and is not rendered by itself.",
         "Render a profile that extends it, or remove base: true.",
     ),
@@ -187,7 +187,7 @@ CODES: dict[str, Code] = {
     ),
     "bypass": Code(
         "warning",
-        "hatch",
+        "profile",
         (
             "With scale to zero, a non-ClusterIP Service lets clients past the Gateway, so their requests fail "
             "while no group runs."
@@ -196,13 +196,13 @@ CODES: dict[str, Code] = {
     ),
     "capability": Code(
         "error",
-        "hatch",
+        "profile",
         "A container adds a Linux capability the profile does not keep, or does not drop ALL capabilities.",
         "List the capability in security.addCapabilities, and drop ALL in the container's securityContext.",
     ),
     "cold-start": Code(
         "warning",
-        "hatch",
+        "profile",
         (
             "Scaling from zero takes longer than gateway.requestTimeout, so the first requests after idle fail "
             "unless clients retry."
@@ -211,7 +211,7 @@ CODES: dict[str, Code] = {
     ),
     "conflict": Code(
         "error",
-        "profile",
+        "profile|roles",
         (
             "Two settings contradict each other (a nodeSelector instance type vs node.instanceType, or exclusive "
             "topology with role placement)."
@@ -244,7 +244,7 @@ CODES: dict[str, Code] = {
     ),
     "derived": Code(
         "error",
-        "hatch",
+        "profile|hatch",
         (
             "A hatch (template, patch, pod field, container) sets, removes or hooks into what lwsgen derives (GPU"
             " env, devices, objects, the engine process)."
@@ -259,7 +259,7 @@ CODES: dict[str, Code] = {
     ),
     "derived-flag": Code(
         "error",
-        "profile",
+        "profile|roles",
         "model.extraArgs repeats an engine flag lwsgen derives (from parallelism, port, model or roles).",
         "Remove the flag from extraArgs and set the profile field the message names instead.",
     ),
@@ -280,7 +280,7 @@ CODES: dict[str, Code] = {
     ),
     "duplicate": Code(
         "error",
-        "hatch",
+        "profile|hatch",
         (
             "The same name appears twice where it must be unique (a list entry, container, port, or an object in "
             "two output files)."
@@ -352,7 +352,7 @@ CODES: dict[str, Code] = {
     ),
     "host-access": Code(
         "error|warning",
-        "hatch",
+        "profile|hatch",
         (
             "A setting gives pods access to the node (privileged, host paths, host ports, unconfined profiles, "
             "host namespaces)."
@@ -373,13 +373,13 @@ CODES: dict[str, Code] = {
     ),
     "invalid": Code(
         "error",
-        "object",
+        "profile|object",
         "A value or object fails its schema (Kubernetes API, CRD or profile) in a way no more specific code covers.",
         "Correct the field the message names so it matches its schema.",
     ),
     "invalid-output": Code(
         "error",
-        "object",
+        "hatch|object",
         (
             "The rendered output fails a Kubernetes schema or cross-object rule, often because of a pod field, "
             "template or patch of the profile."
@@ -415,7 +415,7 @@ CODES: dict[str, Code] = {
     ),
     "link-loop": Code(
         "error",
-        "load",
+        "load|hatch",
         (
             "A path's symbolic links loop or cannot be resolved (the profile, its extends base or its templates "
             "directory)."
@@ -460,7 +460,7 @@ CODES: dict[str, Code] = {
     ),
     "missing-field": Code(
         "error",
-        "profile",
+        "profile|roles",
         "A required field is missing, or a setting needs another field that is not set.",
         "Add the field the message names.",
     ),
@@ -499,7 +499,7 @@ CODES: dict[str, Code] = {
     ),
     "name-too-long": Code(
         "error",
-        "profile",
+        "profile|roles",
         (
             "The profile name is too long for a name derived from it (pod labels, Services, Jobs, hostnames, role"
             " names)."
@@ -526,7 +526,7 @@ CODES: dict[str, Code] = {
     ),
     "needs-newer-engine": Code(
         "error",
-        "profile",
+        "profile|roles",
         "A setting needs a newer engine version than the one the profile runs.",
         (
             "Use an image of the version the message names or newer, or set runtimeVersion if the image is newer "
@@ -553,13 +553,13 @@ CODES: dict[str, Code] = {
     ),
     "no-limit": Code(
         "error",
-        "hatch",
+        "profile",
         "A container you added has no CPU or memory limit, and the GPU pods are Guaranteed QoS.",
         "Give the container resources.limits for cpu and memory.",
     ),
     "no-port": Code(
         "error",
-        "hatch",
+        "profile",
         "A service.extraPorts entry targets a port no sidecar of the leader pod declares.",
         "Add a port of that name to a leader sidecar, or target one of the named ports the message lists.",
     ),
@@ -586,7 +586,7 @@ CODES: dict[str, Code] = {
     ),
     "no-wake-signal": Code(
         "error",
-        "hatch",
+        "profile",
         "With scale to zero and no gateway, no pod exports the metric that would wake the autoscaler.",
         (
             "Set gateway.enabled, so the endpoint picker holds and counts requests, or keep minReplicas and "
@@ -631,7 +631,7 @@ CODES: dict[str, Code] = {
     ),
     "not-emitted": Code(
         "error|warning",
-        "profile",
+        "profile|hatch",
         (
             "Something is not in the output: a template replaces a kind this profile does not emit (error), or "
             "the runtime has no metrics for a PodMonitor (warning)."
@@ -643,7 +643,7 @@ CODES: dict[str, Code] = {
     ),
     "not-guaranteed": Code(
         "error",
-        "hatch",
+        "profile",
         "A container you added requests less than its limit (or without one), which breaks the pods' Guaranteed QoS.",
         "Give limits only (requests equal to limits).",
     ),
@@ -667,7 +667,7 @@ CODES: dict[str, Code] = {
     ),
     "not-supported": Code(
         "error",
-        "profile",
+        "profile|roles",
         "The runtime, engine or setup does not support what the profile asks for.",
         "Change or remove the setting as the message says, or use a runtime that supports it.",
     ),
@@ -682,7 +682,7 @@ CODES: dict[str, Code] = {
     ),
     "not-without-roles": Code(
         "error",
-        "roles",
+        "profile",
         "disaggregation is set, but it takes effect only with roles (prefill and decode).",
         "Add roles, or leave disaggregation out.",
     ),
@@ -718,7 +718,7 @@ CODES: dict[str, Code] = {
     ),
     "program-mount": Code(
         "error",
-        "hatch",
+        "profile",
         (
             "A mount would cover the engine image's programs, or the directory the NVIDIA toolkit reads a "
             "container's GPUs from."
@@ -727,13 +727,13 @@ CODES: dict[str, Code] = {
     ),
     "protocol": Code(
         "error",
-        "hatch",
+        "profile",
         "A service.extraPorts entry's protocol differs from the protocol of the sidecar port it targets.",
         "Make the Service port's protocol match the sidecar port's.",
     ),
     "read-only": Code(
         "error",
-        "hatch",
+        "profile",
         "A container you added mounts one of lwsgen's own volumes without readOnly: true.",
         "Set readOnly: true on the mount.",
     ),
@@ -760,7 +760,7 @@ CODES: dict[str, Code] = {
     ),
     "reserved-annotation": Code(
         "error",
-        "hatch",
+        "profile",
         "A pod annotation key is invalid or belongs to lwsgen, LeaderWorkerSet or another controller.",
         "Use your own valid annotation key.",
     ),
@@ -790,13 +790,13 @@ CODES: dict[str, Code] = {
     ),
     "root": Code(
         "error",
-        "hatch",
+        "profile",
         "A container asks to run as root, but security.runAsUser makes these pods non-root.",
         "Remove runAsUser: 0 or runAsNonRoot: false from the container's securityContext.",
     ),
     "secret-on-command-line": Code(
         "error",
-        "hatch",
+        "profile",
         "A command or argument expands a Secret variable $(NAME), putting the secret on the process's command line.",
         "Read the variable from the environment inside the program, or write $$(NAME) for the literal text.",
     ),
@@ -808,7 +808,7 @@ CODES: dict[str, Code] = {
     ),
     "shares-token": Code(
         "warning",
-        "hatch",
+        "profile|hatch",
         (
             "A pod that mounts its launcher's ServiceAccount token (pods/exec on the group) gets another "
             "container, which can exec into the workers."
@@ -823,7 +823,7 @@ CODES: dict[str, Code] = {
     ),
     "taken": Code(
         "error",
-        "hatch",
+        "profile|hatch",
         (
             "A name, port or path you gave is already used by lwsgen (a volume, container, port, mount path, the "
             "model's claim, or a kustomization file)."
@@ -838,7 +838,7 @@ CODES: dict[str, Code] = {
     ),
     "token": Code(
         "error",
-        "hatch",
+        "profile",
         "A volume you added projects a ServiceAccount token, which belongs to the pod's launcher, not a sidecar.",
         "Remove the serviceAccountToken projection from the volume.",
     ),
@@ -856,7 +856,7 @@ CODES: dict[str, Code] = {
     ),
     "too-large": Code(
         "error",
-        "load",
+        "load|profile|object",
         (
             "An input or output exceeds a size bound (file bytes, YAML nodes or nesting, annotations, cluster "
             "nodes, rendered objects or bytes)."
@@ -937,7 +937,7 @@ CODES: dict[str, Code] = {
     ),
     "unknown-volume": Code(
         "error",
-        "hatch",
+        "profile",
         "A volume mount names a volume that is not in the pod.",
         "Mount one of the profile's volumes the message lists, or add the volume.",
     ),
@@ -949,7 +949,7 @@ CODES: dict[str, Code] = {
     ),
     "unreachable": Code(
         "error",
-        "hatch",
+        "profile",
         (
             "service.extraPorts behind the gateway would be unreachable: the NetworkPolicy admits only the "
             "Gateway's proxies and the picker."
@@ -979,7 +979,7 @@ CODES: dict[str, Code] = {
     ),
     "wrong-type": Code(
         "error",
-        "profile",
+        "load|profile|validate",
         (
             "A value has the wrong type for its field (a string for a number, a date, binary, a fraction for an "
             "integer)."

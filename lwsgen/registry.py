@@ -56,6 +56,8 @@ def rule(*codes: str, scope: str, severity: str = ERROR, kinds: tuple[str, ...] 
     unknown = [code for code in codes if code not in CODES]
     if not codes or unknown or scope not in SCOPES or severity not in SEVERITIES:
         raise ValueError(f"a rule names known codes, a scope and a severity: {codes} {scope} {severity}")
+    if scope == SET and (len(codes) != 1 or gate):
+        raise ValueError("a set rule names one code (its findings get it) and is no gate (each object is its own)")
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         if not function.__doc__:
@@ -67,9 +69,9 @@ def rule(*codes: str, scope: str, severity: str = ERROR, kinds: tuple[str, ...] 
 
 
 def rules(scope: str, severity: str | None = None) -> tuple[Rule, ...]:
-    """The registered rules of a scope (and severity): its gates first, then in the order their modules
-    registered them."""
-    chosen = [r for r in _REGISTERED if r.scope == scope and severity in (None, r.severity)]
+    """The registered rules of a scope (and severity): its gates first, whatever their severity (the
+    others read what they vouch for), then in the order their modules registered them."""
+    chosen = [r for r in _REGISTERED if r.scope == scope and (r.gate or severity in (None, r.severity))]
     return tuple(sorted(chosen, key=lambda r: not r.gate))
 
 

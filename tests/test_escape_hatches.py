@@ -1244,6 +1244,27 @@ def test_lwsgens_own_template_as_a_profile_template_renders_the_same_bytes(rende
     assert render({**profile, "templates": "hatch-templates"}).files == plain.files
 
 
+def test_several_templates_at_once_are_each_held_to_lwsgens_own_object(render, tmp_path):
+    """Each template's objects are compared with lwsgen's own of its file, whatever templates came
+    before it: an added one (the PodDisruptionBudget) or replaced ones (a review found the second
+    file compared with the first one's object, and a crash after an added one)."""
+    own = ("service", "networkpolicy", "leaderworkerset")
+    files = {key: (REPO / "templates" / f"{key}.yaml.j2").read_text(encoding="utf-8") for key in own}
+    _templates(tmp_path, poddisruptionbudget=PDB, **files)
+    plain = render(_with())
+    hatched = render(_with(templates="hatch-templates"))
+    assert {
+        name: text
+        for name, text in hatched.files.items()
+        if "poddisruptionbudget" not in name and name != "kustomization.yaml"
+    } == {name: text for name, text in plain.files.items() if name != "kustomization.yaml"}
+    _templates(
+        tmp_path, leaderworkerset=_lws_template_with_spec_written_out().replace("size: {{ v.size | q }}", "size: 4")
+    )
+    errors = _errors(render, _with(templates="hatch-templates"))
+    assert any("changes LeaderWorkerSet example spec.leaderWorkerTemplate.size" in e for e in errors), errors
+
+
 def test_a_patch_gives_exactly_one_of_its_two_forms(write_profile, tmp_path, capsys):
     from lwsgen.cli import main
 

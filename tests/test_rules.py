@@ -82,11 +82,19 @@ def test_every_registered_rule_has_catalog_codes_a_scope_a_severity_and_a_doc():
     assert len(names) == len(set(names)), "a function registered twice"
 
 
+def test_the_catalog_says_every_scope_a_registered_rule_reports_a_code_in():
+    for rule in registry.registered():
+        for code in rule.codes:
+            assert rule.scope in CODES[code].scope.split("|"), f"{code}: {rule.name} reports it in {rule.scope}"
+
+
 def test_a_rule_declares_known_codes_and_has_a_doc():
     with pytest.raises(ValueError, match="known codes"):
         registry.rule("no-such-code", scope=registry.PROFILE)
     with pytest.raises(ValueError, match="docstring"):
         registry.rule("conflict", scope=registry.PROFILE)(lambda profile, src: [])
+    with pytest.raises(ValueError, match="one code"):
+        registry.rule("cross-object", "bad-quantity", scope=registry.SET)
 
 
 def test_a_rule_that_reports_a_code_it_did_not_declare_fails_under_the_suite(monkeypatch):

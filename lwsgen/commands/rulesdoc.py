@@ -44,7 +44,14 @@ def _code_rows(linked: dict[str, str]) -> list[str]:
     rows = ["| code | scope | severity | what it means | how to fix it | case |", "|---|---|---|---|---|---|"]
     for code, entry in sorted(CODES.items()):
         case = f"[{linked[code]}](../{CASES}/{linked[code]}/)" if code in linked else ""
-        cells = (f"`{code}`", entry.scope, entry.severity.replace("|", " or "), entry.meaning, entry.fix, case)
+        cells = (
+            f"`{code}`",
+            entry.scope.replace("|", ", "),
+            entry.severity.replace("|", " or "),
+            entry.meaning,
+            entry.fix,
+            case,
+        )
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return rows
 

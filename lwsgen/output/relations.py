@@ -342,7 +342,7 @@ def cross_object_errors(
         if first is not None:
             yield first, 0, Finding((), message, code="cross-object")
         return
-    set_rules = registry.rules(SET)
+    set_rules = registry.rules(SET)  # one code each (registry.rule): each finding gets its rule's
     for file, docs in objects_by_file.items():
         for index, obj in enumerate(docs):
             if isinstance(obj, dict):

@@ -141,7 +141,7 @@ def template_problems(
     """A replacing template must keep every object of lwsgen's and every value it derives."""
 
     found = frozenset(frozen.devices(profile))
-    before = {f.name: f for f in builtin}
+    builtin_files = {f.name: f for f in builtin}
     lwsgens = [o for f in builtin for o in f.objects if isinstance(o, dict)]
     selectors = tuple(addedkinds.selectors_of(lwsgens))
     accounts = frozenset(identity(o)[1] for o in lwsgens if o.get("kind") == "ServiceAccount")
@@ -151,14 +151,14 @@ def template_problems(
         if key not in keys:
             continue
         label = f"{profile.templates}/{key}.yaml.j2"
-        ours = {identity(o): o for o in (before[output.name].objects if output.name in before else ())}
+        ours = {identity(o): o for o in (builtin_files[output.name].objects if output.name in builtin_files else ())}
         theirs = {identity(o): o for o in output.objects}
         for kind, name in ours.keys() - theirs.keys():
             message = f"{label} leaves out {kind} {name} of {file_of(key)}; lwsgen derives it"
             problems.append(src.problem(TEMPLATES, message, "derived"))
         for index, obj in enumerate(output.objects):
             origins[(output.name, index)] = Hatch(TEMPLATES, label)
-            before = ours.get(identity(obj))
-            change = Change(profile, src, TEMPLATES, label, output.name, before, obj, found, selectors, accounts)
+            lwsgens_own = ours.get(identity(obj))  # None: the template adds it
+            change = Change(profile, src, TEMPLATES, label, output.name, lwsgens_own, obj, found, selectors, accounts)
             problems += guards.guard(change)
     return problems + duplicates(src, TEMPLATES, files), origins
