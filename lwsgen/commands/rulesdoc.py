@@ -1,6 +1,7 @@
 """docs/rules.md, generated (`make docs`): every problem code from the catalog (lwsgen/codes.py) with
-its scope, severity, meaning and fix, linked to the invalid case of tests/cases/invalid/ that reports
-it; then every registered rule (lwsgen/registry.py) by scope, its docstring and the codes it reports."""
+its scope, severity, meaning and fix, linked to the case of tests/cases/ that reports it (an invalid
+one's error, a valid one's warning); then every registered rule (lwsgen/registry.py) by scope, its
+docstring and the codes it reports."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from lwsgen.pipeline import render_profile
 from lwsgen.problems import ProblemsError
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-CASES = "tests/cases/invalid"
+CASES = ("tests/cases/invalid", "tests/cases/valid")
 RULE_MODULES = (profile_rules.RULE_MODULES, relations.SET_RULE_MODULES, guards)  # every rule registered
 SCOPE_TITLES = {
     registry.PROFILE: "Profile rules: `(profile, src)`, after the profile's schema",
@@ -28,22 +29,25 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def case_codes(cases: Path) -> dict[str, str]:
-    """code -> the first invalid case (by name) whose render reports it."""
+def case_codes(root: Path) -> dict[str, str]:
+    """code -> the first case (invalid cases first, then by name) whose render reports it, as a path
+    relative to the repository."""
     found: dict[str, str] = {}
-    for case in sorted(p for p in cases.iterdir() if (p / "profile.yaml").is_file()):
-        try:
-            render_profile(case / "profile.yaml", display="profile.yaml")
-        except ProblemsError as err:
-            for problem in err.problems:
-                found.setdefault(problem.code, case.name)
+    for folder in CASES:
+        for case in sorted(p for p in (root / folder).iterdir() if (p / "profile.yaml").is_file()):
+            try:
+                said = render_profile(case / "profile.yaml", display="profile.yaml").warnings
+            except ProblemsError as err:
+                said = err.problems
+            for problem in said:
+                found.setdefault(problem.code, f"{folder}/{case.name}")
     return found
 
 
 def _code_rows(linked: dict[str, str]) -> list[str]:
     rows = ["| code | scope | severity | what it means | how to fix it | case |", "|---|---|---|---|---|---|"]
     for code, entry in sorted(CODES.items()):
-        case = f"[{linked[code]}](../{CASES}/{linked[code]}/)" if code in linked else ""
+        case = f"[{linked[code].rsplit('/', 1)[1]}](../{linked[code]}/)" if code in linked else ""
         cells = (
             f"`{code}`",
             entry.scope.replace("|", ", "),
@@ -68,7 +72,7 @@ def _rule_sections() -> list[str]:
 
 
 def rules_page(root: Path = CHECKOUT) -> str:
-    linked = case_codes(root / CASES)
+    linked = case_codes(root)
     scopes = [f"- **{scope}**: {what}" for scope, what in SCOPES.items()]
     lines = [
         "# Rules and problem codes",
