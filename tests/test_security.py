@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import PROFILES, REPO, examples, lws_of, objects_of
+from conftest import EXHAUSTIVE, PROFILES, REPO, examples, lws_of, objects_of
 from lwsgen.check.schema import profile_schema, referenced
 from lwsgen.cli import main
 from runtimes.test_all_runtimes import IMAGES, profile_for
@@ -269,8 +269,12 @@ def _run(tmp_path: Path, text: str) -> tuple[int, str]:
     return code, err.getvalue()
 
 
+# make test draws a third of the examples, the same ones every run (derandomize): the share that renders
+# is then a fact of the code, not of the draw (50 random draws fell under a fifth by chance);
+# make test-slow draws all 150 afresh.
 FUZZ = settings(
     max_examples=examples(150),
+    derandomize=not EXHAUSTIVE,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
