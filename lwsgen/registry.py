@@ -2,11 +2,12 @@
 codes it reports (each in lwsgen/codes.py), its scope and its severity; its docstring is the user's
 doc (docs/rules.md, `make docs`). A stage runs the rules of its scope with run(); nothing lists them
 by hand. A runtime's own rules come through its typed contract (runtimes/base.Runtime) and are run
-by the registered rules that ask it (check/rules.py runtime_rules, runtime_warnings).
+by the registered rules that ask it (check/rules.py check_runtime and runtime_warnings,
+check/disaggregation.py runtime_role_rules and runtime_role_warnings).
 
 What a rule takes and returns is its scope's:
 - profile: (profile, src) -> [Problem]: the profile after its schema (check/);
-- roles: (top) -> [(path, message, code)]: a profile with prefill/decode roles, across them;
+- roles: (top) -> [Finding]: a profile with prefill/decode roles, across them;
 - set: (obj, inventory) -> [Finding]: one rendered object against the inventory of its set
   (output/inventory.py), for the kinds the rule names;
 - hatch: (change) -> [Problem]: what one escape hatch did to one object (output/guards/: what a
@@ -79,10 +80,6 @@ def registered() -> tuple[Rule, ...]:
     return tuple(_REGISTERED)
 
 
-def _code(found: Any) -> str:
-    return found.code if hasattr(found, "code") else found[2]
-
-
 def run(scope: str, severity: str | None, *args: Any) -> list:
     """Every finding of the scope's rules of that severity (None: all), rule by rule; only a gate's
     when a gate finds anything."""
@@ -100,6 +97,6 @@ def run(scope: str, severity: str | None, *args: Any) -> list:
 
 def declared(each: Rule, found: Iterable[Any]) -> None:
     """Refuse a finding whose code the rule did not declare (the suite runs with this on)."""
-    undeclared = sorted({_code(f) for f in found} - set(each.codes))
+    undeclared = sorted({f.code for f in found} - set(each.codes))
     if undeclared:
         raise AssertionError(f"rule {each.name} reported {undeclared}, not among its codes {list(each.codes)}")

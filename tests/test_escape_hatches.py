@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import REPO, lws_of, merged, objects_of, tool
-from lwsgen.output.hatches import merge as patch
+from lwsgen.output.hatches import merge
 from lwsgen.problems import ProblemsError
 
 BASE = {
@@ -412,7 +412,7 @@ def test_strategic_merge_follows_kubernetes_merge_keys_and_directives():
             "labels": {"keep": "1", "drop": "2"},
         }
     }
-    result = patch.merge(
+    result = merge.merge(
         original,
         {
             "spec": {
@@ -449,8 +449,8 @@ def test_strategic_merge_follows_kubernetes_merge_keys_and_directives():
     ],
 )
 def test_strategic_merge_refuses_what_it_cannot_do_at_its_place(written, where):
-    with pytest.raises(patch.PatchError) as raised:
-        patch.merge({"spec": {"containers": [{"name": "a"}]}}, written)
+    with pytest.raises(merge.PatchError) as raised:
+        merge.merge({"spec": {"containers": [{"name": "a"}]}}, written)
     assert raised.value.path == where
 
 
@@ -1159,7 +1159,7 @@ def test_templates_an_independent_review_found_open_are_refused(render, tmp_path
 
 @pytest.mark.tools
 def test_strategic_merge_orders_directives_and_nulls_as_kubectl_kustomize_does(tmp_path):
-    """patch.merge against kustomize on a Deployment (a kind kustomize knows the merge keys of):
+    """merge.merge against kustomize on a Deployment (a kind kustomize knows the merge keys of):
     containers, env, ports and volumes merged by key, new elements first, a deleted element, a null
     and a directive inside a new map."""
     base = {
@@ -1213,14 +1213,14 @@ def test_strategic_merge_orders_directives_and_nulls_as_kubectl_kustomize_does(t
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(written))
     (tmp_path / "kustomization.yaml").write_text("resources: [base]\npatches: [{path: p.yaml}]\n")
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path)], capture_output=True, text=True, check=True)
-    assert patch.merge(base, written) == yaml.safe_load(built.stdout)
+    assert merge.merge(base, written) == yaml.safe_load(built.stdout)
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "profiles").glob("*.yaml")), ids=lambda p: p.stem)
 def test_what_lwsgen_derives_has_none_of_the_holes_a_hatch_is_refused_for(path):
     """The hole rules hold for lwsgen's own objects: a template that writes lwsgen's object as it
     is, or a patch that changes nothing, is never refused."""
-    from lwsgen.output.guards import podsecurity as podholes
+    from lwsgen.output.guards import podsecurity
     from lwsgen.pipeline import render_profile
 
     rendered = render_profile(path)
@@ -1229,7 +1229,7 @@ def test_what_lwsgen_derives_has_none_of_the_holes_a_hatch_is_refused_for(path):
             continue  # its MPI workers run sshd, which keeps a few capabilities: only new holes count there
         for obj in yaml.safe_load_all(text):
             if isinstance(obj, dict):
-                assert list(podholes.holes(rendered.profile, obj, obj)) == [], name
+                assert list(podsecurity.holes(rendered.profile, obj, obj)) == [], name
 
 
 @pytest.mark.parametrize(
@@ -1552,7 +1552,7 @@ def test_a_template_that_is_not_utf8_is_a_problem(render, tmp_path):
 
 def test_strategic_merge_keeps_ports_of_two_protocols_and_drops_directives_of_new_lists():
     original = {"ports": [{"containerPort": 53, "protocol": "UDP"}]}
-    result = patch.merge(
+    result = merge.merge(
         original, {"ports": [{"containerPort": 53, "protocol": "TCP"}], "volumes": [{"name": "v", "$patch": "delete"}]}
     )
     assert result == {

@@ -24,6 +24,7 @@ from lwsgen.check import rules as profile_rules
 from lwsgen.check.schema import with_defaults
 from lwsgen.load import load
 from lwsgen.output import invariants, relations, routing
+from lwsgen.output.guards import Change, derived_values_kept, frozen
 from lwsgen.output.inventory import inventory
 from lwsgen.output.parse import parse
 from lwsgen.pipeline import load_profile
@@ -239,26 +240,27 @@ def test_every_module_that_holds_a_rule_has_its_case_here():
     assert {rule.function.__module__ for rule in registry.registered()} == cased
 
 
+def _patched_lws(example: str, change) -> list[tuple[str, str, str]]:
+    """What derived_values_kept (output/guards/) says of a patch that makes `change` to the example's
+    LeaderWorkerSet."""
+    profile, src, _ = load_profile(REPO / "profiles" / f"{example}.yaml")
+    before = _one(_rendered(example), "LeaderWorkerSet")
+    after = copy.deepcopy(before)
+    change(after)
+    devices = frozenset(frozen.devices(profile))
+    said = Change(profile, src, ("patches", 0), "patch 1", "leaderworkerset.yaml", before, after, devices)
+    return [(p.path, p.code, p.message) for p in derived_values_kept(said)]
+
+
 def test_a_hatch_rule_says_nothing_of_an_unchanged_object_and_one_thing_of_a_changed_one():
     """output/guards/: derived_values_kept (a hatch changes no value lwsgen derives)."""
-    from lwsgen.output.guards import Change, derived_values_kept, frozen
-
-    profile, src, _ = load_profile(REPO / "profiles" / "vllm-llama31-405b.yaml")
-    before = _one(_rendered("vllm-llama31-405b"), "LeaderWorkerSet")
-    after = copy.deepcopy(before)
-    devices = frozenset(frozen.devices(profile))
-
-    def said(after):
-        change = Change(profile, src, ("patches", 0), "patch 1", "leaderworkerset.yaml", before, after, devices)
-        return [(p.path, p.code, p.message) for p in derived_values_kept(change)]
-
-    assert said(after) == []
-    after["spec"]["leaderWorkerTemplate"]["size"] = 3
+    assert _patched_lws("vllm-llama31-405b", lambda lws: None) == []
     message = (
         "patch 1 changes LeaderWorkerSet vllm-llama31-405b spec.leaderWorkerTemplate.size; lwsgen derives it from "
         "parallelism and node.gpus: change that instead"
     )
-    assert said(after) == [("patches[0]", "derived", message)]
+    said = _patched_lws("vllm-llama31-405b", lambda lws: lws["spec"]["leaderWorkerTemplate"].update(size=3))
+    assert said == [("patches[0]", "derived", message)]
 
 
 @pytest.mark.parametrize(
@@ -266,15 +268,12 @@ def test_a_hatch_rule_says_nothing_of_an_unchanged_object_and_one_thing_of_a_cha
 )
 def test_the_env_a_runtime_reserves_is_frozen_against_hatches(example, name):
     """The runtime's Runtime.reserved_env is among lwsgen's own variables, which no hatch may change."""
-    from lwsgen.output.guards import Change, derived_values_kept
 
-    profile, src, _ = load_profile(REPO / "profiles" / f"{example}.yaml")
-    before = _one(_rendered(example), "LeaderWorkerSet")
-    after = copy.deepcopy(before)
-    env = after["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["env"]
-    entry = next(e for e in env if e["name"] == name)
-    entry.pop("valueFrom")
-    entry["value"] = "10.0.0.1"
-    change = Change(profile, src, ("patches", 0), "patch 1", "leaderworkerset.yaml", before, after, frozenset())
-    said = [p.message for p in derived_values_kept(change)]
+    def pin_address(lws):
+        env = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["env"]
+        entry = next(e for e in env if e["name"] == name)
+        entry.pop("valueFrom")
+        entry["value"] = "10.0.0.1"
+
+    said = [message for _, _, message in _patched_lws(example, pin_address)]
     assert any(f"env.{name}; lwsgen derives it from env (lwsgen's own variables)" in message for message in said)

@@ -15,7 +15,7 @@ from lwsgen.codes import CODES
 from lwsgen.commands import docs
 from lwsgen.output import guards, relations
 from lwsgen.output.parse import parse
-from lwsgen.problems import ERROR, WARNING
+from lwsgen.problems import ERROR, WARNING, Finding
 
 SHAPE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 # call name -> the positional argument that is the code (Source.problem(path, message, code), ...)
@@ -103,12 +103,12 @@ def test_a_rule_that_reports_a_code_it_did_not_declare_fails_under_the_suite(mon
     @registry.rule("conflict", scope=registry.PROFILE, severity=WARNING)
     def says_another(profile, src):
         """Says a code it did not declare."""
-        return [((), "message", "exposed")]
+        return [Finding((), "message", "exposed")]
 
     with pytest.raises(AssertionError, match="reported \\['exposed'\\], not among its codes \\['conflict'\\]"):
         registry.run(registry.PROFILE, WARNING, None, None)
     monkeypatch.setenv(registry.STRICT_ENV, "0")
-    assert registry.run(registry.PROFILE, WARNING, None, None) == [((), "message", "exposed")]
+    assert registry.run(registry.PROFILE, WARNING, None, None) == [Finding((), "message", "exposed")]
     assert registry.run(registry.PROFILE, ERROR, None, None) == []
 
 

@@ -354,7 +354,7 @@ def check_runtime(profile: Profile, src: Source) -> list[Problem]:
                 "unknown-runtime",
             )
         ]
-    problems = [src.place(finding) for finding in runtimes.checks(plugin, profile)]
+    problems = [src.place(finding) for finding in plugin.check(profile)]
     problems += _foreign_fields(profile, src) + _data_and_expert(profile, src)
     caps = runtimes.capabilities(profile)
     if profile.lws.startup_policy == "LeaderReady" and caps.leader_ready_needs_workers:
@@ -459,7 +459,7 @@ def _host_access(profile: Profile, src: Source) -> list[Problem]:
 def runtime_warnings(profile: Profile, src: Source) -> list[Problem]:
     """What the runtime says of a valid profile (its contract's warnings): how it reads a field, or a
     setting its own options override."""
-    return [src.place(finding) for finding in runtimes.warnings(profile)]
+    return [src.place(finding) for finding in runtimes.get(profile.runtime).warnings(profile)]
 
 
 @registry.rule("does-not-fit", scope=PROFILE, severity=WARNING)

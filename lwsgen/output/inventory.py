@@ -11,12 +11,11 @@ from lwsgen.jsondata import dig
 from lwsgen.output import sets as ds_rules
 from lwsgen.records import Record
 
-# prometheus-adapter's name.matches of one series ("^name$") and a PromQL selector's metric name
+# prometheus-adapter's name.matches of one series: "^name$" (or the bare name)
 RECORD_MATCH = re.compile(r"^\^?([a-zA-Z_:][a-zA-Z0-9_:]*)\$?$")
 
 
 class Inventory(Record):
-    everything: tuple  # every mapping of the set, file by file
     lws: dict  # LeaderWorkerSets by name
     sets: dict  # DisaggregatedSets by name (each role runs as the LeaderWorkerSet <set>-<role>)
     named: dict  # kind -> name -> object, for the kinds routing rules look up by name
@@ -26,11 +25,6 @@ class Inventory(Record):
     records: frozenset | None  # the series the PrometheusRules record; None: the set has no PrometheusRule
     served: dict | None  # metric an adapter rule serves -> the series it reads; None: no adapter rules
     image_versions: bool  # hold engine flags to the version the image tag names (validate), not the profile's
-
-
-def _name(obj: dict[str, Any]) -> Any:
-    meta = obj.get("metadata")
-    return meta.get("name") if isinstance(meta, dict) else None
 
 
 def _of(everything: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -80,10 +74,16 @@ def inventory(objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_vers
     """Raises what reading an object the rules cannot read raises (the caller says so at the set)."""
     everything = [o for docs in objects_by_file.values() for o in docs if isinstance(o, dict)]
     return Inventory(
-        everything=tuple(everything),
-        lws={_name(o): o for o in _of(everything, "LeaderWorkerSet") if isinstance(o.get("metadata"), dict)},
+        lws={
+            dig(o, "metadata", "name"): o
+            for o in _of(everything, "LeaderWorkerSet")
+            if isinstance(o.get("metadata"), dict)
+        },
         sets=ds_rules.sets_of(objects_by_file),
-        named={kind: {_name(o): o for o in _of(everything, kind)} for kind in ("Service", "InferencePool")},
+        named={
+            kind: {dig(o, "metadata", "name"): o for o in _of(everything, kind)}
+            for kind in ("Service", "InferencePool")
+        },
         workloads=tuple(o for o in everything if o.get("kind") in ("Deployment", "Job")),
         names=_names(everything),
         scaled=frozenset(

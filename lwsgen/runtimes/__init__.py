@@ -4,7 +4,6 @@ adds to the checks); everything it is given is the typed Profile (profile.py).""
 
 from __future__ import annotations
 
-from lwsgen.problems import Finding
 from lwsgen.runtimes import aphrodite, llamacpp, sglang, triton_trtllm, trtllm_serve, versions, vllm
 from lwsgen.runtimes.base import Capabilities, Runtime
 
@@ -41,13 +40,3 @@ def served_name(profile) -> str:
     Triton repository), else what the engine serves by default (Profile.served_name: the model id)."""
     default = REGISTRY[profile.runtime].default_served_name
     return profile.model.served_name or default or profile.served_name
-
-
-def checks(plugin: Runtime, profile) -> list[Finding]:
-    """(path, message, code) for the runtime's own rules."""
-    return plugin.check(profile)
-
-
-def warnings(profile) -> list[Finding]:
-    """(path, message, code) the runtime says of a valid profile, if it says anything."""
-    return REGISTRY[profile.runtime].warnings(profile)

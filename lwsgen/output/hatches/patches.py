@@ -6,8 +6,7 @@ from __future__ import annotations
 from lwsgen.load.source import Source
 from lwsgen.output import guards
 from lwsgen.output.guards import Change, frozen, identity
-from lwsgen.output.hatches import Hatch, Origins
-from lwsgen.output.hatches import merge as patch
+from lwsgen.output.hatches import Hatch, Origins, merge
 from lwsgen.output.parse import OutputFile
 from lwsgen.problems import Problem, ProblemsError
 from lwsgen.profile import Profile, thaw
@@ -50,10 +49,10 @@ def apply_patches(
         before = files[f].objects[i]
         try:
             if entry.patch is not None:
-                after = patch.merge(before, thaw(entry.patch))
+                after = merge.merge(before, thaw(entry.patch))
             else:
-                after = patch.json_patch(before, thaw(entry.json_patch))
-        except patch.PatchError as err:
+                after = merge.json_patch(before, thaw(entry.json_patch))
+        except merge.PatchError as err:
             field = ("patch",) if entry.patch is not None else ("jsonPatch",)
             problems.append(src.problem(("patches", index, *field, *err.path), err.message, "bad-patch"))
             continue
