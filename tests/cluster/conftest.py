@@ -1,0 +1,16 @@
+"""make test-cluster prints one line per example, `<example> PASS|FAIL`, and what failed under it."""
+
+from __future__ import annotations
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call" and not (report.when == "setup" and report.failed):
+        return
+    example = report.nodeid.rsplit("[", 1)[-1].rstrip("]") if "[" in report.nodeid else report.nodeid
+    verdict = "PASS" if report.passed else "FAIL"
+    detail = ""
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = crash.message if crash else str(report.longrepr)
+        detail = "".join(f"\n  {line}" for line in message.splitlines()[:40])
+    print(f"\n{example} {verdict}{detail}", flush=True)

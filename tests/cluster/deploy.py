@@ -1,0 +1,166 @@
+"""One example on the real control plane: what its user provides first (namespace, GPU nodes of the
+profile's node type, the model claim's volume, the token Secret), then every object lwsgen wrote,
+applied as a GitOps tool applies them (server-side, fieldValidation=Strict)."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lwsgen.pipeline import render_profile
+from tests.cluster import nodes as fake_nodes
+from tests.cluster.api import Api, ApiError, load_all
+from tests.cluster.lwsmanifests import KUSTOMIZE
+
+REPO = Path(__file__).resolve().parents[2]
+OUTSIDE_KUSTOMIZATION = ("nccl-test.yaml",)  # objects a user applies by hand (docs/nccl.md)
+
+
+@dataclass
+class Example:
+    name: str
+    profile_path: Path
+    out_dir: Path
+    problems: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.rendered = render_profile(self.profile_path)
+        self.profile = self.rendered.profile
+        self.namespace = self.profile.namespace
+
+    def roles(self) -> dict[str, object]:
+        """role name -> that role's profile; one unnamed role for a single LeaderWorkerSet."""
+        return dict(self.profile.roles) or {"": self.profile}
+
+    def objects(self) -> list[dict]:
+        """What the kustomization applies (built by the real kustomize), then the files a user
+        applies by hand."""
+        out = subprocess.run([str(KUSTOMIZE), "build", str(self.out_dir)], capture_output=True, text=True, check=True)
+        objs = load_all(out.stdout)
+        for name in OUTSIDE_KUSTOMIZATION:
+            if (self.out_dir / name).exists():
+                objs += load_all((self.out_dir / name).read_text())
+        return objs
+
+    def node_names(self) -> list[str]:
+        return [n["metadata"]["name"] for n in self.node_objects()]
+
+    def node_objects(self, short: int = 0) -> list[dict]:
+        made = []
+        for role, profile in self.roles().items():
+            count = profile.groups_at_most * profile.group_size
+            prefix = f"{self.name}-{role}" if role else self.name
+            made += fake_nodes.nodes(prefix, fake_nodes.node_type(profile), count - short)
+        return made
+
+
+def provide(api: Api, example: Example, objects: list[dict]) -> None:
+    """What the profile says the cluster already has: the namespace, the nodes, a bound volume for
+    each claim the pods mount that lwsgen does not create, and the Secrets they read."""
+    api.ensure_namespace(example.namespace)
+    for node in example.node_objects():
+        if api.find("v1", "Node", node["metadata"]["name"]) is None:
+            api.create(node)
+    created = {o["metadata"]["name"] for o in objects if o["kind"] == "PersistentVolumeClaim"}
+    for claim in sorted(_claims(objects) - created):
+        _bound_volume(api, example.namespace, claim)
+    for claim in (o for o in objects if o["kind"] == "PersistentVolumeClaim"):
+        _volume_for(api, example.namespace, claim)
+    for secret in sorted(_secrets(objects)):
+        if api.find("v1", "Secret", secret, example.namespace) is None:
+            made = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret}, "stringData": {"token": "x"}}
+            api.create(made, example.namespace)
+
+
+def _pod_specs(objects: list[dict]):
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        stack = [spec]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if "containers" in node and isinstance(node["containers"], list):
+                    yield node
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+
+
+def _claims(objects: list[dict]) -> set[str]:
+    return {
+        v["persistentVolumeClaim"]["claimName"]
+        for spec in _pod_specs(objects)
+        for v in spec.get("volumes", [])
+        if "persistentVolumeClaim" in v
+    }
+
+
+def _secrets(objects: list[dict]) -> set[str]:
+    names = set()
+    for spec in _pod_specs(objects):
+        for c in [*spec.get("containers", []), *spec.get("initContainers", [])]:
+            for e in c.get("env", []):
+                ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+                if ref:
+                    names.add(ref["name"])
+    return names
+
+
+def _pv(name: str, namespace: str, claim: str, size: str, modes: list[str], storage_class: str = "") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": modes,
+            "storageClassName": storage_class,
+            "hostPath": {"path": f"/var/lwsgen-test/{name}"},  # never mounted: kwok runs no containers
+            "claimRef": {"namespace": namespace, "name": claim},
+        },
+    }
+
+
+def _bound_volume(api: Api, namespace: str, claim: str) -> None:
+    name = f"{namespace}-{claim}"
+    if api.find("v1", "PersistentVolume", name) is None:
+        api.create(_pv(name, namespace, claim, "10Ti", ["ReadWriteMany", "ReadOnlyMany"]))
+    if api.find("v1", "PersistentVolumeClaim", claim, namespace) is None:
+        api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim},
+                "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": name,
+                         "resources": {"requests": {"storage": "10Ti"}}},
+            },
+            namespace,
+        )  # fmt: skip
+
+
+def _volume_for(api: Api, namespace: str, claim: dict) -> None:
+    """A claim lwsgen creates is provisioned by the cluster's storage class; here a volume waits for it."""
+    spec = claim["spec"]
+    name = f"{namespace}-{claim['metadata']['name']}"
+    storage_class = spec.get("storageClassName") or ""
+    if storage_class and api.find("storage.k8s.io/v1", "StorageClass", storage_class) is None:
+        api.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": storage_class},
+                    "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "Immediate"})  # fmt: skip
+    if api.find("v1", "PersistentVolume", name) is None:
+        size = spec["resources"]["requests"]["storage"]
+        api.create(_pv(name, namespace, claim["metadata"]["name"], size, spec["accessModes"], storage_class))
+
+
+def apply_all(api: Api, example: Example, objects: list[dict]) -> list[str]:
+    """Apply every object; what the server refused or warned about."""
+    problems = []
+    for obj in objects:
+        what = f"{obj['kind']} {obj['metadata']['name']}"
+        try:
+            applied = api.apply(obj, example.namespace)
+        except ApiError as e:
+            problems.append(f"{what} refused: {e}")
+            continue
+        problems += [f"{what}: the server warned: {w}" for w in applied.warnings]
+    return problems
