@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from conftest import PROFILES, REPO, SHARED, lws_of, merged, objects_of
+from healthchecks import argocd as _health
+from healthchecks import flux as _flux
 from lws_status import SAMPLES
 from lwsgen.cli import main
 
@@ -277,16 +279,6 @@ def test_sync_waves_order_rbac_workload_monitoring_autoscaler(render, minimal):
     )
 
 
-def _health(obj: dict, check: str = "leaderworkerset-health.lua") -> tuple[str, str]:
-    from lupa import LuaRuntime
-
-    lua = LuaRuntime(unpack_returned_tuples=True)
-    lua.globals().obj = lua.table_from(json.loads(json.dumps(obj)), recursive=True)
-    script = (REPO / "docs" / "argocd" / check).read_text()
-    result = lua.execute(script)
-    return result["status"], result["message"]
-
-
 @pytest.mark.parametrize("sample", sorted(SAMPLES))
 def test_argocd_health_check_for_leaderworkerset(sample):
     """The Lua check, run by lupa, on what the LWS controller writes (tests/lws_status.py)."""
@@ -379,31 +371,6 @@ def test_argocd_health_check_for_inferencepool(sample):
     assert crd_errors(obj, SHARED / "crds") == []
     status, message = _health(obj, "inferencepool-health.lua")
     assert (status, message.startswith(said)) == (argocd, True), message
-
-
-def _flux(obj: dict) -> str:
-    """What Flux's kustomize-controller makes of docs/flux/kustomization.yaml's healthCheckExprs: the
-    entry for the object's kind, its expressions evaluated by a CEL library with the object's fields
-    as variables; a missing field is an error, on which Flux keeps waiting."""
-    import celpy
-
-    checks = yaml.safe_load((REPO / "docs" / "flux" / "kustomization.yaml").read_text())["spec"]["healthCheckExprs"]
-    kind = (obj.get("apiVersion", "leaderworkerset.x-k8s.io/v1"), obj.get("kind", "LeaderWorkerSet"))  # LWS samples
-    [check] = [c for c in checks if (c["apiVersion"], c["kind"]) == kind]
-    env = celpy.Environment()
-    verdicts = []
-    for name, status in (("current", "Current"), ("failed", "Failed"), ("inProgress", "InProgress")):
-        program = env.program(env.compile(check[name]))
-        try:
-            result = program.evaluate(celpy.json_to_cel(obj))
-        except celpy.CELEvalError:
-            return "InProgress"
-        if isinstance(result, celpy.CELEvalError):
-            return "InProgress"
-        if bool(result):
-            verdicts.append(status)
-    assert len(verdicts) == 1, verdicts  # the expressions exclude each other
-    return verdicts[0]
 
 
 @pytest.mark.parametrize("sample", sorted(SAMPLES))

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tests.cluster.controlplane import ControlPlane
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """One control plane for the session; each test's objects go to their own nodes."""
+    plane = ControlPlane(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield plane.start()
+    finally:
+        plane.stop()
+
 
 def pytest_runtest_logreport(report):
     if report.when != "call" and not (report.when == "setup" and report.failed):
         return
-    example = report.nodeid.rsplit("[", 1)[-1].rstrip("]") if "[" in report.nodeid else report.nodeid
+    example = report.nodeid.rsplit("[", 1)[-1].rstrip("]") if "[" in report.nodeid else report.nodeid.split("::")[-1]
     verdict = "PASS" if report.passed else "FAIL"
     detail = ""
     if report.failed:

@@ -167,7 +167,8 @@ class ControlPlane:
         config = self.pki.kubeconfig("kwok", self.server, "kwok", group="system:masters")
         cert, key = self.pki.issue("kwok-kubelet", "kwok-kubelet", server_names=SERVER_NAMES)
         stages = self.root / "kwok-stages.yaml"
-        stages.write_text(kwokstages.config())
+        (self.root / "exec").mkdir(exist_ok=True)
+        stages.write_text(kwokstages.config(str(self.root / "exec")))
         self.kubelet_port = free_port()
         self.spawn("kwok", [
             binary("kwok"),

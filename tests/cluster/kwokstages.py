@@ -71,7 +71,12 @@ def _ready_after_probes(ready: dict) -> dict:
     return stage
 
 
-def config() -> str:
+def config(exec_dir: str) -> str:
+    """The stages, and a ClusterExec that runs `kubectl exec` commands on this machine in exec_dir
+    (the tests exec only `true`): an exec the API server authorised reaches kwok's kubelet server and
+    completes, so a test tells an authorised exec from a refused one by its exit status."""
+    execs = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterExec", "metadata": {"name": "run-here"},
+             "spec": {"execs": [{"local": {"workDir": exec_dir}}]}}  # fmt: skip
     stages = []
     for stage in upstream_stages():
         if stage["metadata"]["name"] == "pod-ready":
@@ -83,4 +88,4 @@ def config() -> str:
         if delay and stage["spec"]["resourceRef"]["kind"] == "Pod":
             delay["durationMilliseconds"] = min(delay.get("durationMilliseconds", 0), 200)
             delay.pop("jitterDurationMilliseconds", None)
-    return yaml.safe_dump_all(stages, sort_keys=False)
+    return yaml.safe_dump_all([*stages, execs], sort_keys=False)

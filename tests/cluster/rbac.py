@@ -49,8 +49,8 @@ def launcher(plane: ControlPlane, objects: list[dict], pods: list[dict], problem
     for worker in (n for n in group if n != leader["metadata"]["name"]):
         done = _kubectl(plane, token, "exec", worker, "--namespace", namespace, "--container", container,
                         "--", "/bin/sh", "-c", "true")  # fmt: skip
-        if "forbidden" in done.stderr.lower():
-            problems.append(f"launcher {account}: exec into its worker {worker} refused: {done.stderr.strip()}")
+        if done.returncode != 0:
+            problems.append(f"launcher {account}: exec into its worker {worker} failed: {done.stderr.strip()}")
     outside = _kubectl(plane, token, "exec", leader["metadata"]["name"], "--namespace", namespace, "--", "true")
     if "forbidden" not in outside.stderr.lower():
         problems.append(f"launcher {account}: exec into {leader['metadata']['name']} (not in resourceNames) was "

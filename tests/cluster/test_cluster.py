@@ -7,22 +7,12 @@ from __future__ import annotations
 import pytest
 
 from tests.cluster import checks, rbac
-from tests.cluster.controlplane import ControlPlane
 from tests.cluster.deploy import REPO, Example, apply_all, provide
 from tests.conftest import PROFILES
 
 pytestmark = pytest.mark.cluster
 
 EXAMPLES = sorted(p.stem for p in PROFILES.glob("*.yaml"))
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
-    plane = ControlPlane(tmp_path_factory.mktemp("cluster"))
-    try:
-        yield plane.start()
-    finally:
-        plane.stop()
 
 
 def _hpa_for(objects: list[dict], lws_name: str) -> dict | None:
