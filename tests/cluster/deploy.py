@@ -55,11 +55,12 @@ class Example:
         return made
 
 
-def provide(api: Api, example: Example, objects: list[dict]) -> None:
-    """What the profile says the cluster already has: the namespace, the nodes, a bound volume for
-    each claim the pods mount that lwsgen does not create, and the Secrets they read."""
+def provide(api: Api, example: Example, objects: list[dict], nodes: bool = True) -> None:
+    """What the profile says the cluster already has: the namespace, the nodes (unless the test makes
+    its own), a bound volume for each claim the pods mount that lwsgen does not create, and the
+    Secrets they read."""
     api.ensure_namespace(example.namespace)
-    for node in example.node_objects():
+    for node in example.node_objects() if nodes else []:
         if api.find("v1", "Node", node["metadata"]["name"]) is None:
             api.create(node)
     created = {o["metadata"]["name"] for o in objects if o["kind"] == "PersistentVolumeClaim"}

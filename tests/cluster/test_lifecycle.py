@@ -78,7 +78,7 @@ def test_health_checks_follow_the_real_controllers_status(cluster):
     example.namespace = NAMESPACE
     for node in fake_nodes.nodes("lifecycle", fake_nodes.node_type(example.profile), 2 * size):
         api.create(node)
-    provide(api, example, [lws])
+    provide(api, example, [lws], nodes=False)
     seen = []
 
     _apply(api, lws)
