@@ -74,6 +74,22 @@ def provide(api: Api, example: Example, objects: list[dict], nodes: bool = True)
             api.create(made, example.namespace)
 
 
+def cordon(api: Api, name: str) -> None:
+    """No new pod lands on the node: a later test's pods go to its own nodes."""
+    api.merge_patch("v1", "Node", name, None, {"spec": {"unschedulable": True}})
+
+
+def on_own_nodes(api: Api, example: Example, namespace: str, lws: dict, nodes: list[dict]) -> None:
+    """Ready a test's one LeaderWorkerSet in namespace: every node there is cordoned, the test's own
+    nodes are made, and what the set's pods mount and read is provided."""
+    for node in api.list("v1", "Node"):
+        cordon(api, node["metadata"]["name"])
+    for node in nodes:
+        api.create(node)
+    example.namespace = namespace
+    provide(api, example, [lws], nodes=False)
+
+
 def _pod_specs(objects: list[dict]):
     for obj in objects:
         spec = obj.get("spec") or {}

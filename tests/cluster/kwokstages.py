@@ -23,7 +23,7 @@ def upstream_stages() -> list[dict]:
     root = modules.kwok() / "kustomize" / "stage"
     stages = []
     for directory in STAGE_DIRS:
-        stages += lwsmanifests._kustomize(root / directory)
+        stages += lwsmanifests.kustomize_build(root / directory)
     return stages
 
 

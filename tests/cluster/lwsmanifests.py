@@ -15,7 +15,7 @@ UPSTREAM = Path(__file__).resolve().parent / "upstream" / "lws"
 KUSTOMIZE = Path(__file__).resolve().parents[2] / ".tools" / "bin" / "kustomize"
 
 
-def _kustomize(directory: Path) -> list[dict]:
+def kustomize_build(directory: Path) -> list[dict]:
     tool = str(KUSTOMIZE) if KUSTOMIZE.exists() else "kustomize"
     out = subprocess.run([tool, "build", str(directory)], capture_output=True, text=True, check=True, env=os.environ)
     return load_all(out.stdout)
@@ -25,7 +25,7 @@ def webhooks(base_url: str, ca: Path) -> list[dict]:
     """The Mutating/ValidatingWebhookConfigurations of config/webhook, calling base_url."""
     bundle = base64.b64encode(ca.read_bytes()).decode()
     out = []
-    for obj in _kustomize(UPSTREAM / "config" / "webhook"):
+    for obj in kustomize_build(UPSTREAM / "config" / "webhook"):
         if not obj["kind"].endswith("WebhookConfiguration"):
             continue
         obj["metadata"]["name"] = "lws-" + obj["metadata"]["name"]  # config/default's namePrefix

@@ -11,7 +11,7 @@ from lwsgen.commands import explain
 from tests.cluster import nodes as fake_nodes
 from tests.cluster.api import wait_for
 from tests.cluster.checks import LWS, pods_of, unschedulable_reason
-from tests.cluster.deploy import REPO, Example, provide
+from tests.cluster.deploy import REPO, Example, on_own_nodes
 from tests.conftest import PROFILES
 
 pytestmark = pytest.mark.cluster
@@ -30,13 +30,8 @@ def test_a_group_one_node_short_stays_pending_for_gpus(cluster):
     lws = next(o for o in example.objects() if o["kind"] == "LeaderWorkerSet")
     lws["metadata"] = {"name": "capacity", "namespace": NAMESPACE}
     lws["spec"]["replicas"] = 2
-    for node in api.list("v1", "Node"):  # only this test's nodes take pods
-        api.merge_patch("v1", "Node", node["metadata"]["name"], None, {"spec": {"unschedulable": True}})
-    api.ensure_namespace(NAMESPACE)
-    example.namespace = NAMESPACE
-    for node in fake_nodes.nodes("capacity", fake_nodes.node_type(profile), 2 * size - 1):
-        api.create(node)
-    provide(api, example, [lws], nodes=False)
+    short = fake_nodes.nodes("capacity", fake_nodes.node_type(profile), 2 * size - 1)
+    on_own_nodes(api, example, NAMESPACE, lws, short)
     api.apply(lws, NAMESPACE)
 
     def one_pending():

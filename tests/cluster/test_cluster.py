@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.cluster import checks, rbac
-from tests.cluster.deploy import REPO, Example, apply_all, provide
+from tests.cluster.deploy import REPO, Example, apply_all, cordon, provide
 from tests.conftest import PROFILES
 
 pytestmark = pytest.mark.cluster
@@ -28,10 +28,10 @@ def test_example(cluster, name):
     example = Example(name, PROFILES / f"{name}.yaml", REPO / "out" / name)
     objects = example.objects()
     problems: list[str] = []
+    nodes = set(example.node_names())
     try:
         provide(api, example, objects)
         problems += apply_all(api, example, objects)
-        nodes = set(example.node_names())
         for applied, lws in checks.sets_made(api, example.namespace, objects, problems):
             lws_name = lws["metadata"]["name"]
             checks.webhook_defaults(applied, lws, problems)
@@ -44,8 +44,8 @@ def test_example(cluster, name):
         checks.selectors(api, example.namespace, objects, problems)
         checks.autoscalers(api, example.namespace, objects, problems)
     finally:
-        for node in example.node_names():  # the next example's pods go to its own nodes
-            api.merge_patch("v1", "Node", node, None, {"spec": {"unschedulable": True}})
+        for node in nodes:
+            cordon(api, node)
     dead = cluster.alive()
     assert not dead, dead
     assert not problems, "\n".join(problems)

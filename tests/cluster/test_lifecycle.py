@@ -12,8 +12,8 @@ import pytest
 from healthchecks import argocd, flux
 from tests.cluster import nodes as fake_nodes
 from tests.cluster.api import wait_for
-from tests.cluster.checks import LWS, NAME, pods_of
-from tests.cluster.deploy import REPO, Example, provide
+from tests.cluster.checks import LWS, pods_of
+from tests.cluster.deploy import REPO, Example, on_own_nodes
 from tests.conftest import PROFILES
 
 pytestmark = pytest.mark.cluster
@@ -72,13 +72,8 @@ def test_health_checks_follow_the_real_controllers_status(cluster):
     lws["metadata"] = {"name": "lifecycle", "namespace": NAMESPACE}
     lws["spec"]["replicas"] = 2
     size = lws["spec"]["leaderWorkerTemplate"]["size"]
-    for node in api.list("v1", "Node"):  # only this test's nodes take pods
-        api.merge_patch("v1", "Node", node["metadata"]["name"], None, {"spec": {"unschedulable": True}})
-    api.ensure_namespace(NAMESPACE)
-    example.namespace = NAMESPACE
-    for node in fake_nodes.nodes("lifecycle", fake_nodes.node_type(example.profile), 2 * size):
-        api.create(node)
-    provide(api, example, [lws], nodes=False)
+    nodes_for_two_groups = fake_nodes.nodes("lifecycle", fake_nodes.node_type(example.profile), 2 * size)
+    on_own_nodes(api, example, NAMESPACE, lws, nodes_for_two_groups)
     seen = []
 
     _apply(api, lws)
@@ -111,7 +106,7 @@ def test_health_checks_follow_the_real_controllers_status(cluster):
 
 
 def _running(api, count: int) -> bool:
-    pods = api.list("v1", "Pod", NAMESPACE, labelSelector=f"{NAME}=lifecycle")
+    pods = pods_of(api, NAMESPACE, "lifecycle")
     return len(pods) == count and all(p.get("status", {}).get("phase") == "Running" for p in pods)
 
 

@@ -11,7 +11,7 @@ import yaml
 from tests.cluster import nodes as fake_nodes
 from tests.cluster.api import load_all, wait_for
 from tests.cluster.checks import pods_of
-from tests.cluster.deploy import REPO, Example, provide
+from tests.cluster.deploy import REPO, Example, on_own_nodes
 from tests.conftest import PROFILES
 
 pytestmark = pytest.mark.cluster
@@ -32,14 +32,11 @@ def test_exclusive_topology_puts_each_group_in_its_own_domain(cluster, tmp_path)
     [lws] = [o for o in load_all(example.rendered.files["leaderworkerset.yaml"]) if o["kind"] == "LeaderWorkerSet"]
     assert lws["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/exclusive-topology"] == BLOCK
     size = example.profile.group_size
-    for node in api.list("v1", "Node"):  # only this test's nodes take pods
-        api.merge_patch("v1", "Node", node["metadata"]["name"], None, {"spec": {"unschedulable": True}})
     shape = fake_nodes.node_type(example.profile)
     made = [*fake_nodes.nodes("topology-a", shape, size), *fake_nodes.nodes("topology-b", shape, size)]
     for index, node in enumerate(made):
         node["metadata"]["labels"][BLOCK] = "a" if index < size else "b"
-        api.create(node)
-    provide(api, example, [lws], nodes=False)
+    on_own_nodes(api, example, NAMESPACE, lws, made)
     api.apply(lws, NAMESPACE)
 
     def placed():
