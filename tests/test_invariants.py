@@ -34,6 +34,14 @@ def _sub(directory, name, pattern, replacement, absent_ok=False, count=1):
     path.write_text(changed)
 
 
+def _node_port(d):  # a NodePort Service, without the source ranges the API server allows a LoadBalancer only
+    path = d / "service.yaml"
+    if not path.exists():
+        pytest.skip("service.yaml is not part of this example")
+    path.write_text(re.sub(r"^  loadBalancerSourceRanges:\n(  - .*\n)+", "", path.read_text(), flags=re.MULTILINE))
+    _sub(d, "service.yaml", r"^(  type: )\w+$", r"\1NodePort")
+
+
 def _size(d):  # LWS size 2 -> 3: the engine flags still say the old world size
     _edit(d, "leaderworkerset.yaml", "    size: 2\n", "    size: 3\n")
 
@@ -221,6 +229,10 @@ MUTATIONS = {
         "pluginRef 'random-picker' names no plugin of this config",
     ),
     "network policy": (_policy, "which is not in this set"),
+    "source ranges off a load balancer": (
+        lambda d: _sub(d, "service.yaml", r"^(  type: )LoadBalancer$", r"\1NodePort", absent_ok=True),
+        "spec.loadBalancerSourceRanges: may only be used when type is LoadBalancer, not NodePort",
+    ),
     "label value": (
         lambda d: _sub(d, "service.yaml", r"^(    app.kubernetes.io/component: ).*$", r"\1leader service"),
         "'leader service': a label value must be empty or 1 to 63",
@@ -271,7 +283,7 @@ BENIGN = {
         "          effect: NoSchedule\n",
         count=2,
     ),
-    "service type": lambda d: _sub(d, "service.yaml", r"^(  type: )\w+$", r"\1NodePort"),
+    "service type": _node_port,
     "kustomization order": lambda d: _sub(d, "kustomization.yaml", r"^(- configmap.yaml)\n(- \S+)$", r"\2\n\1"),
 }
 

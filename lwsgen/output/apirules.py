@@ -11,12 +11,14 @@ IsDNS1035Label, IsValidPortName, IsValidPortNum, IsEnvVarName, IsConfigMapKey, I
 IsValidLabelValue), k8s.io/apimachinery/pkg/api/validation/objectmeta.go (ValidateAnnotations,
 TotalAnnotationSizeLimitB) and the pod rules of
 k8s.io/kubernetes/pkg/apis/core/validation/validation.go (validateContainers: duplicate names,
-validateContainerPorts)."""
+validateContainerPorts; validateVolumeMounts: a mount names a volume of its pod); the rules of one
+kind are in kindrules.py."""
 
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from lwsgen.output.kindrules import kind_errors
 from lwsgen.problems import Finding
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -81,7 +83,7 @@ def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, Any]]:
         for side in ("leaderTemplate", "workerTemplate"):
             if side in spec.get("leaderWorkerTemplate", {}):
                 yield ("spec", "leaderWorkerTemplate", side), spec["leaderWorkerTemplate"][side]
-    elif kind == "Job":
+    elif kind in ("Job", "Deployment"):
         yield ("spec", "template"), spec.get("template", {})
     elif kind == "MPIJob":
         for role, replica in spec.get("mpiReplicaSpecs", {}).items():
@@ -117,12 +119,17 @@ def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[Finding]:
         yield Finding((*at, "containers"), "is required: a pod template needs at least one container")
         return
     seen: set[str] = set()
+    volumes = {v.get("name") for v in pod.get("volumes") or [] if isinstance(v, dict)}
     for group in ("initContainers", "containers"):
         for c, container in enumerate(pod.get(group) or []):
             here = (*at, group, c)
             if not isinstance(container, dict):  # null or a scalar: the API server refuses it too
                 yield Finding(here, "a container is a mapping (name, image, ...)")
                 continue
+            for m, mount in enumerate(container.get("volumeMounts") or []):  # validateVolumeMounts
+                if isinstance(mount, dict) and mount.get("name") not in volumes:
+                    why = f"{mount.get('name')!r} is not a volume of this pod"
+                    yield Finding((*here, "volumeMounts", m, "name"), why)
             name = str(container.get("name", ""))
             if len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
                 yield Finding((*here, "name"), f"container name {name!r} must be a DNS-1123 label")
@@ -162,7 +169,7 @@ def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[Finding]:
 # Kinds the API server (or their controller) rejects without a spec, though OpenAPI marks none required
 SPEC_REQUIRED = frozenset(
     ("Service", "NetworkPolicy", "HorizontalPodAutoscaler", "LeaderWorkerSet", "PodMonitor", "PrometheusRule")
-    + ("ScaledObject", "Job", "MPIJob")
+    + ("ScaledObject", "Job", "MPIJob", "Deployment", "PersistentVolumeClaim")
 )
 
 
@@ -198,6 +205,7 @@ def api_errors(obj: dict[str, Any]) -> Iterator[Finding]:
                 yield Finding((field, key), f"{key!r}: {why}")
     if obj.get("kind") == "Service" and isinstance(obj.get("spec"), dict):
         yield from _service_ports(obj["spec"].get("ports") or [])
+    yield from kind_errors(obj)
 
 
 def _service_ports(ports: list) -> Iterator[Finding]:

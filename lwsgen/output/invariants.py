@@ -98,7 +98,6 @@ def _config_map_volumes(spec: dict[str, Any], names: dict) -> dict[str, dict[str
 
 
 def _pod(spec: dict[str, Any], at: tuple, names: dict, mounted: dict) -> Iterator[Finding]:
-    volumes = {v.get("name") for v in spec.get("volumes", [])}
     for v, volume in enumerate(spec.get("volumes", [])):
         config_map = volume.get("configMap", {}).get("name")
         own = volume.get("name") in OWN_VOLUMES  # the profile's own volumes may mount the cluster's ConfigMaps
@@ -116,11 +115,6 @@ def _pod(spec: dict[str, Any], at: tuple, names: dict, mounted: dict) -> Iterato
     for group in ("initContainers", "containers"):
         for c, container in enumerate(spec.get(group, [])):
             ports = {p.get("name") for p in container.get("ports", [])}
-            for m, mount in enumerate(container.get("volumeMounts", [])):
-                if mount.get("name") not in volumes:
-                    yield Finding(
-                        (*at, group, c, "volumeMounts", m, "name"), f"{mount.get('name')!r} is not a volume of this pod"
-                    )
             yield from _runs_mounted_script(container, mounted, (*at, group, c))
             yield from _secret_keys(container, names["secrets"], (*at, group, c))
             for probe in ("startupProbe", "readinessProbe", "livenessProbe"):

@@ -16,6 +16,9 @@ import yaml
 MANAGER = "lwsgen-test"
 
 
+DRY_RUN = {True: {"dryRun": "All"}, False: {}}
+
+
 class ApiError(Exception):
     def __init__(self, status: int, body: Any, what: str):
         self.status, self.body = status, body
@@ -90,8 +93,9 @@ class Api:
         return self._resources[key]
 
     # -- objects -------------------------------------------------------------------------------------
-    def apply(self, obj: dict, namespace: str | None = None, manager: str = MANAGER) -> Applied:
-        """Server-side apply with fieldValidation=Strict: an unknown or duplicate field is an error."""
+    def apply(self, obj: dict, namespace: str | None = None, manager: str = MANAGER, dry_run: bool = False) -> Applied:
+        """Server-side apply with fieldValidation=Strict: an unknown or duplicate field is an error.
+        dry_run: admitted (webhooks included) and validated, not stored."""
         meta = obj["metadata"]
         resource = self.resource(obj["apiVersion"], obj["kind"])
         ns = meta.get("namespace") or namespace
@@ -100,7 +104,7 @@ class Api:
             "PATCH",
             path,
             f"apply {obj['kind']} {meta['name']}",
-            params={"fieldManager": manager, "fieldValidation": "Strict", "force": "true"},
+            params={"fieldManager": manager, "fieldValidation": "Strict", "force": "true"} | DRY_RUN[dry_run],
             data=json.dumps(obj),
             headers={"Content-Type": "application/apply-patch+yaml"},
         )

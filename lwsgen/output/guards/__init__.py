@@ -11,6 +11,7 @@ from typing import Any
 from lwsgen import registry
 from lwsgen.jsondata import not_json
 from lwsgen.load.source import Source, dotted
+from lwsgen.output.apirules import api_errors
 from lwsgen.output.guards import addedkinds, frozen, podsecurity
 from lwsgen.output.guards.podsecurity import pod_specs
 from lwsgen.output.validate import schema_errors
@@ -63,7 +64,21 @@ def well_formed(change: Change) -> list[Problem]:
     kind, name = identity(obj)
     return [
         src.problem(at, f"{label}: {kind} {name} {dotted(error.path)}: {error.message}", "invalid-output")
-        for error in schema_errors(obj, change.profile.kubernetes_version, change.file)
+        for error in schema_errors(obj, change.profile.kubernetes_version, change.file, api_rules=False)
+    ]
+
+
+@registry.rule("invalid-output", scope=HATCH)
+def kubernetes_accepts(change: Change) -> list[Problem]:
+    """What a hatch produced passes the API server's own rules beyond its schema (names, ports,
+    mounts, a kind's required fields: output/apirules.py). Not a gate: the rules of what a hatch may
+    not change still say which profile field to change instead."""
+    kind, name = identity(change.after)
+    return [
+        change.src.problem(
+            change.at, f"{change.label}: {kind} {name} {dotted(error.path)}: {error.message}", "invalid-output"
+        )
+        for error in api_errors(change.after)
     ]
 
 

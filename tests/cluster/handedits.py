@@ -1,0 +1,178 @@
+"""Hand edits to a rendered directory, judged twice: by `lwsgen validate` and by the real API server
+(a server-side apply with dryRun=All and fieldValidation=Strict, through the LWS webhooks, of every
+document the edit changed). The edits are validate's own suites: the breaking and benign edits of
+tests/test_invariants.py and the deletion of every key to depth 4 of tests/test_validate_deletions.py."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import io
+import json
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lwsgen.cli import main
+from tests.cluster.api import Api, ApiError
+from tests.cluster.lwsmanifests import KUSTOMIZE
+
+KUSTOMIZE_INPUTS = ("kustomization.yaml", "kustomizeconfig.yaml", "kustomize-openapi.yaml")
+# files of a rendered directory that are not API objects: kustomize's inputs (judged by the real
+# kustomize), prometheus-adapter's and eksctl's configuration
+NOT_OBJECTS = (*KUSTOMIZE_INPUTS, "prometheus-adapter-rules.yaml", "eksctl-nodegroup.yaml")
+
+
+# libyaml's parser and emitter: the pure-Python ones cost more than the two judges together
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> tuple:
+    """The documents of an unedited file, parsed once; callers copy before changing them."""
+    return tuple(yaml.load_all(text, Loader=LOADER))
+
+
+class _UniqueKeyLoader(LOADER):
+    """Refuses a mapping that sets a key twice, as kubectl's and the GitOps tools' YAML decoders do
+    (sigs.k8s.io/yaml: 'mapping key already defined'); PyYAML alone keeps the last."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"mapping key {key!r} already defined", node.start_mark
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+@dataclass
+class Edit:
+    name: str
+    apply: Callable[[Path], None]  # edits the directory in place; pytest.skip() when it does not apply
+
+
+@dataclass
+class Verdict:
+    edit: str
+    validate_status: int
+    validate_errors: list[dict]
+    refusals: list[str] = field(default_factory=list)  # what the server (or the client before it) refused
+
+    @property
+    def server_refused(self) -> bool:
+        return bool(self.refusals)
+
+
+def key_paths(node, at=()) -> Iterator[tuple]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield (*at, key)
+            yield from key_paths(value, (*at, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from key_paths(value, (*at, index))
+
+
+def deletions(directory: Path, depth: int, stride: int) -> list[Edit]:
+    """Delete one key (to depth) of one document: every stride-th of the directory, the same order
+    as tests/test_validate_deletions.py walks them."""
+    edits, index = [], 0
+    for file in sorted(directory.glob("*.yaml")):
+        if file.name in NOT_OBJECTS:
+            continue
+        for doc_index, doc in enumerate(_parsed(file.read_text())):
+            for path in (p for p in key_paths(doc) if len(p) <= depth):
+                if index % stride == 0:
+                    name = f"{file.name}#{doc_index} -{'.'.join(map(str, path))}"
+                    edits.append(Edit(name, _deleter(file.name, doc_index, path)))
+                index += 1
+    return edits
+
+
+def _deleter(name: str, doc_index: int, path: tuple) -> Callable[[Path], None]:
+    def delete(directory: Path) -> None:
+        file = directory / name
+        docs = copy.deepcopy(list(_parsed(file.read_text())))
+        node = docs[doc_index]
+        for part in path[:-1]:
+            node = node[part]
+        del node[path[-1]]
+        file.write_text(yaml.dump_all(docs, Dumper=DUMPER, sort_keys=False))
+
+    return delete
+
+
+def judge(api: Api, namespace: str, original: Path, work: Path, edit: Edit) -> Verdict | None:
+    """Apply the edit to a fresh copy of original; None when the edit does not apply to it."""
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(original, work)
+    try:
+        edit.apply(work)
+    except pytest.skip.Exception:
+        return None
+    status, errors = validate(work)
+    verdict = Verdict(edit.name, status, errors)
+    for file in sorted(work.glob("*.yaml")):
+        before, after = (original / file.name).read_text(), file.read_text()
+        if before == after:
+            continue
+        if file.name in KUSTOMIZE_INPUTS:
+            verdict.refusals += kustomize_refusals(work)
+        elif file.name not in NOT_OBJECTS:
+            verdict.refusals += server_refusals(api, namespace, file.name, before, after)
+    return verdict
+
+
+def kustomize_refusals(directory: Path) -> list[str]:
+    """What the real kustomize refuses of the directory (a GitOps tool builds it first)."""
+    built = subprocess.run([str(KUSTOMIZE), "build", str(directory)], capture_output=True, text=True)
+    return [f"kustomize build: {built.stderr.strip()[:300]}"] if built.returncode else []
+
+
+def validate(directory: Path) -> tuple[int, list[dict]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        status = main(["validate", "--format", "json", str(directory)])
+    text = out.getvalue().strip()
+    problems = json.loads(text) if text.startswith("[") else []
+    return status, [p for p in problems if p.get("severity") == "error"]
+
+
+def server_refusals(api: Api, namespace: str, name: str, before: str, after: str) -> list[str]:
+    """Every changed document of one file, dry-run applied as a GitOps tool would; what was refused.
+    A document no client can send (not YAML, not a mapping, no kind or name) is refused by the client."""
+    try:
+        old = _parsed(before)
+        new = list(yaml.load_all(after, Loader=_UniqueKeyLoader))
+    except yaml.YAMLError as e:
+        return [f"{name}: not YAML: {e}"]
+    refusals = []
+    for index, doc in enumerate(new):
+        if index < len(old) and doc == old[index]:
+            continue
+        where = f"{name}#{index}"
+        if not isinstance(doc, dict):
+            refusals.append(f"{where}: not an object")
+            continue
+        meta = doc.get("metadata")
+        if not doc.get("apiVersion") or not doc.get("kind") or not isinstance(meta, dict) or not meta.get("name"):
+            refusals.append(f"{where}: no apiVersion, kind or metadata.name: kubectl and the GitOps tools refuse it")
+            continue
+        sent = copy.deepcopy(doc)
+        sent["metadata"]["namespace"] = namespace  # a namespace of its own: nothing of the same name exists
+        try:
+            applied = api.apply(sent, namespace, dry_run=True)
+        except ApiError as e:
+            refusals.append(f"{where}: {e}")
+            continue
+        refusals += [f"{where}: warned: {w}" for w in applied.warnings]
+    return refusals

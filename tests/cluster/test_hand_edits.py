@@ -1,0 +1,100 @@
+"""Issue #35 req 6: what the real API server refuses, `lwsgen validate` refuses. Every hand edit of
+validate's own suites (the breaking and benign edits of tests/test_invariants.py, the deletion of
+every key to depth 4 of tests/test_validate_deletions.py) goes to both: a server-side dry-run apply
+through the LWS webhooks, and validate. An edit the server refuses must be an error of validate; an
+error validate reports on an edit the server accepts must be a cross-object finding or a field
+docs/validation.md justifies ("Where validate is stricter than the API server")."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from tests.cluster import handedits
+from tests.cluster.deploy import REPO
+from tests.test_invariants import BENIGN, MUTATIONS
+from tests.test_invariants import EXAMPLES as ONE_SET_EXAMPLES
+
+pytestmark = pytest.mark.cluster
+
+EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir())
+DOCS = REPO / "docs" / "validation.md"
+# Findings about objects agreeing with each other: a deployment failure no single object's admission sees
+BEYOND_ONE_OBJECT = {"cross-object"}
+# Edits the server refuses and validate accepts, with the reason: none today
+EXCEPTIONS: dict[str, str] = {}
+
+
+def justified_fields() -> set[tuple[str, str]]:
+    """(kind, field) rows of the docs' table of fields validate holds stricter than the server."""
+    text = DOCS.read_text()
+    section = text.split("## Where validate is stricter than the API server", 1)[1].split("\n## ", 1)[0]
+    rows = set()
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`"):
+            for field in re.findall(r"`([^`]+)`", cells[1]):
+                rows.add((cells[0].strip("`"), field))
+    return rows
+
+
+def is_justified(at: tuple[str, str], rows: set[tuple[str, str]]) -> bool:
+    """A row's field matches itself, or, ending in '.*', every field under it."""
+    kind, field = at
+    return any(kind == k and (field == f or (f.endswith(".*") and field.startswith(f[:-1]))) for k, f in rows)
+
+
+def field_of(error: dict) -> str:
+    """The field an error is about, indices dropped: a required property's own path."""
+    path = re.sub(r"\[\d+\]", "[]", error["path"])
+    required = re.match(r'"([^"]+)" is a required property', error["message"])
+    if not required:
+        return path
+    return f"{path}.{required.group(1)}" if path else required.group(1)
+
+
+def kind_at(file, line: int) -> str:
+    """The kind of the document of file that holds line (1-based)."""
+    kind = "?"
+    for node in yaml.compose_all(file.read_text()):
+        if node is None or node.start_mark.line + 1 > line:
+            break
+        pairs = node.value if isinstance(node, yaml.MappingNode) else []
+        kind = next((v.value for k, v in pairs if k.value == "kind"), "?")
+    return kind
+
+
+def _edits(example) -> list[handedits.Edit]:
+    """The invariants suite's edits name a LeaderWorkerSet's files; every example gets the deletions."""
+    edits = []
+    if example in ONE_SET_EXAMPLES:
+        edits += [handedits.Edit(f"breaking edit {n!r}", e[0]) for n, e in sorted(MUTATIONS.items())]
+        edits += [handedits.Edit(f"benign edit {n!r}", e) for n, e in sorted(BENIGN.items())]
+    return edits + handedits.deletions(REPO / "out" / example, depth=4, stride=1)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_validate_refuses_what_the_server_refuses(cluster, example, tmp_path):
+    namespace = f"edits-{example}"[:63]
+    cluster.admin.ensure_namespace(namespace)
+    original, work = REPO / "out" / example, tmp_path / example
+    justified = justified_fields()
+    missed, stricter, judged = [], [], 0
+    for edit in _edits(example):
+        verdict = handedits.judge(cluster.admin, namespace, original, work, edit)
+        if verdict is None:
+            continue
+        judged += 1
+        if verdict.server_refused and verdict.validate_status == 0 and edit.name not in EXCEPTIONS:
+            missed.append(f"{edit.name}: the server refused it, validate passed it: {verdict.refusals[0]}")
+        if verdict.server_refused:
+            continue
+        for error in verdict.validate_errors:
+            at = (kind_at(work / error["file"].rsplit("/", 1)[-1], error["line"]), field_of(error))
+            if error["code"] not in BEYOND_ONE_OBJECT and not is_justified(at, justified):
+                stricter.append(f"{edit.name}: validate refused {at[0]} {at[1]} ({error['message'][:120]}), "
+                                "the server accepted it; justify it in docs/validation.md or accept it")  # fmt: skip
+    assert judged > 100, f"only {judged} edits applied to {example}"
+    assert not missed and not stricter, "\n".join(missed + stricter)

@@ -1,0 +1,142 @@
+"""The API server's rules of one kind (lwsgen/output/kindrules.py), each on a rendered object of an
+example edited the way the real kube-apiserver v1.36.3 refused it in make test-cluster
+(tests/cluster/test_hand_edits.py), and on `lwsgen validate` at its file and field."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+
+import pytest
+import yaml
+
+from conftest import REPO
+from lwsgen.cli import main
+from lwsgen.output import validate
+
+OUT = REPO / "out"
+
+
+def _doc(example: str, file: str, kind: str) -> dict:
+    return next(d for d in yaml.safe_load_all((OUT / example / file).read_text()) if d["kind"] == kind)
+
+
+def _errors(obj: dict) -> list[tuple[tuple, str]]:
+    return [(tuple(f.path), f.message) for f in validate.schema_errors(obj, "1.33")]
+
+
+def _without(obj: dict, *path) -> dict:
+    edited = copy.deepcopy(obj)
+    node = edited
+    for part in path[:-1]:
+        node = node[part]
+    del node[path[-1]]
+    return edited
+
+
+def test_rendered_objects_of_every_kind_pass():
+    for example in ("triton-llama3-405b", "vllm-llama31-405b", "sglang-deepseek-r1", "sglang-deepseek-r1-pd"):
+        for file in sorted((OUT / example).glob("*.yaml")):
+            for doc in yaml.safe_load_all(file.read_text()):
+                if isinstance(doc, dict) and "apiVersion" in doc and doc.get("kind") != "Kustomization":
+                    assert _errors(doc) == [], (example, file.name, doc["kind"])
+
+
+@pytest.mark.parametrize(
+    "field, message",
+    [
+        ("verbs", "verbs must contain at least one value"),
+        ("apiGroups", "resource rules must supply at least one api group"),
+        ("resources", "resource rules must supply at least one resource"),
+    ],
+)
+def test_a_role_rule_needs_verbs_api_groups_and_resources(field, message):
+    role = _doc("triton-llama3-405b", "role.yaml", "Role")
+    role["rules"][0][field] = []  # deleting verbs is the schema's error; an empty list is the server's
+    [(path, said)] = _errors(role)
+    assert path == ("rules", 0, field) and said.startswith(message)
+
+
+def test_a_role_has_no_non_resource_urls():
+    role = _doc("triton-llama3-405b", "role.yaml", "Role")
+    role["rules"][0] = {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    assert _errors(role) == [(("rules", 0, "nonResourceURLs"), "namespaced rules cannot apply to non-resource URLs")]
+
+
+def test_a_deployment_selector_is_not_empty_and_matches_its_template():
+    picker = _doc("vllm-llama31-405b", "endpoint-picker.yaml", "Deployment")
+    [(path, said)] = _errors(_without(picker, "spec", "selector", "matchLabels"))
+    assert path == ("spec", "selector") and said.startswith("empty selector is invalid for deployment")
+    other = copy.deepcopy(picker)
+    key = next(iter(other["spec"]["selector"]["matchLabels"]))
+    other["spec"]["selector"]["matchLabels"][key] = "another"
+    assert _errors(other) == [
+        (("spec", "template", "metadata", "labels"), "`selector` does not match template `labels`")
+    ]
+
+
+def test_a_job_restarts_on_failure_or_never_and_an_indexed_job_says_its_completions():
+    job = _doc("vllm-llama31-405b", "nccl-test.yaml", "Job")
+    [(path, said)] = _errors(_without(job, "spec", "template", "spec", "restartPolicy"))
+    assert path == ("spec", "template", "spec", "restartPolicy") and "valid values: OnFailure, Never" in said
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert _errors(_without(job, "spec", "completions")) == [
+        (("spec", "completions"), "is required when completion mode is Indexed")
+    ]
+    download = _doc("sglang-deepseek-r1", "model-download.yaml", "Job")
+    download["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    assert _errors(download) == [
+        (("spec", "template", "spec", "restartPolicy"), "only Never is supported when podFailurePolicy is specified")
+    ]
+
+
+def test_an_hpa_metric_sets_the_source_its_type_names():
+    hpa = _doc("triton-llama3-405b", "horizontalpodautoscaler.yaml", "HorizontalPodAutoscaler")
+    [(path, said)] = _errors(_without(hpa, "spec", "metrics", 0, "pods"))
+    assert path == ("spec", "metrics", 0, "pods") and "must populate information for the Pods metric source" in said
+
+
+def test_a_service_has_ports_unless_headless_and_source_ranges_only_as_a_load_balancer():
+    service = _doc("triton-llama3-405b", "service.yaml", "Service")
+    assert _errors(_without(service, "spec", "ports"))[0][0] == ("spec", "ports")
+    headless = _without(service, "spec", "ports")
+    headless["spec"] |= {"clusterIP": "None", "type": "ClusterIP"}
+    headless["spec"].pop("loadBalancerSourceRanges", None)
+    assert _errors(headless) == []
+    assert service["spec"].get("loadBalancerSourceRanges"), "the example serves a LoadBalancer with source ranges"
+    [(path, said)] = _errors(_without(service, "spec", "type"))
+    assert path == ("spec", "loadBalancerSourceRanges") and said.endswith("not ClusterIP")
+
+
+@pytest.mark.parametrize(
+    "deleted, path",
+    [
+        (("spec", "accessModes"), ("spec", "accessModes")),
+        (("spec", "resources", "requests", "storage"), ("spec", "resources", "requests", "storage")),
+    ],
+)
+def test_a_claim_has_access_modes_and_a_size(deleted, path):
+    claim = _doc("sglang-deepseek-r1", "persistentvolumeclaim.yaml", "PersistentVolumeClaim")
+    assert [p for p, _ in _errors(_without(claim, *deleted))] == [path]
+
+
+def test_every_pod_template_mounts_only_its_volumes():
+    picker = _doc("vllm-llama31-405b", "endpoint-picker.yaml", "Deployment")
+    errors = _errors(_without(picker, "spec", "template", "spec", "volumes"))
+    assert errors and all(p[-1] == "name" and "is not a volume of this pod" in m for p, m in errors)
+
+
+def test_what_the_server_fills_in_is_not_a_problem():
+    binding = _doc("triton-llama3-405b", "rolebinding.yaml", "RoleBinding")
+    assert _errors(_without(binding, "roleRef", "apiGroup")) == []
+    assert _errors(_without(binding, "roleRef", "kind")) != []  # the rest of roleRef is still required
+
+
+def test_validate_says_it_at_the_file_and_field(tmp_path, capsys):
+    directory = tmp_path / "triton"
+    shutil.copytree(OUT / "triton-llama3-405b", directory)
+    role = directory / "role.yaml"
+    role.write_text(role.read_text().replace("- apiGroups:\n  - ''\n", "- apiGroups: []\n", 1))
+    assert main(["validate", str(directory)]) == 1
+    out = capsys.readouterr().out
+    assert f"{role}:" in out and "rules[0].apiGroups: resource rules must supply at least one api group" in out, out
