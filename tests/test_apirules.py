@@ -12,6 +12,7 @@ from lwsgen.output.apirules import (
     ENV_VAR_NAME,
     api_errors,
     config_map_key_problem,
+    env_name_problem,
     label_value_problem,
     name_problem,
     port_name_problem,
@@ -71,6 +72,23 @@ def test_a_service_name_is_a_dns1035_label():
 )
 def test_env_var_names(name, good):
     assert bool(ENV_VAR_NAME.fullmatch(name)) == good
+    assert (env_name_problem(name, "1.31") is None) == good
+
+
+@pytest.mark.parametrize(
+    "name, good",
+    [("1a", True), ("a b", True), ("MY.VAR-1", True), ("a=b", False), ("", False), ("tab\there", False), ("é", False)],
+)
+def test_env_var_names_are_relaxed_from_1_32(name, good):
+    """IsRelaxedEnvVarName: printable ASCII but '=' (RelaxedEnvironmentVariableValidation, on from 1.32)."""
+    assert (env_name_problem(name, "1.33") is None) == good
+
+
+def test_a_service_name_is_a_dns1123_label_from_1_36():
+    """RelaxedServiceNameValidation, on by default from 1.36: NameIsDNSLabel, a digit first is fine."""
+    assert name_problem("Service", "9-leader", "1.36") is None
+    assert name_problem("Service", "9-leader", "1.35") is not None
+    assert name_problem("Service", "Leader", "1.36") is not None
 
 
 def _errors(obj):
@@ -83,7 +101,7 @@ def test_hand_edits_the_schema_allows_but_kubernetes_refuses(render, minimal):
     leader["containers"][0]["ports"][0]["name"] = "http-serving-port-1"
     leader["containers"][0]["ports"].append({"name": "ray-gcs", "containerPort": 70000})
     leader["containers"].append({**leader["containers"][0], "ports": []})
-    leader["containers"][0]["env"].append({"name": "1BAD", "value": "x"})
+    leader["containers"][0]["env"].append({"name": "BAD=NAME", "value": "x"})
     found = dict(_errors(lws))
     base = ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec", "containers")
     assert "must be 1 to 15 characters" in found[(*base, 0, "ports", 0, "name")]

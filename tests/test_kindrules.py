@@ -63,6 +63,33 @@ def test_a_role_has_no_non_resource_urls():
     assert _errors(role) == [(("rules", 0, "nonResourceURLs"), "namespaced rules cannot apply to non-resource URLs")]
 
 
+def test_a_cluster_role_may_name_non_resource_urls_but_not_with_resources():
+    role = _doc("triton-llama3-405b", "role.yaml", "Role") | {"kind": "ClusterRole"}
+    role["metadata"].pop("namespace", None)
+    role["rules"][0] = {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    assert _errors(role) == []
+    role["rules"][0]["resources"] = ["pods"]
+    assert _errors(role) == [
+        (("rules", 0, "nonResourceURLs"), "rules cannot apply to both regular resources and non-resource URLs")
+    ]
+
+
+def test_a_disaggregated_set_role_mounts_only_its_volumes(tmp_path, capsys):
+    """Each role's templates are pod templates too (a regression once: the rule ran for LWS only)."""
+    directory = tmp_path / "pd"
+    shutil.copytree(OUT / "sglang-deepseek-r1-pd", directory)
+    path = directory / "disaggregatedset.yaml"
+    path.write_text(
+        path.read_text().replace(
+            "- name: dshm\n                mountPath", "- name: nosuchvolume\n                mountPath"
+        )
+    )
+    assert main(["validate", str(directory)]) == 1
+    out = capsys.readouterr().out
+    assert "spec.roles[0].spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].volumeMounts" in out, out
+    assert "'nosuchvolume' is not a volume of this pod" in out
+
+
 def test_a_deployment_selector_is_not_empty_and_matches_its_template():
     picker = _doc("vllm-llama31-405b", "endpoint-picker.yaml", "Deployment")
     [(path, said)] = _errors(_without(picker, "spec", "selector", "matchLabels"))

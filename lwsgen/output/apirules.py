@@ -62,7 +62,31 @@ def label_value_problem(value: str) -> str | None:
     return "a label value must be empty or 1 to 63 letters, digits, '-', '_' or '.', beginning and ending alphanumeric"
 
 
-def name_problem(kind: str, name: str) -> str | None:
+def _at_least(version: str, minimum: tuple[int, int]) -> bool:
+    return tuple(int(part) for part in version.split(".")[:2]) >= minimum
+
+
+# Feature gates on by default from these releases (k8s.io/kubernetes v1.36.3 pkg/features/kube_features.go):
+RELAXED_ENV_NAMES = (1, 32)  # RelaxedEnvironmentVariableValidation: beta, on (GA and locked in 1.34)
+RELAXED_SERVICE_NAMES = (1, 36)  # RelaxedServiceNameValidation: beta, on; a Service name is a DNS-1123 label
+
+
+def env_name_problem(name: str, version: str) -> str | None:
+    """IsEnvVarName before 1.32; IsRelaxedEnvVarName (printable ASCII but '=') from it."""
+    if _at_least(version, RELAXED_ENV_NAMES):
+        if name and all(" " <= c <= "~" and c != "=" for c in name):
+            return None
+        return "is not an env var name (printable ASCII characters other than '=')"
+    if ENV_VAR_NAME.fullmatch(name):
+        return None
+    return "is not an env var name (letters, digits, '-', '_', '.', not a digit first)"
+
+
+def name_problem(kind: str, name: str, version: str = "1.33") -> str | None:
+    if kind == "Service" and _at_least(version, RELAXED_SERVICE_NAMES):
+        if len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
+            return "a Service name must be a DNS-1123 label (lower-case letters, digits, '-', at most 63)"
+        return None
     if kind == "Service":
         if len(name) > 63 or not DNS1035_LABEL.fullmatch(name):
             return (
@@ -75,7 +99,8 @@ def name_problem(kind: str, name: str) -> str | None:
 
 
 def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, Any]]:
-    """(path, template) of every pod template: a LeaderWorkerSet's two, a Job's, an MPIJob's replicas'."""
+    """(path, template) of every pod template: a LeaderWorkerSet's two, each DisaggregatedSet role's
+    two, a Job's, a Deployment's, an MPIJob's replicas'."""
     kind, spec = obj.get("kind"), obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -83,6 +108,12 @@ def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, Any]]:
         for side in ("leaderTemplate", "workerTemplate"):
             if side in spec.get("leaderWorkerTemplate", {}):
                 yield ("spec", "leaderWorkerTemplate", side), spec["leaderWorkerTemplate"][side]
+    elif kind == "DisaggregatedSet":
+        for r, role in enumerate(spec.get("roles") or []):
+            template = ((role or {}).get("spec") or {}).get("leaderWorkerTemplate") or {}
+            for side in ("leaderTemplate", "workerTemplate"):
+                if side in template:
+                    yield ("spec", "roles", r, "spec", "leaderWorkerTemplate", side), template[side]
     elif kind in ("Job", "Deployment"):
         yield ("spec", "template"), spec.get("template", {})
     elif kind == "MPIJob":
@@ -114,7 +145,7 @@ def _labels_and_annotations(at: tuple, metadata: Any) -> Iterator[Finding]:
         )
 
 
-def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[Finding]:
+def _containers(at: tuple, pod: dict[str, Any], version: str) -> Iterator[Finding]:
     if not isinstance(pod, dict) or not pod.get("containers"):
         yield Finding((*at, "containers"), "is required: a pod template needs at least one container")
         return
@@ -156,14 +187,9 @@ def _containers(at: tuple, pod: dict[str, Any]) -> Iterator[Finding]:
                 if not isinstance(env, dict):
                     yield Finding((*here, "env", e), "an env entry is a mapping (name, value or valueFrom)")
                     continue
-                if not ENV_VAR_NAME.fullmatch(str(env.get("name", ""))):
-                    yield Finding(
-                        (*here, "env", e, "name"),
-                        (
-                            f"{env.get('name')!r} is not an env var name (letters, digits, '-', '_', '.', not a digit "
-                            "first)"
-                        ),
-                    )
+                why = env_name_problem(str(env.get("name", "")), version)
+                if why:
+                    yield Finding((*here, "env", e, "name"), f"{env.get('name')!r} {why}")
 
 
 # Kinds the API server (or their controller) rejects without a spec, though OpenAPI marks none required
@@ -185,19 +211,20 @@ def _required(obj: dict[str, Any]) -> Iterator[Finding]:
         yield Finding(("spec",), f"is required for a {obj['kind']}")
 
 
-def api_errors(obj: dict[str, Any]) -> Iterator[Finding]:
-    """Every way obj breaks a Kubernetes API rule that its schema does not say."""
+def api_errors(obj: dict[str, Any], version: str = "1.33") -> Iterator[Finding]:
+    """Every way obj breaks a Kubernetes API rule that its schema does not say, at the Kubernetes
+    version (minor) whose default feature gates the cluster runs."""
     yield from _required(obj)
     name = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), dict) else None
     if isinstance(name, str) and obj.get("kind"):
-        why = name_problem(obj["kind"], name)
+        why = name_problem(obj["kind"], name, version)
         if why:
             yield Finding(("metadata", "name"), f"{name!r}: {why}")
     yield from _labels_and_annotations(("metadata",), obj.get("metadata"))
     for at, template in _pod_templates(obj):  # labels and annotations live in pod templates too
         template = template if isinstance(template, dict) else {}
         yield from _labels_and_annotations((*at, "metadata"), template.get("metadata"))
-        yield from _containers((*at, "spec"), template.get("spec", {}))
+        yield from _containers((*at, "spec"), template.get("spec", {}), version)
     for field in DATA_FIELDS.get(obj.get("kind"), ()):
         for key in obj.get(field) or {}:
             why = config_map_key_problem(str(key))

@@ -33,15 +33,19 @@ METRIC_SOURCES = {  # autoscaling/validation.go validateMetricSpec: the type nam
 
 
 def _role(role: dict[str, Any]) -> Iterator[Finding]:
-    """rbac/validation/validation.go ValidatePolicyRule (namespaced): verbs, apiGroups and resources
-    each hold at least one entry; a Role has no nonResourceURLs."""
+    """rbac/validation/validation.go ValidatePolicyRule: verbs, apiGroups and resources each hold at
+    least one entry; a rule for non-resource URLs (a ClusterRole's only) names no resources."""
     for r, rule in enumerate(role.get("rules") or []):
         if not isinstance(rule, dict):
             continue
         if not rule.get("verbs"):
             yield Finding(("rules", r, "verbs"), "verbs must contain at least one value")
         if rule.get("nonResourceURLs"):
-            yield Finding(("rules", r, "nonResourceURLs"), "namespaced rules cannot apply to non-resource URLs")
+            if role.get("kind") == "Role":
+                yield Finding(("rules", r, "nonResourceURLs"), "namespaced rules cannot apply to non-resource URLs")
+            if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
+                why = "rules cannot apply to both regular resources and non-resource URLs"
+                yield Finding(("rules", r, "nonResourceURLs"), why)
             continue
         if not rule.get("apiGroups"):
             why = 'resource rules must supply at least one api group ("" is the core group)'

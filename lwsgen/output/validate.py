@@ -213,4 +213,4 @@ def schema_errors(obj: dict[str, Any], version: str, file: str = "", api_rules: 
     found = [f for f in found if not required_only_in_openapi(kind, tuple(f.path), f.message)]
     yield from found
     if api_rules and not found:  # Kubernetes' API rules read an object of the right shape
-        yield from api_errors(obj)
+        yield from api_errors(obj, version)

@@ -78,7 +78,7 @@ def kubernetes_accepts(change: Change) -> list[Problem]:
         change.src.problem(
             change.at, f"{change.label}: {kind} {name} {dotted(error.path)}: {error.message}", "invalid-output"
         )
-        for error in api_errors(change.after)
+        for error in api_errors(change.after, change.profile.kubernetes_version)
     ]
 
 

@@ -1,0 +1,47 @@
+"""Issue #35 req 3 beyond the examples: the escape-hatch, disaggregated, scheduler and layout
+variants of tests/cases/valid, each rendered into a namespace of its own and taken through the same
+flow as the examples (flow.py): applied, made, placed, ready, selected, authorised."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from lwsgen.cli import main
+from tests.cluster import flow
+from tests.cluster.deploy import REPO, Example
+
+pytestmark = pytest.mark.cluster
+
+CASES = REPO / "tests" / "cases" / "valid"
+VARIANTS = (
+    "escape-hatches",  # every hatch at once: pod fields, sidecars, patches, a template's PDB
+    "vllm-encode-prefill-decode",  # a DisaggregatedSet of three roles behind the endpoint picker
+    "kueue-topology-aware",  # Kueue's queue label and topology annotations, placed by kube-scheduler
+    "single-pod-group",  # size 1: a set without workers
+)
+# Not yet (docs/development.md): everything-set, sglang-prefill-decode-placed (its ExclusiveSlice
+# placement needs a rack per slice among the fake nodes) and volcano-gang (no Volcano scheduler runs).
+
+
+def _rendered(case: str, root) -> Example:
+    """The case's profile in a namespace of its own, rendered as a user renders it."""
+    source = root / "profiles" / case
+    shutil.copytree(CASES / case, source)
+    profile = source / "profile.yaml"
+    text = re.sub(r"^namespace: .*\n", "", profile.read_text(), flags=re.M)
+    profile.write_text(f"{text.rstrip()}\nnamespace: v-{case}\n")
+    assert main(["render", str(profile), "-o", str(root / "out")]) == 0
+    rendered = Example(case, profile, root / "out")
+    rendered.out_dir = root / "out" / rendered.profile.name
+    return rendered
+
+
+@pytest.mark.parametrize("case", VARIANTS)
+def test_variant(cluster, case, tmp_path):
+    problems = flow.run(cluster, _rendered(case, tmp_path))
+    dead = cluster.alive()
+    assert not dead, dead
+    assert not problems, "\n".join(problems)
