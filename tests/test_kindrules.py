@@ -120,7 +120,10 @@ def test_a_job_restarts_on_failure_or_never_and_an_indexed_job_says_its_completi
 def test_an_hpa_metric_sets_the_source_its_type_names():
     hpa = _doc("triton-llama3-405b", "horizontalpodautoscaler.yaml", "HorizontalPodAutoscaler")
     [(path, said)] = _errors(_without(hpa, "spec", "metrics", 0, "pods"))
-    assert path == ("spec", "metrics", 0, "pods") and "must populate information for the Pods metric source" in said
+    assert (
+        path == ("spec", "metrics", 0, "pods")
+        and "must populate information for the given metric source (Pods: pods)" in said
+    )
 
 
 def test_a_service_has_ports_unless_headless_and_source_ranges_only_as_a_load_balancer():
@@ -167,3 +170,103 @@ def test_validate_says_it_at_the_file_and_field(tmp_path, capsys):
     assert main(["validate", str(directory)]) == 1
     out = capsys.readouterr().out
     assert f"{role}:" in out and "rules[0].apiGroups: resource rules must supply at least one api group" in out, out
+
+
+def _service(**spec) -> dict:
+    service = _doc("triton-llama3-405b", "service.yaml", "Service")
+    service["spec"] |= spec
+    return service
+
+
+@pytest.mark.parametrize(
+    "spec, path",
+    [
+        ({"type": "ExternalName"}, ("spec", "externalName")),
+        ({"type": "Bogus"}, ("spec", "type")),
+        ({"type": "LoadBalancer", "clusterIP": "None"}, ("spec", "clusterIP")),
+        (
+            {"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.0/33"]},
+            ("spec", "loadBalancerSourceRanges", 0),
+        ),
+        ({"type": "LoadBalancer", "sessionAffinity": "Sticky"}, ("spec", "sessionAffinity")),
+        ({"type": "LoadBalancer", "externalTrafficPolicy": "Nearest"}, ("spec", "externalTrafficPolicy")),
+    ],
+)
+def test_a_service_keeps_each_type_to_its_own_fields(spec, path):
+    """validateService: what the v1.36.3 server refused of these edits in an independent review."""
+    assert path in [p for p, _ in _errors(_service(**spec))]
+
+
+def test_a_cluster_ip_service_has_no_node_port_external_policy_or_load_balancer_fields():
+    service = _service(type="ClusterIP", externalTrafficPolicy="Local", allocateLoadBalancerNodePorts=True)
+    service["spec"].pop("loadBalancerSourceRanges", None)
+    service["spec"]["ports"][0]["nodePort"] = 30080
+    service["spec"]["ports"][0]["protocol"] = "ICMP"
+    paths = {p for p, _ in _errors(service)}
+    assert paths == {
+        ("spec", "externalTrafficPolicy"),
+        ("spec", "allocateLoadBalancerNodePorts"),
+        ("spec", "ports", 0, "nodePort"),
+        ("spec", "ports", 0, "protocol"),
+    }
+
+
+def test_an_external_name_service_aliases_a_dns_name():
+    service = _service(type="ExternalName", externalName="models.example.com.")
+    for key in ("loadBalancerSourceRanges", "externalTrafficPolicy", "allocateLoadBalancerNodePorts"):
+        service["spec"].pop(key, None)
+    assert _errors(service) == []
+
+
+def test_an_hpa_keeps_a_replica_and_one_source_per_metric():
+    hpa = _doc("triton-llama3-405b", "horizontalpodautoscaler.yaml", "HorizontalPodAutoscaler")
+    hpa["spec"]["minReplicas"] = 0
+    hpa["spec"]["metrics"][0]["resource"] = {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}
+    assert {p for p, _ in _errors(hpa)} == {("spec", "minReplicas"), ("spec", "metrics", 0, "resource")}
+
+
+@pytest.mark.parametrize(
+    "file, kind, path, value, said",
+    [
+        ("endpoint-picker.yaml", "Deployment", ("spec", "replicas"), -1, "must be greater than or equal to 0"),
+        ("endpoint-picker.yaml", "Deployment", ("spec", "strategy"), {"type": "Recreate", "rollingUpdate": {}},
+         "may not be specified when strategy type is Recreate"),
+        ("endpoint-picker.yaml", "Deployment", ("spec", "strategy"),
+         {"rollingUpdate": {"maxSurge": "0%", "maxUnavailable": 0}}, "may not be 0 when maxSurge is 0"),
+        ("endpoint-picker.yaml", "Deployment", ("spec", "selector", "matchExpressions"),
+         [{"key": "app", "operator": "Exists", "values": ["x"]}], "may not be specified when operator is Exists"),
+        ("nccl-test.yaml", "Job", ("spec", "backoffLimit"), -1, "must be greater than or equal to 0"),
+        ("nccl-test.yaml", "Job", ("spec", "completionMode"), "Bogus", "is not one of: NonIndexed, Indexed"),
+    ],
+)  # fmt: skip
+def test_deployment_and_job_values(file, kind, path, value, said):
+    obj = _doc("vllm-llama31-405b", file, kind)
+    node = obj
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    assert any(said in message for _, message in _errors(obj)), _errors(obj)
+
+
+def test_a_deployment_selector_expression_must_hold_for_its_labels():
+    picker = _doc("vllm-llama31-405b", "endpoint-picker.yaml", "Deployment")
+    key, value = next(iter(picker["spec"]["template"]["metadata"]["labels"].items()))
+    picker["spec"]["selector"]["matchExpressions"] = [{"key": key, "operator": "In", "values": [value]}]
+    assert _errors(picker) == []
+    picker["spec"]["selector"]["matchExpressions"] = [{"key": key, "operator": "NotIn", "values": [value]}]
+    assert _errors(picker) == [
+        (("spec", "template", "metadata", "labels"), "`selector` does not match template `labels`")
+    ]
+
+
+def test_a_claim_names_known_access_modes_and_a_size_above_zero():
+    claim = _doc("sglang-deepseek-r1", "persistentvolumeclaim.yaml", "PersistentVolumeClaim")
+    claim["spec"]["accessModes"] = ["ReadWriteOncePod", "ReadWriteMany"]
+    claim["spec"]["resources"]["requests"]["storage"] = "0"
+    assert {p for p, _ in _errors(claim)} == {("spec", "accessModes"), ("spec", "resources", "requests", "storage")}
+
+
+def test_a_binding_names_an_rbac_role():
+    binding = _doc("triton-llama3-405b", "rolebinding.yaml", "RoleBinding")
+    binding["roleRef"] |= {"apiGroup": "example.com", "kind": "Bogus"}
+    assert {p for p, _ in _errors(binding)} == {("roleRef", "apiGroup"), ("roleRef", "kind")}

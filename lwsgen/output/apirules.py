@@ -12,13 +12,12 @@ IsValidLabelValue), k8s.io/apimachinery/pkg/api/validation/objectmeta.go (Valida
 TotalAnnotationSizeLimitB) and the pod rules of
 k8s.io/kubernetes/pkg/apis/core/validation/validation.go (validateContainers: duplicate names,
 validateContainerPorts; validateVolumeMounts: a mount names a volume of its pod); the rules of one
-kind are in kindrules.py."""
+kind are in kindrules.py, whose server_errors gives both."""
 
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen.output.kindrules import kind_errors
 from lwsgen.problems import Finding
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -232,7 +231,6 @@ def api_errors(obj: dict[str, Any], version: str = "1.33") -> Iterator[Finding]:
                 yield Finding((field, key), f"{key!r}: {why}")
     if obj.get("kind") == "Service" and isinstance(obj.get("spec"), dict):
         yield from _service_ports(obj["spec"].get("ports") or [])
-    yield from kind_errors(obj)
 
 
 def _service_ports(ports: list) -> Iterator[Finding]:

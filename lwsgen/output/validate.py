@@ -19,8 +19,7 @@ from lwsgen import resources
 from lwsgen.derive import kinds
 from lwsgen.files import atomic_write, cache_dir, trusted
 from lwsgen.kubeschemas import located, schema_dir, self_contained
-from lwsgen.output.apirules import api_errors
-from lwsgen.output.kindrules import required_only_in_openapi
+from lwsgen.output.kindrules import required_only_in_openapi, server_errors
 from lwsgen.problems import Finding
 
 K8S_DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
@@ -213,4 +212,4 @@ def schema_errors(obj: dict[str, Any], version: str, file: str = "", api_rules: 
     found = [f for f in found if not required_only_in_openapi(kind, tuple(f.path), f.message)]
     yield from found
     if api_rules and not found:  # Kubernetes' API rules read an object of the right shape
-        yield from api_errors(obj, version)
+        yield from server_errors(obj, version)

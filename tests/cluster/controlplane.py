@@ -213,7 +213,7 @@ class ControlPlane:
 
 def _established(api: Api, name: str) -> bool:
     crd = api.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-    conditions = crd.get("status", {}).get("conditions", [])
+    conditions = (crd.get("status") or {}).get("conditions") or []  # null until the server first sets them
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 

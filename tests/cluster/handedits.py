@@ -112,6 +112,27 @@ def _deleter(name: str, doc_index: int, path: tuple) -> Callable[[Path], None]:
     return delete
 
 
+def value_edit(name: str, kind: str, path: tuple, value) -> Edit:
+    """Set path of the first document of kind in file name to value (pytest.skip where the example has
+    no such file, document or parent field)."""
+
+    def edit(directory: Path) -> None:
+        file = directory / name
+        if not file.exists():
+            pytest.skip(f"{name} is not part of this example")
+        docs = copy.deepcopy(list(_parsed(file.read_text())))
+        node = next((d for d in docs if isinstance(d, dict) and d.get("kind") == kind), None)
+        try:
+            for part in path[:-1]:
+                node = node[part]
+        except (KeyError, IndexError, TypeError):
+            pytest.skip(f"{name} has no {kind} with {'.'.join(map(str, path[:-1]))}")
+        node[path[-1]] = value
+        file.write_text(yaml.dump_all(docs, Dumper=DUMPER, sort_keys=False))
+
+    return Edit(f"{name} {kind} {'.'.join(map(str, path))}={value!r}", edit)
+
+
 def judge(api: Api, namespace: str, original: Path, work: Path, edit: Edit) -> Verdict | None:
     """Apply the edit to a fresh copy of original; None when the edit does not apply to it."""
     shutil.rmtree(work, ignore_errors=True)

@@ -71,13 +71,58 @@ def kind_at(file, line: int) -> str:
     return kind
 
 
+# Value edits of the kinds whose server rules validate applies (lwsgen/output/kindrules.py), each in
+# every example that has the field's parent: the server's verdict and validate's must agree
+VALUE_EDITS = [
+    handedits.value_edit("service.yaml", "Service", ("spec", "type"), "ExternalName"),
+    handedits.value_edit("service.yaml", "Service", ("spec", "type"), "Bogus"),
+    handedits.value_edit("service.yaml", "Service", ("spec", "clusterIP"), "None"),
+    handedits.value_edit("service.yaml", "Service", ("spec", "externalTrafficPolicy"), "Local"),
+    handedits.value_edit("service.yaml", "Service", ("spec", "sessionAffinity"), "Sticky"),
+    handedits.value_edit("service.yaml", "Service", ("spec", "ports", 0, "protocol"), "ICMP"),
+    handedits.value_edit("service.yaml", "Service", ("spec", "ports", 0, "nodePort"), 30080),
+    handedits.value_edit("service.yaml", "Service", ("spec", "loadBalancerSourceRanges"), ["10.0.0.0/33"]),
+    handedits.value_edit("horizontalpodautoscaler.yaml", "HorizontalPodAutoscaler", ("spec", "minReplicas"), 0),
+    handedits.value_edit("role.yaml", "Role", ("rules", 0, "verbs"), []),
+    handedits.value_edit("role.yaml", "Role", ("rules", 0, "apiGroups"), []),
+    handedits.value_edit("endpoint-picker.yaml", "Deployment", ("spec", "template", "metadata", "labels"), {"a": "b"}),
+    handedits.value_edit("nccl-test.yaml", "Job", ("spec", "template", "spec", "restartPolicy"), "Always"),
+    handedits.value_edit("model-download.yaml", "Job", ("spec", "template", "spec", "restartPolicy"), "OnFailure"),
+    handedits.value_edit("persistentvolumeclaim.yaml", "PersistentVolumeClaim", ("spec", "accessModes"), []),
+    handedits.value_edit("persistentvolumeclaim.yaml", "PersistentVolumeClaim", ("spec", "accessModes"), ["Twice"]),
+    handedits.value_edit(
+        "persistentvolumeclaim.yaml", "PersistentVolumeClaim", ("spec", "resources", "requests", "storage"), "0"
+    ),
+    handedits.value_edit("endpoint-picker.yaml", "Deployment", ("spec", "replicas"), -1),
+    handedits.value_edit(
+        "endpoint-picker.yaml",
+        "Deployment",
+        ("spec", "selector", "matchExpressions"),
+        [{"key": "app", "operator": "In", "values": ["another"]}],
+    ),
+    handedits.value_edit(
+        "endpoint-picker.yaml", "Deployment", ("spec", "strategy"), {"type": "Recreate", "rollingUpdate": {}}
+    ),
+    handedits.value_edit(
+        "endpoint-picker.yaml",
+        "Deployment",
+        ("spec", "strategy"),
+        {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}},
+    ),
+    handedits.value_edit("nccl-test.yaml", "Job", ("spec", "backoffLimit"), -1),
+    handedits.value_edit("nccl-test.yaml", "Job", ("spec", "completionMode"), "Bogus"),
+    handedits.value_edit("rolebinding.yaml", "RoleBinding", ("roleRef", "apiGroup"), "example.com"),
+    handedits.value_edit("rolebinding.yaml", "RoleBinding", ("roleRef", "kind"), "Bogus"),
+]
+
+
 def _edits(example) -> list[handedits.Edit]:
     """The invariants suite's edits name a LeaderWorkerSet's files; every example gets the deletions."""
     edits = []
     if example in ONE_SET_EXAMPLES:
         edits += [handedits.Edit(f"breaking edit {n!r}", e[0]) for n, e in sorted(MUTATIONS.items())]
         edits += [handedits.Edit(f"benign edit {n!r}", e) for n, e in sorted(BENIGN.items())]
-    return edits + handedits.deletions(REPO / "out" / example, depth=4, stride=1)
+    return edits + VALUE_EDITS + handedits.deletions(REPO / "out" / example, depth=4, stride=1)
 
 
 @pytest.mark.parametrize("example", EXAMPLES)

@@ -11,9 +11,9 @@ from typing import Any
 from lwsgen import registry
 from lwsgen.jsondata import not_json
 from lwsgen.load.source import Source, dotted
-from lwsgen.output.apirules import api_errors
 from lwsgen.output.guards import addedkinds, frozen, podsecurity
 from lwsgen.output.guards.podsecurity import pod_specs
+from lwsgen.output.kindrules import server_errors
 from lwsgen.output.validate import schema_errors
 from lwsgen.problems import WARNING, Problem
 from lwsgen.profile import Profile
@@ -78,7 +78,7 @@ def kubernetes_accepts(change: Change) -> list[Problem]:
         change.src.problem(
             change.at, f"{change.label}: {kind} {name} {dotted(error.path)}: {error.message}", "invalid-output"
         )
-        for error in api_errors(change.after, change.profile.kubernetes_version)
+        for error in server_errors(change.after, change.profile.kubernetes_version)
     ]
 
 
