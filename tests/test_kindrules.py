@@ -270,3 +270,34 @@ def test_a_binding_names_an_rbac_role():
     binding = _doc("triton-llama3-405b", "rolebinding.yaml", "RoleBinding")
     binding["roleRef"] |= {"apiGroup": "example.com", "kind": "Bogus"}
     assert {p for p, _ in _errors(binding)} == {("roleRef", "apiGroup"), ("roleRef", "kind")}
+
+
+@pytest.mark.parametrize(
+    "mount, field, said",
+    [
+        ({"subPath": "../etc"}, "subPath", "must be a relative path without '..'"),
+        ({"subPathExpr": "/abs"}, "subPathExpr", "must be a relative path without '..'"),
+        ({"mountPath": ""}, "mountPath", "is required"),
+        ({"mountPropagation": "Sideways"}, "mountPropagation", "is not one of: None, HostToContainer, Bidirectional"),
+    ],
+)
+def test_a_mount_is_placed_where_the_server_allows(mount, field, said):
+    job = _doc("vllm-llama31-405b", "nccl-test.yaml", "Job")
+    job["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][0] |= mount
+    [(path, message)] = _errors(job)
+    assert path[-1] == field and said in message
+
+
+def test_two_mounts_of_a_container_do_not_share_a_path():
+    job = _doc("vllm-llama31-405b", "nccl-test.yaml", "Job")
+    mounts = job["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    mounts[1]["mountPath"] = mounts[0]["mountPath"]
+    [(path, message)] = _errors(job)
+    assert path[-2:] == (1, "mountPath") and "must be unique" in message
+
+
+def test_a_deployment_pod_restarts_always_and_runs_without_a_deadline():
+    picker = _doc("vllm-llama31-405b", "endpoint-picker.yaml", "Deployment")
+    picker["spec"]["template"]["spec"] |= {"restartPolicy": "OnFailure", "activeDeadlineSeconds": 60}
+    picker["spec"] |= {"progressDeadlineSeconds": 10, "minReadySeconds": 10}
+    assert {p[-1] for p, _ in _errors(picker)} == {"restartPolicy", "activeDeadlineSeconds", "progressDeadlineSeconds"}

@@ -11,7 +11,8 @@ IsDNS1035Label, IsValidPortName, IsValidPortNum, IsEnvVarName, IsConfigMapKey, I
 IsValidLabelValue), k8s.io/apimachinery/pkg/api/validation/objectmeta.go (ValidateAnnotations,
 TotalAnnotationSizeLimitB) and the pod rules of
 k8s.io/kubernetes/pkg/apis/core/validation/validation.go (validateContainers: duplicate names,
-validateContainerPorts; validateVolumeMounts: a mount names a volume of its pod); the rules of one
+validateContainerPorts; validateVolumeMounts: a mount names a volume of its pod, at a path of its
+own, with a relative subPath); the rules of one
 kind are in kindrules.py, whose server_errors gives both."""
 
 import re
@@ -144,6 +145,36 @@ def _labels_and_annotations(at: tuple, metadata: Any) -> Iterator[Finding]:
         )
 
 
+MOUNT_PROPAGATIONS = ("None", "HostToContainer", "Bidirectional")
+
+
+def _mounts(at: tuple, mounts: list, volumes: set) -> Iterator[Finding]:
+    """validateVolumeMounts: each names a volume of the pod at a path of its own in the container;
+    subPath and subPathExpr (not both) are relative and never step up ('..')."""
+    paths: set[str] = set()
+    for m, mount in enumerate(m for m in mounts if isinstance(m, dict)):
+        here = (*at, "volumeMounts", m)
+        if mount.get("name") not in volumes:
+            yield Finding((*here, "name"), f"{mount.get('name')!r} is not a volume of this pod")
+        path = mount.get("mountPath")
+        if not path:
+            yield Finding((*here, "mountPath"), "is required: where in the container the volume is mounted")
+        elif path in paths:
+            yield Finding((*here, "mountPath"), f"{path!r} must be unique: another mount of this container uses it")
+        paths.add(path)
+        if mount.get("subPath") and mount.get("subPathExpr"):
+            yield Finding((*here, "subPathExpr"), "subPathExpr and subPath are mutually exclusive")
+        for key in ("subPath", "subPathExpr"):
+            sub = str(mount.get(key) or "")
+            if sub.startswith("/") or ".." in sub.split("/"):  # the nodes' separator: Linux
+                yield Finding((*here, key), f"{sub!r} must be a relative path without '..'")
+        propagation = mount.get("mountPropagation")
+        if propagation is not None and propagation not in MOUNT_PROPAGATIONS:
+            yield Finding(
+                (*here, "mountPropagation"), f"{propagation!r} is not one of: {', '.join(MOUNT_PROPAGATIONS)}"
+            )
+
+
 def _containers(at: tuple, pod: dict[str, Any], version: str) -> Iterator[Finding]:
     if not isinstance(pod, dict) or not pod.get("containers"):
         yield Finding((*at, "containers"), "is required: a pod template needs at least one container")
@@ -156,10 +187,7 @@ def _containers(at: tuple, pod: dict[str, Any], version: str) -> Iterator[Findin
             if not isinstance(container, dict):  # null or a scalar: the API server refuses it too
                 yield Finding(here, "a container is a mapping (name, image, ...)")
                 continue
-            for m, mount in enumerate(container.get("volumeMounts") or []):  # validateVolumeMounts
-                if isinstance(mount, dict) and mount.get("name") not in volumes:
-                    why = f"{mount.get('name')!r} is not a volume of this pod"
-                    yield Finding((*here, "volumeMounts", m, "name"), why)
+            yield from _mounts(here, container.get("volumeMounts") or [], volumes)
             name = str(container.get("name", ""))
             if len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
                 yield Finding((*here, "name"), f"container name {name!r} must be a DNS-1123 label")

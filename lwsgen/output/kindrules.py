@@ -64,6 +64,14 @@ def _deployment(deployment: dict[str, Any]) -> Iterator[Finding]:
     spec = deployment["spec"]
     if isinstance(spec.get("replicas"), int) and spec["replicas"] < 0:
         yield Finding(("spec", "replicas"), "must be greater than or equal to 0")
+    pod = ((spec.get("template") or {}).get("spec")) or {}
+    if pod.get("restartPolicy", "Always") != "Always":  # ValidatePodTemplateSpecForReplicaSet
+        yield Finding(("spec", "template", "spec", "restartPolicy"), "must be Always for a Deployment's pods")
+    if pod.get("activeDeadlineSeconds") is not None:
+        yield Finding(("spec", "template", "spec", "activeDeadlineSeconds"), "is forbidden for a Deployment's pods")
+    deadline = spec.get("progressDeadlineSeconds")
+    if isinstance(deadline, int) and deadline <= (spec.get("minReadySeconds") or 0):
+        yield Finding(("spec", "progressDeadlineSeconds"), "must be greater than minReadySeconds")
     yield from _strategy(spec.get("strategy"))
     selector = spec.get("selector")
     if not isinstance(selector, dict):

@@ -109,6 +109,23 @@ VALUE_EDITS = [
         ("spec", "strategy"),
         {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}},
     ),
+    handedits.value_edit("endpoint-picker.yaml", "Deployment", ("spec", "template", "spec", "restartPolicy"), "Never"),
+    handedits.value_edit("endpoint-picker.yaml", "Deployment", ("spec", "progressDeadlineSeconds"), 0),
+    handedits.value_edit(
+        "nccl-test.yaml", "Job", ("spec", "template", "spec", "containers", 0, "volumeMounts", 0, "subPath"), "../x"
+    ),
+    handedits.value_edit(
+        "nccl-test.yaml",
+        "Job",
+        ("spec", "template", "spec", "containers", 0, "volumeMounts", 1, "mountPath"),
+        "/dev/shm",
+    ),
+    handedits.value_edit(
+        "nccl-test.yaml",
+        "Job",
+        ("spec", "template", "spec", "containers", 0, "volumeMounts", 0, "mountPropagation"),
+        "Sideways",
+    ),
     handedits.value_edit("nccl-test.yaml", "Job", ("spec", "backoffLimit"), -1),
     handedits.value_edit("nccl-test.yaml", "Job", ("spec", "completionMode"), "Bogus"),
     handedits.value_edit("rolebinding.yaml", "RoleBinding", ("roleRef", "apiGroup"), "example.com"),
