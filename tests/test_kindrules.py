@@ -301,3 +301,25 @@ def test_a_deployment_pod_restarts_always_and_runs_without_a_deadline():
     picker["spec"]["template"]["spec"] |= {"restartPolicy": "OnFailure", "activeDeadlineSeconds": 60}
     picker["spec"] |= {"progressDeadlineSeconds": 10, "minReadySeconds": 10}
     assert {p[-1] for p, _ in _errors(picker)} == {"restartPolicy", "activeDeadlineSeconds", "progressDeadlineSeconds"}
+
+
+def test_an_hpa_behavior_stays_within_the_servers_bounds():
+    hpa = _doc("triton-llama3-405b", "horizontalpodautoscaler.yaml", "HorizontalPodAutoscaler")
+    hpa["spec"]["behavior"] = {
+        "scaleUp": {"policies": [], "selectPolicy": "Fastest"},
+        "scaleDown": {
+            "stabilizationWindowSeconds": 7200,
+            "policies": [{"type": "Nodes", "value": 0, "periodSeconds": 3600}],
+        },
+    }
+    behavior = ("spec", "behavior")
+    assert {p for p, _ in _errors(hpa)} == {
+        (*behavior, "scaleUp", "policies"),
+        (*behavior, "scaleUp", "selectPolicy"),
+        (*behavior, "scaleDown", "stabilizationWindowSeconds"),
+        (*behavior, "scaleDown", "policies", 0, "type"),
+        (*behavior, "scaleDown", "policies", 0, "value"),
+        (*behavior, "scaleDown", "policies", 0, "periodSeconds"),
+    }
+    hpa["spec"]["behavior"] = {"scaleUp": {"stabilizationWindowSeconds": 0}}  # policies filled by defaulting
+    assert _errors(hpa) == []

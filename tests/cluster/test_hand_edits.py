@@ -83,6 +83,20 @@ VALUE_EDITS = [
     handedits.value_edit("service.yaml", "Service", ("spec", "ports", 0, "nodePort"), 30080),
     handedits.value_edit("service.yaml", "Service", ("spec", "loadBalancerSourceRanges"), ["10.0.0.0/33"]),
     handedits.value_edit("horizontalpodautoscaler.yaml", "HorizontalPodAutoscaler", ("spec", "minReplicas"), 0),
+    handedits.value_edit(
+        "horizontalpodautoscaler.yaml",
+        "HorizontalPodAutoscaler",
+        ("spec", "behavior"),
+        {
+            "scaleDown": {
+                "stabilizationWindowSeconds": 7200,
+                "policies": [{"type": "Pods", "value": 1, "periodSeconds": 3600}],
+            }
+        },
+    ),
+    handedits.value_edit(
+        "horizontalpodautoscaler.yaml", "HorizontalPodAutoscaler", ("spec", "behavior"), {"scaleUp": {"policies": []}}
+    ),
     handedits.value_edit("role.yaml", "Role", ("rules", 0, "verbs"), []),
     handedits.value_edit("role.yaml", "Role", ("rules", 0, "apiGroups"), []),
     handedits.value_edit("endpoint-picker.yaml", "Deployment", ("spec", "template", "metadata", "labels"), {"a": "b"}),
