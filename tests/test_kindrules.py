@@ -323,3 +323,28 @@ def test_an_hpa_behavior_stays_within_the_servers_bounds():
     }
     hpa["spec"]["behavior"] = {"scaleUp": {"stabilizationWindowSeconds": 0}}  # policies filled by defaulting
     assert _errors(hpa) == []
+
+
+def test_a_job_keeps_indexed_fields_to_indexed_jobs_and_replaces_only_failed_pods_with_a_failure_policy():
+    download = _doc("sglang-deepseek-r1", "model-download.yaml", "Job")
+    assert download["spec"].get("completionMode", "NonIndexed") == "NonIndexed" and download["spec"]["podFailurePolicy"]
+    download["spec"] |= {
+        "maxFailedIndexes": 1,
+        "successPolicy": {"rules": []},
+        "podReplacementPolicy": "TerminatingOrFailed",
+    }
+    assert {p for p, _ in _errors(download)} == {
+        ("spec", "backoffLimitPerIndex"),
+        ("spec", "maxFailedIndexes"),
+        ("spec", "successPolicy"),
+        ("spec", "podReplacementPolicy"),
+    }
+
+
+def test_the_source_ranges_annotation_belongs_to_a_load_balancer():
+    service = _service(type="ClusterIP")
+    for key in ("loadBalancerSourceRanges", "externalTrafficPolicy", "allocateLoadBalancerNodePorts"):
+        service["spec"].pop(key, None)
+    service["metadata"]["annotations"] = {"service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8"}
+    [(path, _)] = _errors(service)
+    assert path == ("metadata", "annotations", "service.beta.kubernetes.io/load-balancer-source-ranges")

@@ -146,6 +146,17 @@ def _job(job: dict[str, Any]) -> Iterator[Finding]:
     for count in JOB_COUNTS:
         if isinstance(spec.get(count), int) and spec[count] < 0:
             yield Finding(("spec", count), "must be greater than or equal to 0")
+    if spec.get("maxFailedIndexes") is not None and spec.get("backoffLimitPerIndex") is None:
+        yield Finding(("spec", "backoffLimitPerIndex"), "is required when maxFailedIndexes is specified")
+    if spec.get("completionMode", "NonIndexed") != "Indexed":
+        for indexed_only in ("backoffLimitPerIndex", "maxFailedIndexes", "successPolicy"):
+            if spec.get(indexed_only) is not None:
+                yield Finding(("spec", indexed_only), "requires indexed completion mode")
+    replacement = spec.get("podReplacementPolicy")
+    if replacement is not None and replacement not in ("TerminatingOrFailed", "Failed"):
+        yield Finding(("spec", "podReplacementPolicy"), f"{replacement!r} is not one of: TerminatingOrFailed, Failed")
+    elif replacement == "TerminatingOrFailed" and spec.get("podFailurePolicy") is not None:
+        yield Finding(("spec", "podReplacementPolicy"), "must be Failed when podFailurePolicy is specified")
 
 
 def _scaling_rules(rules: dict[str, Any], at: tuple) -> Iterator[Finding]:
@@ -199,6 +210,7 @@ SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 SERVICE_PROTOCOLS = ("TCP", "UDP", "SCTP")
 EXTERNAL_TRAFFIC_POLICIES = ("Cluster", "Local")
 SESSION_AFFINITIES = ("None", "ClientIP")
+SOURCE_RANGES_ANNOTATION = "service.beta.kubernetes.io/load-balancer-source-ranges"
 
 
 def _service(service: dict[str, Any]) -> Iterator[Finding]:
@@ -230,6 +242,10 @@ def _service(service: dict[str, Any]) -> Iterator[Finding]:
     if affinity is not None and affinity not in SESSION_AFFINITIES:
         yield Finding(("spec", "sessionAffinity"), f"{affinity!r} is not one of: None, ClientIP")
     yield from _load_balancer_only(spec, kind)
+    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    if not spec.get("loadBalancerSourceRanges") and SOURCE_RANGES_ANNOTATION in annotations and kind != "LoadBalancer":
+        at = ("metadata", "annotations", SOURCE_RANGES_ANNOTATION)
+        yield Finding(at, f"may only be used when type is LoadBalancer, not {kind}")
 
 
 def _external_name(spec: dict[str, Any]) -> Iterator[Finding]:
