@@ -146,7 +146,8 @@ test-image: tools
 ## cluster: the real control plane, built once from source and cached (.tools/cluster/bin): kube-apiserver,
 ## kube-controller-manager, kube-scheduler and kubectl (k8s.io/kubernetes) and etcd (at the version Kubernetes
 ## requires) from tests/cluster/gomod/kube/go.mod; the LeaderWorkerSet controller manager (sigs.k8s.io/lws v0.10.0,
-## its source in tests/cluster/upstream/lws: the module proxy does not serve that version's source); kwok (its module)
+## its source in tests/cluster/upstream/lws: the module proxy does not serve that version's source); kwok (its module);
+## prometheus-adapter (its module's source: go install refuses it, the proxy has no version list for it)
 include tests/cluster/gomod/versions.mk
 CLUSTER_BIN := .tools/cluster/bin
 CLUSTER_INPUTS := tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
@@ -164,6 +165,9 @@ $(CLUSTER_STAMP): $(CLUSTER_INPUTS)
 	cd tests/cluster/upstream/lws && $(GO_BUILD) -ldflags="-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$(LWS_VERSION)" \
 	  -o $(CURDIR)/$(CLUSTER_BIN)/lws-controller ./cmd
 	GOBIN=$(CURDIR)/$(CLUSTER_BIN) go install -trimpath -ldflags="-s -w" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	cd "$$(go mod download -json sigs.k8s.io/prometheus-adapter@$(PROMETHEUS_ADAPTER_VERSION) | $(BIN)/python -c \
+	  'import json, sys; print(json.load(sys.stdin)["Dir"])')" && \
+	  $(GO_BUILD) -ldflags="-s -w" -o $(CURDIR)/$(CLUSTER_BIN)/prometheus-adapter ./cmd/adapter
 	rm -f $(CLUSTER_BIN)/.built-* && touch $@
 
 cluster: tools $(CLUSTER_STAMP)

@@ -121,6 +121,9 @@ class ControlPlane:
     def _apiserver(self) -> None:
         cert, key = self.pki.issue("apiserver", "kube-apiserver", server_names=SERVER_NAMES)
         kubelet_cert, kubelet_key = self.pki.issue("apiserver-kubelet", "kube-apiserver", group="system:masters")
+        # the aggregation layer (custom.metrics.k8s.io from prometheus-adapter): as kubeadm sets it up,
+        # with the test CA in the front proxy CA's place
+        proxy_cert, proxy_key = self.pki.issue("front-proxy-client", "front-proxy-client")
         self.spawn("kube-apiserver", [
             binary("kube-apiserver"),
             "--etcd-servers", self.etcd,
@@ -134,6 +137,10 @@ class ControlPlane:
             "--authorization-mode", "Node,RBAC",
             "--allow-privileged=true",  # as on GPU clusters: the NVIDIA device plugin runs privileged
             "--kubelet-client-certificate", str(kubelet_cert), "--kubelet-client-key", str(kubelet_key),
+            "--requestheader-client-ca-file", str(self.pki.ca), "--requestheader-allowed-names", "front-proxy-client",
+            "--requestheader-username-headers", "X-Remote-User", "--requestheader-group-headers", "X-Remote-Group",
+            "--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+            "--proxy-client-cert-file", str(proxy_cert), "--proxy-client-key-file", str(proxy_key),
             "--profiling=false", "--v=1",
         ])  # fmt: skip
 

@@ -4,10 +4,13 @@ applied as a GitOps tool applies them (server-side, fieldValidation=Strict)."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lwsgen.cli import main
 from lwsgen.pipeline import render_profile
 from tests.cluster import nodes as fake_nodes
 from tests.cluster.api import Api, ApiError, load_all
@@ -53,6 +56,19 @@ class Example:
             prefix = f"{self.name}-{role}" if role else self.name
             made += fake_nodes.nodes(prefix, fake_nodes.node_type(profile), count - short)
         return made
+
+
+def rendered_in(profile: Path, namespace: str, root: Path, name: str) -> Example:
+    """The profile (with what sits beside it: its templates) in a namespace of its own, rendered as a
+    user renders it, under root."""
+    source = root / "profiles" / name
+    shutil.copytree(profile.parent, source, ignore=shutil.ignore_patterns("*.yaml"))
+    text = re.sub(r"^namespace: .*\n", "", profile.read_text(), flags=re.M)
+    (source / "profile.yaml").write_text(f"{text.rstrip()}\nnamespace: {namespace}\n")
+    assert main(["render", str(source / "profile.yaml"), "-o", str(root / "out")]) == 0
+    example = Example(name, source / "profile.yaml", root / "out")
+    example.out_dir = root / "out" / example.profile.name
+    return example
 
 
 def provide(api: Api, example: Example, objects: list[dict], nodes: bool = True) -> None:

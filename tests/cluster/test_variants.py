@@ -4,14 +4,10 @@ flow as the examples (flow.py): applied, made, placed, ready, selected, authoris
 
 from __future__ import annotations
 
-import re
-import shutil
-
 import pytest
 
-from lwsgen.cli import main
 from tests.cluster import flow
-from tests.cluster.deploy import REPO, Example
+from tests.cluster.deploy import REPO, rendered_in
 
 pytestmark = pytest.mark.cluster
 
@@ -26,22 +22,9 @@ VARIANTS = (
 # placement needs a rack per slice among the fake nodes) and volcano-gang (no Volcano scheduler runs).
 
 
-def _rendered(case: str, root) -> Example:
-    """The case's profile in a namespace of its own, rendered as a user renders it."""
-    source = root / "profiles" / case
-    shutil.copytree(CASES / case, source)
-    profile = source / "profile.yaml"
-    text = re.sub(r"^namespace: .*\n", "", profile.read_text(), flags=re.M)
-    profile.write_text(f"{text.rstrip()}\nnamespace: v-{case}\n")
-    assert main(["render", str(profile), "-o", str(root / "out")]) == 0
-    rendered = Example(case, profile, root / "out")
-    rendered.out_dir = root / "out" / rendered.profile.name
-    return rendered
-
-
 @pytest.mark.parametrize("case", VARIANTS)
 def test_variant(cluster, case, tmp_path):
-    problems = flow.run(cluster, _rendered(case, tmp_path))
+    problems = flow.run(cluster, rendered_in(CASES / case / "profile.yaml", f"v-{case}", tmp_path, case))
     dead = cluster.alive()
     assert not dead, dead
     assert not problems, "\n".join(problems)
