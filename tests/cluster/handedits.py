@@ -5,11 +5,13 @@ tests/test_invariants.py and the deletion of every key to depth 4 of tests/test_
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import copy
 import functools
 import io
 import json
+import multiprocessing
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -133,16 +135,37 @@ def value_edit(name: str, kind: str, path: tuple, value) -> Edit:
     return Edit(f"{name} {kind} {'.'.join(map(str, path))}={value!r}", edit)
 
 
-def judge(api: Api, namespace: str, original: Path, work: Path, edit: Edit) -> Verdict | None:
-    """Apply the edit to a fresh copy of original; None when the edit does not apply to it."""
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(original, work)
-    try:
-        edit.apply(work)
-    except pytest.skip.Exception:
-        return None
-    status, errors = validate(work)
-    verdict = Verdict(edit.name, status, errors)
+def judge_all(api: Api, namespace: str, original: Path, root: Path, edits: list[Edit]) -> list[Verdict]:
+    """Every edit that applies to a copy of original, judged by validate (in a process of a pool: it
+    is the costly judge) and by the server (here, meanwhile)."""
+    verdicts: list[Verdict] = []
+    context = multiprocessing.get_context("fork")  # the workers start with lwsgen imported
+    with concurrent.futures.ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        pending: list[tuple[Verdict, Path, concurrent.futures.Future]] = []
+        for index, edit in enumerate(edits):
+            work = root / f"edit-{index}"
+            shutil.copytree(original, work)
+            try:
+                edit.apply(work)
+            except pytest.skip.Exception:
+                shutil.rmtree(work)
+                continue
+            verdict = Verdict(edit.name, 0, [])
+            _server_side(api, namespace, original, work, verdict)
+            pending.append((verdict, work, pool.submit(validate, work)))
+            while len(pending) > 4 or (pending and index == len(edits) - 1):
+                verdicts.append(_validated(*pending.pop(0)))
+        verdicts += [_validated(*waiting) for waiting in pending]
+    return verdicts
+
+
+def _validated(verdict: Verdict, work: Path, future: concurrent.futures.Future) -> Verdict:
+    verdict.validate_status, verdict.validate_errors = future.result()
+    shutil.rmtree(work)
+    return verdict
+
+
+def _server_side(api: Api, namespace: str, original: Path, work: Path, verdict: Verdict) -> None:
     for file in sorted(work.glob("*.yaml")):
         before, after = (original / file.name).read_text(), file.read_text()
         if before == after:
@@ -155,7 +178,6 @@ def judge(api: Api, namespace: str, original: Path, work: Path, edit: Edit) -> V
             continue
         verdict.refusals += refused
         verdict.refused_files |= {file.name} if refused else set()
-    return verdict
 
 
 def kustomize_refusals(directory: Path) -> list[str]:
@@ -175,7 +197,26 @@ def validate(directory: Path) -> tuple[int, list[dict]]:
         status = main(["validate", "--format", "json", "--kubernetes-version", SERVER_VERSION, str(directory)])
     text = out.getvalue().strip()
     problems = json.loads(text) if text.startswith("[") else []
-    return status, [p for p in problems if p.get("severity") == "error"]
+    errors = [p for p in problems if p.get("severity") == "error"]
+    for error in errors:  # while the edited file exists: the kind of the document the error is in
+        error["kind"] = kind_at(directory / error["file"].rsplit("/", 1)[-1], error["line"])
+    return status, errors
+
+
+def kind_at(file: Path, line: int) -> str:
+    """The kind of the document of file that holds line (1-based)."""
+    kind = "?"
+    if not file.is_file():
+        return kind
+    try:
+        for node in yaml.compose_all(file.read_text()):
+            if node is None or node.start_mark.line + 1 > line:
+                break
+            pairs = node.value if isinstance(node, yaml.MappingNode) else []
+            kind = next((v.value for k, v in pairs if k.value == "kind"), "?")
+    except yaml.YAMLError:
+        pass  # an edit that broke the YAML: validate said where
+    return kind
 
 
 def server_refusals(api: Api, namespace: str, name: str, before: str, after: str) -> list[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
 from tests.cluster import handedits
 from tests.cluster.deploy import REPO
@@ -58,17 +57,6 @@ def field_of(error: dict) -> str:
     if not required:
         return path
     return f"{path}.{required.group(1)}" if path else required.group(1)
-
-
-def kind_at(file, line: int) -> str:
-    """The kind of the document of file that holds line (1-based)."""
-    kind = "?"
-    for node in yaml.compose_all(file.read_text()):
-        if node is None or node.start_mark.line + 1 > line:
-            break
-        pairs = node.value if isinstance(node, yaml.MappingNode) else []
-        kind = next((v.value for k, v in pairs if k.value == "kind"), "?")
-    return kind
 
 
 # Value edits of the kinds whose server rules validate applies (lwsgen/output/kindrules.py), each in
@@ -168,27 +156,24 @@ def _edits(example) -> list[handedits.Edit]:
 def test_validate_refuses_what_the_server_refuses(cluster, example, tmp_path):
     namespace = f"edits-{example}"[:63]
     cluster.admin.ensure_namespace(namespace)
-    original, work = REPO / "out" / example, tmp_path / example
+    original = REPO / "out" / example
     justified = justified_fields()
-    missed, stricter, judged = [], [], 0
-    for edit in _edits(example):
-        verdict = handedits.judge(cluster.admin, namespace, original, work, edit)
-        if verdict is None:
-            continue
-        judged += 1
+    missed, stricter = [], []
+    verdicts = handedits.judge_all(cluster.admin, namespace, original, tmp_path, _edits(example))
+    for verdict in verdicts:
         if verdict.validate_status not in (0, 1):
-            missed.append(f"{edit.name}: validate crashed (exit {verdict.validate_status})")
-        if verdict.server_refused and edit.name not in EXCEPTIONS:
+            missed.append(f"{verdict.edit}: validate crashed (exit {verdict.validate_status})")
+        if verdict.server_refused and verdict.edit not in EXCEPTIONS:
             said = {error["file"].rsplit("/", 1)[-1] for error in verdict.validate_errors}
             if verdict.validate_status == 0 or not verdict.refused_files & (said | set(KUSTOMIZE_INPUTS)):
-                missed.append(f"{edit.name}: the server refused it, validate said nothing of "
+                missed.append(f"{verdict.edit}: the server refused it, validate said nothing of "
                               f"{sorted(verdict.refused_files)}: {verdict.refusals[0]}")  # fmt: skip
         if verdict.server_refused:
             continue
         for error in verdict.validate_errors:
-            at = (kind_at(work / error["file"].rsplit("/", 1)[-1], error["line"]), field_of(error))
+            at = (error["kind"], field_of(error))
             if error["code"] not in BEYOND_ONE_OBJECT and not is_justified(at, justified):
-                stricter.append(f"{edit.name}: validate refused {at[0]} {at[1]} ({error['message'][:120]}), "
+                stricter.append(f"{verdict.edit}: validate refused {at[0]} {at[1]} ({error['message'][:120]}), "
                                 "the server accepted it; justify it in docs/validation.md or accept it")  # fmt: skip
-    assert judged > 100, f"only {judged} edits applied to {example}"
+    assert len(verdicts) > 100, f"only {len(verdicts)} edits applied to {example}"
     assert not missed and not stricter, "\n".join(missed + stricter)
