@@ -348,3 +348,19 @@ def test_the_source_ranges_annotation_belongs_to_a_load_balancer():
     service["metadata"]["annotations"] = {"service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8"}
     [(path, _)] = _errors(service)
     assert path == ("metadata", "annotations", "service.beta.kubernetes.io/load-balancer-source-ranges")
+
+
+def test_a_profiles_behavior_out_of_the_servers_bounds_is_refused_at_the_profile(tmp_path, capsys):
+    """The same bounds (lwsgen/kuberules.py), said at the profile's field, not at the output or a patch."""
+    text = (REPO / "profiles" / "triton-llama3-405b.yaml").read_text()
+    assert "\n  target: 1\n" in text
+    behavior = "  behavior: {scaleDown: {policies: [{type: Pods, value: 1, periodSeconds: 3600}]}}\n"
+    profile = tmp_path / "p.yaml"
+    profile.write_text(text.replace("\n  target: 1\n", "\n  target: 1\n" + behavior))
+    assert main(["render", str(profile), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"{profile}:" in err
+        and "autoscaling.behavior.scaleDown.policies[0].periodSeconds: must be between 1 and 1800" in err
+    )
+    assert not (tmp_path / "out").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from lwsgen import registry, runtimes
 from lwsgen.check import pods
 from lwsgen.check.budget import budget
+from lwsgen.kuberules import scaling_rule_errors
 from lwsgen.kubeschemas import definition_errors
 from lwsgen.load.source import Source
 from lwsgen.problems import ERROR, WARNING, Problem
@@ -52,8 +53,14 @@ def definition_problems(src: Source, version: str) -> list[Problem]:
 
     out = []
     for path, definition in _values(src):
-        for error in definition_errors(_at(src.data, path), definition, version):
+        value = _at(src.data, path)
+        errors = list(definition_errors(value, definition, version))
+        for error in errors:
             out.append(src.problem((*path, *error.path), error.message, "invalid", key=error.at_key))
+        if definition == SCALING_RULES and not errors:  # the API server's bounds the definition leaves out
+            out += [
+                src.problem(found.path, found.message, "out-of-range") for found in scaling_rule_errors(value, path)
+            ]
     return out
 
 

@@ -6,6 +6,7 @@ import ipaddress
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from lwsgen.kuberules import scaling_rule_errors
 from lwsgen.output.apirules import DNS1123_SUBDOMAIN, api_errors
 from lwsgen.problems import Finding
 from lwsgen.quantity import parse as quantity
@@ -159,28 +160,6 @@ def _job(job: dict[str, Any]) -> Iterator[Finding]:
         yield Finding(("spec", "podReplacementPolicy"), "must be Failed when podFailurePolicy is specified")
 
 
-def _scaling_rules(rules: dict[str, Any], at: tuple) -> Iterator[Finding]:
-    """autoscaling/validation/validation.go validateScalingRules and validateScalingPolicy; a
-    `policies` left out is filled by defaulting (autoscaling/v2/defaults.go), an empty list is not."""
-    window = rules.get("stabilizationWindowSeconds")
-    if isinstance(window, int) and not 0 <= window <= 3600:  # MaxStabilizationWindowSeconds
-        yield Finding((*at, "stabilizationWindowSeconds"), "must be between 0 and 3600")
-    if rules.get("selectPolicy", "Max") not in ("Max", "Min", "Disabled"):
-        yield Finding((*at, "selectPolicy"), f"{rules['selectPolicy']!r} is not one of: Max, Min, Disabled")
-    if "policies" in rules and not rules["policies"]:
-        yield Finding((*at, "policies"), "must specify at least one Policy")
-    for p, policy in enumerate(rules.get("policies") or []):
-        if not isinstance(policy, dict):
-            continue
-        if policy.get("type") not in ("Pods", "Percent"):
-            yield Finding((*at, "policies", p, "type"), f"{policy.get('type')!r} is not one of: Pods, Percent")
-        if isinstance(policy.get("value"), int) and policy["value"] <= 0:
-            yield Finding((*at, "policies", p, "value"), "must be greater than zero")
-        period = policy.get("periodSeconds")
-        if isinstance(period, int) and not 0 < period <= 1800:  # MaxPeriodSeconds
-            yield Finding((*at, "policies", p, "periodSeconds"), "must be between 1 and 1800")
-
-
 def _hpa(hpa: dict[str, Any]) -> Iterator[Finding]:
     """autoscaling/validation/validation.go ValidateHorizontalPodAutoscalerSpec and validateMetricSpec:
     at least one replica (HPAScaleToZero is alpha, off), the type's source and only it."""
@@ -190,7 +169,7 @@ def _hpa(hpa: dict[str, Any]) -> Iterator[Finding]:
     for direction in ("scaleUp", "scaleDown"):
         rules = (spec.get("behavior") or {}).get(direction)
         if isinstance(rules, dict):
-            yield from _scaling_rules(rules, ("spec", "behavior", direction))
+            yield from scaling_rule_errors(rules, ("spec", "behavior", direction))
     for m, metric in enumerate(spec.get("metrics") or []):
         if not isinstance(metric, dict):
             continue
