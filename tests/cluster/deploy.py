@@ -4,11 +4,12 @@ applied as a GitOps tool applies them (server-side, fieldValidation=Strict)."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 from lwsgen.cli import main
 from lwsgen.pipeline import render_profile
@@ -58,13 +59,16 @@ class Example:
         return made
 
 
-def rendered_in(profile: Path, namespace: str, root: Path, name: str) -> Example:
-    """The profile (with what sits beside it: its templates) in a namespace of its own, rendered as a
-    user renders it, under root."""
+def rendered_in(profile: Path, namespace: str, root: Path, name: str, node_labels: dict | None = None) -> Example:
+    """The profile (with what sits beside it: its templates) in a namespace of its own, its pods held
+    to nodes with node_labels if given, rendered as a user renders it, under root."""
     source = root / "profiles" / name
     shutil.copytree(profile.parent, source, ignore=shutil.ignore_patterns("*.yaml"))
-    text = re.sub(r"^namespace: .*\n", "", profile.read_text(), flags=re.M)
-    (source / "profile.yaml").write_text(f"{text.rstrip()}\nnamespace: {namespace}\n")
+    data = yaml.safe_load(profile.read_text())
+    data["namespace"] = namespace
+    if node_labels:
+        data.setdefault("node", {}).setdefault("nodeSelector", {}).update(node_labels)
+    (source / "profile.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     assert main(["render", str(source / "profile.yaml"), "-o", str(root / "out")]) == 0
     example = Example(name, source / "profile.yaml", root / "out")
     example.out_dir = root / "out" / example.profile.name

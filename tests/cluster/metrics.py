@@ -49,6 +49,7 @@ class Exporter:
 
     def stop(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
 
 def kube_pod_labels(pods: list[dict]) -> str:

@@ -26,7 +26,9 @@ def _docs(path):
 
 
 def test_the_hpa_scales_the_set_on_the_rendered_metric(cluster, tmp_path):
-    example = rendered_in(REPO / "profiles" / f"{EXAMPLE}.yaml", NAMESPACE, tmp_path, f"{EXAMPLE}-hpa")
+    # its own node label: the group the HPA adds waits for nodes, and must not take a later test's
+    own_nodes = {"lwsgen.test/pool": NAMESPACE}
+    example = rendered_in(REPO / "profiles" / f"{EXAMPLE}.yaml", NAMESPACE, tmp_path, f"{EXAMPLE}-hpa", own_nodes)
     problems = flow.run(cluster, example)  # applied, made, placed, ready; its nodes cordoned after
     assert not problems, "\n".join(problems)
     api, out = cluster.admin, example.out_dir
