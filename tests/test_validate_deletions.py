@@ -20,14 +20,14 @@ SWEEPS = [pytest.param(1, id="every-key", marks=pytest.mark.slow), pytest.param(
 ASSERTED = {("spec",), ("metadata", "name")}
 
 
-def _key_paths(node, at=()):
+def key_paths(node, at=()):
     if isinstance(node, dict):
         for key, value in node.items():
             yield (*at, key)
-            yield from _key_paths(value, (*at, key))
+            yield from key_paths(value, (*at, key))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            yield from _key_paths(value, (*at, index))
+            yield from key_paths(value, (*at, index))
 
 
 # libyaml's emitter: the pure-Python one cost more than the validation under test
@@ -56,7 +56,7 @@ def test_deleting_any_key_never_crashes_validate(example, stride, tmp_path):
         for index, doc in enumerate(docs):
             if kinds[index] in kinds[:index]:
                 continue  # a second role's object of the same kind: the first one's keys cover it
-            paths = [p for p in _key_paths(doc) if len(p) <= DEPTH]
+            paths = [p for p in key_paths(doc) if len(p) <= DEPTH]
             for path in (p for i, p in enumerate(paths) if i % stride == 0 or p in ASSERTED):
                 file.write_text(_without(docs, index, path))
                 err = io.StringIO()

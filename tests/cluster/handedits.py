@@ -14,7 +14,7 @@ import json
 import multiprocessing
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import yaml
 from lwsgen.cli import main
 from tests.cluster.api import Api, ApiError
 from tests.cluster.lwsmanifests import KUSTOMIZE
+from tests.test_validate_deletions import DUMPER, key_paths  # the deletion suite's own walk and emitter
 
 KUSTOMIZE_INPUTS = ("kustomization.yaml", "kustomizeconfig.yaml", "kustomize-openapi.yaml")
 # files of a rendered directory that are not API objects: kustomize's inputs (judged by the real
@@ -31,9 +32,8 @@ KUSTOMIZE_INPUTS = ("kustomization.yaml", "kustomizeconfig.yaml", "kustomize-ope
 NOT_OBJECTS = (*KUSTOMIZE_INPUTS, "prometheus-adapter-rules.yaml", "eksctl-nodegroup.yaml")
 
 
-# libyaml's parser and emitter: the pure-Python ones cost more than the two judges together
+# libyaml's parser: the pure-Python one costs more than the two judges together
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @functools.lru_cache(maxsize=64)
@@ -73,16 +73,6 @@ class Verdict:
     @property
     def server_refused(self) -> bool:
         return bool(self.refusals)
-
-
-def key_paths(node, at=()) -> Iterator[tuple]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield (*at, key)
-            yield from key_paths(value, (*at, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from key_paths(value, (*at, index))
 
 
 def deletions(directory: Path, depth: int, stride: int) -> list[Edit]:
