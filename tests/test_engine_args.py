@@ -5,6 +5,7 @@ says, and passes the engine's own checks of a parsed command line. Opt-in (two v
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from pathlib import Path
@@ -224,3 +225,102 @@ def test_every_example_and_role_parses_with_its_engines_own_parser(example):
     objects = dict(_every_rendered())[example]
     lines = sum(len(found) for found in _engine_argvs(objects).values())
     assert _parsed_everywhere().get(example, 0) == lines
+
+
+# ---- the oldest releases lwsgen checks -------------------------------------------------------------
+
+# The oldest release lwsgen checks of each engine (ENGINE.oldest in lwsgen/runtimes/<engine>.py), whose
+# own parser `make engines` installs beside the examples' (venvs vllm-0.8.5, sglang-0.4.6)
+OLDEST = {engine: runtimes.get(engine).engine.oldest for engine in ("vllm", "sglang")}
+OLDEST_VARIANTS = {name: spec for name, spec in VARIANTS.items() if name.startswith(tuple(OLDEST))}
+OLDEST_NAMES = [
+    *sorted(p.stem for p in PROFILES.glob("*.yaml") if _profile(p.stem)["runtime"] in OLDEST),
+    *OLDEST_VARIANTS,
+]
+# What lwsgen says of a feature the release lacks: "needs <engine> X or newer", or an extraArgs
+# flag its parser's table does not have (the examples' extraArgs are written for the newest release)
+VERSION_REFUSAL = r"needs (vLLM|SGLang) [0-9.]+ or newer|is not a flag of (vllm|sglang) "
+
+
+def _venv_of(engine: str, version: str) -> Path:
+    python = VENVS / f"{engine}-{version}" / "bin" / "python"
+    if not python.exists():
+        engine_missing(f"no {engine} {version} parser at {python.parent.parent}: make engines builds it")
+    return python
+
+
+def _render_refused(profile: dict) -> tuple[list[dict], list]:
+    """(objects, []) of a rendered profile dict, or ([], the errors render refused it with)."""
+    import tempfile
+
+    import yaml
+
+    from lwsgen.problems import ProblemsError
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / f"{profile['name']}.yaml"
+        path.write_text(yaml.safe_dump(profile))
+        try:
+            files = render_profile(path).files.values()
+        except ProblemsError as refused:
+            return [], [p for p in refused.problems if p.severity == "error"]
+    return [o for text in files for o in yaml.safe_load_all(text) if o], []
+
+
+@functools.cache
+def _rendered_at_oldest(name: str) -> tuple[list[dict], list[str]]:
+    """The example or variant rendered for its engine's oldest checked release (runtimeVersion): its
+    objects, or what render refused it with. The examples' extraArgs are written for the newest
+    release: those the oldest one's parser lacks are refused, then left out, and the rest rendered."""
+    import re
+
+    example, changes = OLDEST_VARIANTS.get(name, (name, {}))
+    profile = copy.deepcopy({**_profile(example), **changes})
+    profile["runtimeVersion"] = OLDEST[profile["runtime"]]
+    while True:
+        objects, refused = _render_refused(profile)
+        flags = [re.fullmatch(r"(.*)\[(\d+)\]", p.path) for p in refused if p.code == "unknown-engine-flag"]
+        if not refused or len(flags) < len(refused):
+            return objects, [f"{p.path}: {p.message}" for p in refused]
+        for found in sorted(flags, key=lambda found: -int(found[2])):  # from the end: indexes stay right
+            functools.reduce(lambda node, key: node[key], found[1].split("."), profile).pop(int(found[2]))
+
+
+@functools.cache
+def _parsed_at_oldest() -> dict[str, int]:
+    """Every command line rendered for the oldest releases through that release's parser, one run of
+    each parser for all: how many lines it accepted, by example or variant."""
+    accepted: dict[str, int] = {}
+    for engine, version in OLDEST.items():
+        lines = [
+            (name, argv) for name in OLDEST_NAMES for _, argv in _engine_argvs(_rendered_at_oldest(name)[0])[engine]
+        ]
+        if lines:
+            argvs = [argv for _, argv in lines]
+            parsed = json_through([str(_venv_of(engine, version)), str(PARSE), engine], argvs, timeout=300)["parsed"]
+            assert len(parsed) == len(lines)  # a refused line fails the parser's run (exit 2)
+            for name, _ in lines:
+                accepted[name] = accepted.get(name, 0) + 1
+    return accepted
+
+
+@pytest.mark.parametrize("name", OLDEST_NAMES)
+def test_every_example_at_the_oldest_release_parses_with_that_releases_parser(name):
+    """vLLM 0.8.5 / SGLang 0.4.6 (the oldest releases lwsgen checks): what render writes for them, every
+    leader's and worker's command line, the real parser of that release and its post-parse checks
+    accept; what render refuses, it refuses because the release lacks the feature."""
+    import re
+
+    objects, refused = _rendered_at_oldest(name)
+    if refused:
+        assert all(re.search(VERSION_REFUSAL, message) for message in refused), refused
+        return
+    lines = sum(len(found) for found in _engine_argvs(objects).values())
+    assert lines, f"{name}: no engine command line"
+    assert _parsed_at_oldest().get(name, 0) == lines
+
+
+def test_the_oldest_release_renders_more_than_it_refuses():
+    """The oldest-release test must parse something: most examples and variants render at it."""
+    rendered = [name for name in OLDEST_NAMES if not _rendered_at_oldest(name)[1]]
+    assert len(rendered) >= len(OLDEST_NAMES) // 2, rendered

@@ -21,11 +21,16 @@ from lwsgen.check.flags import argv_problems
 VENVS = Path(os.environ.get("LWSGEN_ENGINE_VENVS", REPO / ".venv-engines"))
 TOOLS = REPO / "tools" / "engine_args"
 TABLES = REPO / "lwsgen" / "runtimes" / "flags"
-PINNED = {"vllm": "0.33.0", "sglang": "0.5.23", "aphrodite": "0.20.0"}
+PINNED = {"vllm": "0.33.0", "sglang": "0.5.23", "aphrodite": "0.20.0"}  # the examples' releases
+OLDEST = {"vllm": "0.8.5", "sglang": "0.4.6"}  # the oldest releases lwsgen checks (ENGINE.oldest)
+# Every parser make engines installs, by (engine, release): the examples' in venv ENGINE, the oldest in
+# venv ENGINE-RELEASE
+PARSERS = sorted({**{(e, v): e for e, v in PINNED.items()}, **{(e, v): f"{e}-{v}" for e, v in OLDEST.items()}})
 
 
-def _venv(engine: str) -> Path:
-    python = VENVS / engine / "bin" / "python"
+def _venv(engine: str, version: str | None = None) -> Path:
+    name = engine if version in (None, PINNED[engine]) else f"{engine}-{version}"
+    python = VENVS / name / "bin" / "python"
     if not python.exists():
         engine_missing(f"no {engine} venv at {python.parent.parent} (make test-engines builds it)")
     return python
@@ -161,13 +166,19 @@ def test_vllm_rewrites_before_argparse():
     assert argv_problems("vllm", "0.33.0", ["m", "--no-enable-prefix-caching", "--disable-log-stats"]) == []
 
 
-@pytest.mark.parametrize("engine", ["vllm", "aphrodite"])
-def test_the_vllm_rewrite_reproduces_the_recorded_probes(engine):
-    """Aphrodite carries vLLM's FlexibleArgumentParser: its recorded probes hold it to the same mirror."""
-    table, _ = flags.table_for(engine, PINNED[engine])
+@pytest.mark.parametrize("engine, version", [(e, v) for e in ("vllm", "aphrodite") for v in flags.known_versions(e)])
+def test_the_vllm_rewrite_reproduces_the_recorded_probes(engine, version):
+    """Each table's FlexibleArgumentParser (vLLM's releases, Aphrodite's copy) by its recorded probes:
+    what its mirror hands argparse is what the real parse_args did, and it refuses what that raised on."""
+    table, _ = flags.table_for(engine, version)
+    rewrite = flags._rewrite_of(table)
     for probe in table["rewrites"]["probes"]:
         assert probe["argv"][0] == "serve"
-        got = [t for t, _ in flags._vllm_rewrite(probe["argv"][1:], [], engine)]
+        problems: list = []
+        got = [t for t, _ in rewrite(probe["argv"][1:], problems, engine)]
+        if "raises" in probe:
+            assert problems, probe
+            continue
         expected = ["{}" if t.startswith("{") else t for t in probe["argparse_gets"][1:]]
         assert got == expected, probe
 
@@ -221,8 +232,8 @@ answer.flush()
 """
 
 
-def _real(engine: str, argvs: list[list[str]]) -> list[dict]:
-    return json_through([str(_venv(engine)), "-c", RUN_REAL, engine, str(TOOLS)], argvs, timeout=600)
+def _real(engine: str, argvs: list[list[str]], version: str | None = None) -> list[dict]:
+    return json_through([str(_venv(engine, version)), "-c", RUN_REAL, engine, str(TOOLS)], argvs, timeout=600)
 
 
 # (argv, what happens): "ok" the real parser takes it as written, "reinterpreted" it takes it as
@@ -274,12 +285,49 @@ CASES = {
 }
 # Aphrodite 0.20.0 carries vLLM's parser: the same argvs, as its own parser judges them
 CASES["aphrodite"] = list(CASES["vllm"])
+# The oldest releases: what changed since (vLLM 0.8.5's FlexibleArgumentParser refuses the token
+# --model and has no dotted keys; SGLang 0.4.6 has one --cuda-graph-max-bs, no pipeline)
+CASES_OLDEST = {
+    "vllm": [
+        (["m", "--tensor-parallel-size", "8", "--port", "8080", "--distributed-executor-backend", "ray"], "ok"),
+        (["m", "--tensor_parallel_size", "2", "--max_model_len=4096", "-tp", "2"], "ok"),
+        (["m", "--model=x", "--served-model-name", "a", "b", "--enable-expert-parallel"], "ok"),
+        (["--served-model-name", "x", "--port", "8000", "--model=m"], "ok"),
+        (["--model", "m", "--port", "8000"], "rejected"),
+        (["m", "--tensor-parallel", "2"], "reinterpreted"),
+        (["m", "--headless"], "rejected"),
+        (["m", "--nnodes", "2"], "rejected"),
+        (["m", "--compilation-config.level", "3"], "rejected"),
+        (["m", "extra"], "rejected"),
+    ],
+    "sglang": [
+        ([*SGLANG, "--tp-size", "8", "--enable-metrics", "--cuda-graph-max-bs", "64"], "ok"),
+        (
+            [
+                *SGLANG,
+                "--dist-init-addr",
+                "a:1",
+                "--nnodes",
+                "2",
+                "--node-rank",
+                "1",
+                "--disaggregation-mode",
+                "prefill",
+            ],
+            "ok",
+        ),
+        ([*SGLANG, "--tp", "8"], "reinterpreted"),
+        ([*SGLANG, "--enable-dp-lm-head"], "rejected"),
+        ([*SGLANG, "--pp-size", "2"], "rejected"),
+        ([*SGLANG, "--tp_size", "8"], "rejected"),
+    ],
+}
 
 
-def _generated(engine: str, count: int = 150) -> list[list[str]]:
+def _generated(engine: str, version: str, count: int = 150) -> list[list[str]]:
     """Flags cut short, run on, respelled and given '=' values: argvs the checker must not pass when
     the parser refuses them."""
-    table, _ = flags.table_for(engine, PINNED[engine])
+    table, _ = flags.table_for(engine, version)
     rng = random.Random(f"{engine}-flags")
     simple = sorted(
         s
@@ -314,19 +362,19 @@ def _generated(engine: str, count: int = 150) -> list[list[str]]:
 
 
 @pytest.mark.engines  # the engines' own parsers (make engines): make test-engines runs it
-@pytest.mark.parametrize("engine", sorted(CASES))
-def test_the_checker_is_never_looser_than_the_real_parser(engine):
-    cases = CASES[engine]
-    generated = _generated(engine)
-    verdicts = _real(engine, [argv for argv, _ in cases] + generated)
+@pytest.mark.parametrize("engine, version", PARSERS)
+def test_the_checker_is_never_looser_than_the_real_parser(engine, version):
+    cases = CASES[engine] if version == PINNED[engine] else CASES_OLDEST[engine]
+    generated = _generated(engine, version)
+    verdicts = _real(engine, [argv for argv, _ in cases] + generated, version)
     for (argv, expected), real in zip(cases, verdicts[: len(cases)], strict=True):
-        problems = argv_problems(engine, PINNED[engine], argv)
+        problems = argv_problems(engine, version, argv)
         assert (real["exit"] is not None) == (expected == "rejected"), (argv, real)
         assert bool(problems) == (expected != "ok"), (argv, problems, real)
     looser = [
         (argv, real)
         for argv, real in zip(generated, verdicts[len(cases) :], strict=True)
-        if real["exit"] is not None and not argv_problems(engine, PINNED[engine], argv)
+        if real["exit"] is not None and not argv_problems(engine, version, argv)
     ]
     assert looser == []
     # and the checker's silence is rare only where the parser objects: some generated argvs pass
@@ -344,17 +392,17 @@ def test_the_real_sglang_finds_cuda_graph_max_bs_ambiguous():
 
 
 @pytest.mark.engines  # the engines' own parsers (make engines): make test-engines runs it
-@pytest.mark.parametrize("engine", sorted(PINNED))
-def test_the_committed_table_is_what_the_parser_dumps(engine):
+@pytest.mark.parametrize("engine, release", PARSERS)
+def test_the_committed_table_is_what_the_parser_dumps(engine, release):
     proc = subprocess.run(
-        [str(_venv(engine)), str(TOOLS / "dump_flags.py"), engine],
+        [str(_venv(engine, release)), str(TOOLS / "dump_flags.py"), engine],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     version = json.loads(proc.stdout)["version"]
-    assert version == PINNED[engine], f"the {engine} venv has {version}, not the pinned {PINNED[engine]}"
+    assert version == release, f"the {engine} venv has {version}, not the pinned {release}"
     committed = (TABLES / f"{engine}-{version}.json").read_text(encoding="utf-8")
     assert proc.stdout == committed, f"regenerate: {sys.executable} ... dump_flags.py {engine} (see its docstring)"
 
@@ -396,6 +444,52 @@ def test_a_version_without_its_own_table_is_checked_against_the_nearest_as_a_war
         "model.extraArgs[0]: warning: --no-such-flag is not a flag of sglang 0.5.23 (the nearest table to 0.5.24)"
         in said
     )
+
+
+def test_the_oldest_release_is_held_to_its_own_parsers_table(said):
+    """SGLang 0.4.6 (the oldest lwsgen checks): --cuda-graph-max-bs is its one flag, and a flag added
+    later (--enable-dp-lm-head) is an error, not a warning against 0.5.23's table."""
+    profile = _sglang_profile("lmsysorg/sglang:v0.4.6", extraArgs=["--cuda-graph-max-bs", "64", "--enable-dp-lm-head"])
+    profile["parallelism"] = {"tensor": 16}
+    errors, _ = said(profile)
+    assert errors == [
+        "model.extraArgs[2]: --enable-dp-lm-head is not a flag of sglang 0.4.6; did you mean --enable-ep-moe?"
+    ]
+    profile["model"]["extraArgs"] = ["--cuda-graph-max-bs", "64"]
+    assert said(profile) == ([], [])
+
+
+def test_vllm_0_8_5_refuses_the_model_flag_its_successors_move():
+    """vLLM 0.8.5's FlexibleArgumentParser raises on the token --model with `vllm serve`; 0.33.0 moves
+    it to the front (vllm/utils.py@v0.8.5 parse_args; vllm/utils/argparse_utils.py@v0.33.0)."""
+    [(index, message)] = argv_problems("vllm", "0.8.5", ["--model", "m", "--port", "8000"])
+    assert index == 0 and "refuses it (ValueError" in message
+    assert argv_problems("vllm", "0.33.0", ["--model", "m", "--port", "8000"]) == []
+    assert argv_problems("vllm", "0.8.5", ["m", "--model=x"]) == []  # argparse's own --model takes it
+
+
+def test_between_two_tables_only_what_both_lack_is_said(write_profile, tmp_path, capsys):
+    """vLLM 0.20.0 has no table: a flag only 0.33.0 has (--async-scheduling) or only 0.8.5 has
+    (--enable-reasoning) may be one of it, and is not said; one neither has is, as a warning."""
+    from lwsgen.cli import main
+
+    extra = ["--async-scheduling", "--enable-reasoning", "--no-such-flag"]
+    path = write_profile(
+        {
+            "name": "v",
+            "runtime": "vllm",
+            "image": "vllm/vllm-openai:v0.20.0",
+            "model": {"path": "/var/run/models/m", "extraArgs": extra},
+            "parallelism": {"tensor": 8},
+            "node": {"gpus": 8},
+            "storage": {"claimName": "models"},
+            "service": {"type": "ClusterIP"},
+        }
+    )
+    assert main(["render", str(path), "-o", str(tmp_path / "out")]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "extraArgs" in line]
+    assert len(said) == 1 and "model.extraArgs[2]: warning: --no-such-flag is not a flag of vllm 0.8.5" in said[0]
+    assert said[0].endswith("(nor of vllm 0.33.0; 0.20.0 has no table of its own)"), said
 
 
 def test_an_extra_arg_the_kubelet_expands_is_checked_as_expanded(said):

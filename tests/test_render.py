@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import examples, lws_of, merged
+from conftest import VLLM_UNTABLED, examples, lws_of, merged
 from lwsgen import render as render_module
 from lwsgen.render import q, to_yaml_scalar
 
@@ -71,6 +71,7 @@ def test_profile_strings_cannot_change_structure(render, minimal):
     rendered = render(
         merged(
             minimal,
+            image=VLLM_UNTABLED,
             annotations={"note": evil},
             env={"EVIL": evil},
             **{"model.extraArgs": ["--chat-template", "{{ messages }}{% for m in x %}", "two words", evil]},

@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXHAUSTIVE, PROFILES, REPO, examples, lws_of, objects_of
+from conftest import EXHAUSTIVE, PROFILES, REPO, VLLM_UNTABLED, examples, lws_of, objects_of
 from lwsgen.check.schema import profile_schema, referenced
 from lwsgen.cli import main
 from runtimes.test_all_runtimes import IMAGES, profile_for
@@ -136,6 +136,7 @@ def test_profile_strings_round_trip_byte_for_byte(render, annotation, env, args,
     assume(not any(a.split("=", 1)[0] in launchers.VLLM_FAMILY_FLAGS for a in args))  # refused, tested elsewhere
     profile = profile_for(
         "vllm",
+        image=VLLM_UNTABLED,
         annotations={"note": annotation},
         env={"VALUE": env},
         model={"path": "/models/m", "extraArgs": args, "servedName": served},
@@ -157,6 +158,7 @@ def test_profile_strings_never_expand_into_secrets(render):
     still expand where a profile names them on purpose."""
     profile = profile_for(
         "vllm",
+        image=VLLM_UNTABLED,
         env={"NOTE": "$(HF_TOKEN)"},
         model={
             "path": "/m",

@@ -138,8 +138,9 @@ TABLES_FROM = {"aphrodite": "0.20.0"}
 def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = True) -> list[Problem]:
     """model.extraArgs as the engine's own parser at the image's version reads them: an unknown or
     removed flag, or an abbreviation argparse finds ambiguous or expands to another flag, is an
-    error (the engine would exit 2 or do something else); against the nearest table of another
-    version (exact_table False: extra_args_flag_warnings), a warning."""
+    error (the engine would exit 2 or do something else); for a version without its own table
+    (exact_table False: extra_args_flag_warnings), what the tables on both sides of it both find, or
+    beyond the first or last table what the nearest finds, is a warning."""
     engine = FLAG_TABLES.get(profile.runtime)
     if engine is None or not profile.model.extra_args:
         return []
@@ -158,7 +159,7 @@ def check_extra_args_flags(profile: Profile, src: Source, exact_table: bool = Tr
     # vLLM's parser reads `vllm serve <model> ...`: the model comes first (its rewrites move --model there)
     head = [profile.model.path] if engine in MODEL_FIRST else []
     out = []
-    for index, message in flags.argv_problems(engine, version, [*head, *args]):
+    for index, message in flags.argv_problems_at(engine, version, [*head, *args]):
         index -= len(head)
         if index < 0:
             continue
@@ -178,7 +179,8 @@ def _expanded(arg: str) -> str:
 @registry.rule("unknown-engine-flag", scope=PROFILE, severity=WARNING)
 def extra_args_flag_warnings(profile: Profile, src: Source) -> list[Problem]:
     """An extraArgs flag lwsgen cannot check against the engine's own flag table for this version (no
-    table for it): said, not refused."""
+    table for it) and that the tables of the releases before and after it both lack: said, not
+    refused."""
     return check_extra_args_flags(profile, src, exact_table=False)
 
 

@@ -95,7 +95,73 @@ def table_for(engine: str, version: str | None) -> tuple[dict[str, Any], bool] |
     return _load(files[older[-1] if older else versions[0]]), False
 
 
+def neighbours(engine: str, version: str) -> list[str]:
+    """For a version without a table: the versions of the tables on either side of it (one at either
+    end of the range)."""
+    key = _version_key(version)
+    versions = known_versions(engine)
+    older = [v for v in versions if _version_key(v) < key]
+    newer = [v for v in versions if _version_key(v) > key]
+    return [*older[-1:], *newer[:1]]
+
+
+def argv_problems_at(engine: str, version: str | None, argv: list[str]) -> list[tuple[int, str]]:
+    """argv_problems by the version's own table, or argv_problems_between for a version without one."""
+    found = table_for(engine, version)
+    if found is None or found[1] or version is None:
+        return argv_problems(engine, version, argv)
+    return argv_problems_between(engine, version, argv)
+
+
+def argv_problems_between(engine: str, version: str, argv: list[str]) -> list[tuple[int, str]]:
+    """argv_problems for a version without its own table: between two tables, only what both find
+    (a flag the releases before and after both lack, or both read as another, is most likely not
+    one of this release either; one only one of them lacks may be), said with the older one's
+    message; beyond the newest or before the oldest table, what the nearest one finds."""
+    sides = neighbours(engine, version)
+    if len(sides) < 2:
+        return argv_problems(engine, version, argv)
+    older, newer = sides
+    both = {index for index, _ in argv_problems(engine, newer, argv)}
+    note = f" (nor of {engine} {newer}; {version} has no table of its own)"
+    return [(index, message + note) for index, message in argv_problems(engine, older, argv) if index in both]
+
+
 # ---- vLLM's FlexibleArgumentParser.parse_args: the argv rewrites before argparse -------------------
+
+
+def _without_config(args: list[tuple[str, int]], problems: list, name: str) -> list[tuple[str, int]]:
+    """_pull_args_from_config (0.8.5 and 0.33.0 alike): the file's options take the place of
+    --config FILE (not known here); more than one --config, or none after it, fails."""
+    tokens = [t for t, _ in args]
+    if "--config" not in tokens:
+        return args
+    i = tokens.index("--config")
+    if tokens.count("--config") > 1:
+        problems.append((args[i][1], f"--config more than once: {name}'s parser fails on it (AssertionError)"))
+    if i == len(args) - 1:
+        problems.append((args[i][1], f"--config needs a file: {name}'s parser fails on it (No config file)"))
+        return args[:i]
+    return args[:i] + args[i + 2 :]
+
+
+def _vllm_rewrite_0_8(argv: list[str], problems: list, name: str) -> list[tuple[str, int]]:
+    """The tokens argparse gets from `vllm serve ARGV` by FlexibleArgumentParser.parse_args of
+    vllm/utils.py at v0.8.5: the token --model raises (--model=X goes on to argparse, where
+    EngineArgs has --model); --config FILE gives way to the file's options; '_' becomes '-' in the
+    whole key of a --key or --key=value. Nothing else: its -O branch (`len(arg) == 2` and not
+    '-O') never matches, so argparse reads -O3 itself."""
+    for index, token in enumerate(argv):
+        if token == "--model":
+            message = f"--model with `vllm serve`: {name}'s parser refuses it"
+            problems.append((index, message + " (ValueError: provide the model as a positional argument)"))
+    out = []
+    for token, origin in _without_config([(t, i) for i, t in enumerate(argv)], problems, name):
+        if token.startswith("--"):
+            key, equals, value = token.partition("=")
+            token = "--" + key[2:].replace("_", "-") + equals + value
+        out.append((token, origin))
+    return out
 
 
 def _vllm_rewrite(argv: list[str], problems: list, name: str) -> list[tuple[str, int]]:
@@ -125,15 +191,7 @@ def _vllm_rewrite(argv: list[str], problems: list, name: str) -> list[tuple[str,
         at = next(o for t, o in args if re.match(r"^--served[-_]model[-_]name(=.+|$)", t))
         message = f"--served-model-name without the model as the first argument: {name}'s parser refuses it"
         problems.append((at, message + " (ValueError: `model` should be provided as the first positional argument)"))
-    if "--config" in tokens:
-        i = tokens.index("--config")
-        if tokens.count("--config") > 1:
-            problems.append((args[i][1], f"--config more than once: {name}'s parser fails on it (AssertionError)"))
-        if i == len(args) - 1:
-            problems.append((args[i][1], f"--config needs a file: {name}'s parser fails on it (No config file)"))
-            del args[i]
-        else:  # the file's options take the place of --config FILE: not known here
-            del args[i : i + 2]
+    args = _without_config(args, problems, name)
     # underscores to dashes in --names (up to the first '.'), -O shorthands
     key_part = re.compile(r"(?<=--)[^\.]*")
 
@@ -192,6 +250,15 @@ def _vllm_rewrite(argv: list[str], problems: list, name: str) -> list[tuple[str,
     for key, origin in dotted.items():
         out += [(key, origin), ("{}", origin)]  # a JSON object: always an argument to argparse
     return out
+
+
+# The rewrite mirror of each table's FlexibleArgumentParser.parse_args (its recorded probes hold it:
+# tests/test_engine_flags.py); the others (vLLM 0.33.0, Aphrodite 0.20.0's copy) are _vllm_rewrite.
+_REWRITES = {("vllm", "0.8.5"): _vllm_rewrite_0_8}
+
+
+def _rewrite_of(table: dict[str, Any]):
+    return _REWRITES.get((table["engine"], table["version"]), _vllm_rewrite)
 
 
 # ---- argparse (CPython 3.11.7 Lib/argparse.py) -----------------------------------------------------
@@ -309,7 +376,7 @@ def argv_problems(engine: str, version: str | None, argv: list[str]) -> list[tup
     name = parser.name
     problems: list[tuple[int, str]] = []
     if table.get("rewrites"):
-        pairs = _vllm_rewrite(list(argv), problems, name)
+        pairs = _rewrite_of(table)(list(argv), problems, name)
     else:
         pairs = [(token, index) for index, token in enumerate(argv)]
     tokens = [t for t, _ in pairs]

@@ -85,9 +85,12 @@ def _program_file(path: str, program: str, standins: Path) -> tuple[str, str, in
 
 
 def _tag_version(reference: str) -> str | None:
-    """The engine version an image tag spells (v0.33.0, 0.5.23), or None (a commit, latest)."""
+    """The engine version an image tag spells (v0.33.0, 0.5.23, 26.07-trtllm-python-py3), or None (a
+    commit, latest)."""
     tag = reference.rsplit(":", 1)[-1] if ":" in reference.rsplit("/", 1)[-1] else ""
     match = re.fullmatch(r"v?(\d+(?:\.\d+)+(?:\.post\d+)?)", tag)
+    # NGC's tritonserver images: YY.MM-trtllm-python-py3 (the container release)
+    match = match or re.match(r"(\d{2}\.\d{2})-", tag)
     return match.group(1) if match else None
 
 

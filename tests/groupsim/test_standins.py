@@ -43,3 +43,41 @@ def _run(standins, program: str, argv: list[str], image: str) -> subprocess.Comp
 def test_a_standin_exits_2_where_its_engine_refuses_the_argv(standins, program, argv, image, said):
     ran = _run(standins, program, argv, image)
     assert ran.returncode == 2 and said in ran.stderr, (ran.returncode, ran.stderr[-2000:])
+
+
+TRITON = "nvcr.io/nvidia/tritonserver:26.07-trtllm-python-py3"
+REPOSITORY = ["--model-repository=/models/m", "--http-port=8000"]
+
+
+@pytest.mark.parametrize(
+    "argv, image, said",
+    [
+        ([*REPOSITORY, "--no-such-option=1"], TRITON, "unrecognized option '--no-such-option=1'"),
+        ([*REPOSITORY, "--allow"], TRITON, "option '--allow' is ambiguous"),  # getopt_long's prefixes
+        ([*REPOSITORY, "--grpc-port"], TRITON, "option '--grpc-port' requires an argument"),
+        ([*REPOSITORY, "--allow-http=maybe"], TRITON, 'Bad option: "--allow-http".\ninvalid value for bool option'),
+        ([*REPOSITORY, "--metrics-port=x"], TRITON, 'Bad option: "--metrics-port".\nInvalid option value. Got x'),
+        ([*REPOSITORY, "extra"], TRITON, "Unexpected argument: extra"),
+        # 24.07 (Triton 2.48.0) has no --allow-client-shm: it came later
+        ([*REPOSITORY, "--allow-client-shm=true"], TRITON.replace("26.07", "24.07"), "unrecognized option"),
+    ],
+)
+def test_the_tritonserver_standin_exits_1_where_tritonserver_refuses_the_argv(standins, argv, image, said):
+    """glibc's getopt_long over the options of src/command_line_parser.cc at the image's release, then
+    the value parsers, and src/main.cc's exit 1 with the usage (tests/groupsim/standins/triton_getopt.py)."""
+    ran = _run(standins, "tritonserver", argv, image)
+    assert ran.returncode == 1 and said in ran.stderr, (ran.returncode, ran.stderr[-2000:])
+    assert "Usage: tritonserver [options]" in ran.stderr
+
+
+def test_the_tritonserver_standin_takes_what_tritonserver_takes():
+    """Unique prefixes of long options (getopt_long), booleans in any case, both value forms."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("triton_getopt", images.HERE / "standins" / "triton_getopt.py")
+    triton_getopt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(triton_getopt)
+    argv = ["--model-repo=/m", "--allow-http", "FALSE", "--log-info=off", "--metrics-interval-ms=1000", "--id=rank0"]
+    assert triton_getopt.problems(argv, "26.07") == []
+    assert triton_getopt.table("25.01")["release"] == "2.48.0"  # the newest table not newer than it
+    assert triton_getopt.table("26.09")["release"] == "2.71.0"

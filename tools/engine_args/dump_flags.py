@@ -16,6 +16,10 @@ compares it byte for byte with the committed file):
     bash tools/engine_args/setup.sh aphrodite .venv-engines/aphrodite
     .venv-engines/aphrodite/bin/python tools/engine_args/dump_flags.py aphrodite \
         > lwsgen/runtimes/flags/aphrodite-0.20.0.json
+    # the oldest releases lwsgen checks (make engines builds these venvs too)
+    .venv-engines/vllm-0.8.5/bin/python tools/engine_args/dump_flags.py vllm > lwsgen/runtimes/flags/vllm-0.8.5.json
+    .venv-engines/sglang-0.4.6/bin/python tools/engine_args/dump_flags.py sglang \
+        > lwsgen/runtimes/flags/sglang-0.4.6.json
 
 setup.sh installs torch==2.13.0 without its dependencies: the CPU build where pip's find-links or
 LWSGEN_TORCH_INDEX has it; PyPI's own wheel is the CUDA build, which imports only with its CUDA
@@ -134,7 +138,11 @@ def _vllm_probes(parser_class):
         out = []
         for argv in VLLM_PROBES:
             captured.clear()
-            parser_class().parse_args(list(argv))
+            try:
+                parser_class().parse_args(list(argv))
+            except Exception as error:  # a rewrite that refuses the argv (0.8.5: --model)
+                out.append({"argv": argv, "raises": type(error).__name__})
+                continue
             out.append({"argv": argv, "argparse_gets": captured[0]})
         return out
     finally:
@@ -163,9 +171,42 @@ def vllm():
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     import vllm as package
     from parse import vllm_parser
-    from vllm.entrypoints.common.cli_args import make_arg_parser
 
-    return _serve_command("vllm", package, make_arg_parser, *vllm_parser())
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+    except ImportError:  # before 0.20: the OpenAI server's module
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
+
+    top, parser = vllm_parser()
+    _choices_every_run_takes(parser)
+    return _serve_command("vllm", package, make_arg_parser, top, parser)
+
+
+def _choices_every_run_takes(parser) -> None:
+    """vLLM 0.8.5 gives a config field typed as a Union of Literals the choices of whichever Literal a
+    set yields first (get_kwargs, vllm/engine/arg_utils.py@v0.8.5 lines 144-157). A Literal hashes by
+    its arguments' types, whose hash is their address, so the choices change from run to run
+    (DecodingConfig.guided_decoding_backend: auto, guidance, xgrammar in some runs, with
+    lm-format-enforcer and outlines in others). The table keeps what every run accepts: the values
+    all the Literals share. A release that gives such a field other choices is left as it is."""
+    import dataclasses
+    import typing
+
+    import vllm.config as config
+
+    for cls in vars(config).values():
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            continue
+        for field in dataclasses.fields(cls):
+            if typing.get_origin(field.type) is not typing.Union:
+                continue
+            literals = [
+                set(typing.get_args(a)) for a in typing.get_args(field.type) if typing.get_origin(a) is typing.Literal
+            ]
+            for action in parser._actions:
+                picked = action.dest == field.name and action.choices is not None and len(literals) > 1
+                if picked and set(action.choices) in literals:
+                    action.choices = sorted(set.intersection(*literals))
 
 
 def aphrodite():

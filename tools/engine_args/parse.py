@@ -12,13 +12,16 @@ import sys
 
 
 def vllm_parser():
-    from vllm.entrypoints.common.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    # `vllm serve` as vllm/entrypoints/cli/main.py builds it (0.8.5 and 0.33.0 alike): the top
+    # FlexibleArgumentParser, its subparsers, and ServeSubcommand's own subparser_init.
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:  # before 0.11: vllm/utils/__init__.py
+        from vllm.utils import FlexibleArgumentParser
+    from vllm.entrypoints.cli.serve import ServeSubcommand
 
-    # As vllm/entrypoints/cli/main.py and ServeSubcommand.subparser_init build `vllm serve`.
     top = FlexibleArgumentParser(description="vLLM CLI")
-    serve = top.add_subparsers(required=False, dest="subparser").add_parser("serve")
-    make_arg_parser(serve)
+    serve = ServeSubcommand().subparser_init(top.add_subparsers(required=False, dest="subparser"))
     return top, serve
 
 
@@ -26,14 +29,14 @@ def vllm(argvs):
     # No GPU: vLLM builds default configs while registering its flags, and needs a platform (read
     # when vllm is first imported).
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
+    from vllm.entrypoints.cli.serve import ServeSubcommand
 
     top, serve = vllm_parser()
     parsed = []
     for argv in argvs:
         assert argv[0] == "vllm", argv
         namespace = top.parse_args(argv[1:])
-        validate_parsed_serve_args(namespace)  # what `vllm serve` runs right after parsing
+        ServeSubcommand().validate(namespace)  # what `vllm serve` runs right after parsing (cli/main.py)
         parsed.append(vars(namespace))
     return parsed, serve
 
@@ -71,8 +74,22 @@ def aphrodite(argvs):
     return parsed, serve
 
 
+def _answer_as_a_gpu_node(server_args) -> None:
+    """SGLang 0.4's ServerArgs.__post_init__ asks the machine for its accelerator and its memory
+    (get_device, get_device_memory_capacity: python/sglang/srt/server_args.py, v0.4.6), and raises on
+    a machine without one. The pod has GPUs; answer as one 80 GB CUDA GPU would (the H100 of the
+    examples), leaving every check of the arguments as it is. Later releases ask nothing at parse time."""
+    if hasattr(server_args, "get_device"):
+        server_args.get_device = lambda *_: "cuda"
+    if hasattr(server_args, "get_device_memory_capacity"):
+        server_args.get_device_memory_capacity = lambda *_: 81559  # MiB, as nvidia-smi gives an H100 80GB HBM3
+
+
 def sglang(argvs):
+    from sglang.srt import server_args
     from sglang.srt.server_args import ServerArgs
+
+    _answer_as_a_gpu_node(server_args)
 
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
@@ -87,9 +104,15 @@ def sglang(argvs):
 
 def main() -> int:
     argvs = json.load(sys.stdin)
+    # stdout is the answer alone: what the engines print while importing and parsing (vLLM 0.8.5
+    # logs to stdout) goes to stderr
+    answer = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     parsed, parser = {"vllm": vllm, "sglang": sglang, "aphrodite": aphrodite}[sys.argv[1]](argvs)
     options = sorted({s for action in parser._actions for s in action.option_strings})
-    json.dump({"parsed": parsed, "options": options}, sys.stdout, default=str)
+    json.dump({"parsed": parsed, "options": options}, answer, default=str)
+    answer.flush()
     return 0
 
 

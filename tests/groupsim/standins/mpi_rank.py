@@ -21,6 +21,13 @@ def main() -> int:
         for problem in click_serve.problems(argv):
             print(f"Usage: trtllm-serve serve [OPTIONS] MODEL\nError: {problem}", file=sys.stderr, flush=True)
             return 2
+    if program == "tritonserver":
+        import triton_getopt
+
+        for problem in triton_getopt.problems(sys.argv[1:], os.environ.get("LWSGEN_STANDIN_ENGINE_VERSION")):
+            # as src/main.cc does with a ParseException: the usage, the message, exit 1
+            print(f"Usage: tritonserver [options]\n{problem}", file=sys.stderr, flush=True)
+            return 1
     options = None
     if program == "trtllm-serve" and standin.flag("--extra_llm_api_options"):
         import yaml  # the options file trtllm-serve reads (a YAML mapping of LLM API options)

@@ -66,10 +66,11 @@ def refuse_as_parser(engine: str, argv: list[str]) -> None:
     """Exit 2 with argparse's "error:" line, as the engine does, on anything its own parser refuses
     or reads as another flag: lwsgen's checker over the flag table dumped from that parser
     (lwsgen/check/flags.py, lwsgen/runtimes/flags; tests/test_engine_flags.py holds the checker never
-    looser than the real parser) at the image's version (LWSGEN_STANDIN_ENGINE_VERSION, from its tag)."""
+    looser than the real parser) at the image's version (LWSGEN_STANDIN_ENGINE_VERSION, from its tag;
+    between two tables, what both refuse)."""
     from lwsgen.check import flags
 
-    problems = flags.argv_problems(engine, os.environ.get("LWSGEN_STANDIN_ENGINE_VERSION") or None, argv)
+    problems = flags.argv_problems_at(engine, os.environ.get("LWSGEN_STANDIN_ENGINE_VERSION") or None, argv)
     for _, message in problems:
         print(f"{PROGRAM or engine}: error: {message}", file=sys.stderr, flush=True)
     if problems:

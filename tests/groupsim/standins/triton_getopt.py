@@ -1,0 +1,87 @@
+"""tritonserver's command line as tritonserver reads it (TritonParser::Parse, src/command_line_parser.cc
+of triton-inference-server/server at the image's release): glibc's own getopt_long, called through
+ctypes, over the option table of that source (tritonserver-RELEASE.json, dumped by
+tools/engine_args/triton_options.py), then the value each option's parser takes: ParseOption<bool>
+true/on/1/false/off/0 in any case, ParseOption<int> std::stoi, ParseOption<double> std::stod
+(digits after optional blanks and a sign; the rest of the word is ignored, as stoi ignores it).
+The first refusal stops it, as the ParseException does; a word left over is "Unexpected argument".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_BOOLS = {"true", "on", "1", "false", "off", "0"}
+_INT = re.compile(r"^[ \t\n\v\f\r]*[+-]?\d")
+_FLOAT = re.compile(r"^[ \t\n\v\f\r]*[+-]?(\d|\.\d|inf|nan)", re.IGNORECASE)
+INT32 = (-(2**31), 2**31 - 1)
+
+
+class _Option(ctypes.Structure):  # <getopt.h> struct option
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("has_arg", ctypes.c_int),
+        ("flag", ctypes.POINTER(ctypes.c_int)),
+        ("val", ctypes.c_int),
+    ]
+
+
+def _key(container: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", container)[:2])
+
+
+def table(container: str | None) -> dict:
+    """The option table of the image's release (NGC container YY.MM): its own, else the newest not
+    newer, else the oldest."""
+    tables = sorted(
+        (json.loads(path.read_text()) for path in HERE.glob("tritonserver-*.json")),
+        key=lambda t: _key(t["container"]),
+    )
+    if not container:
+        return tables[-1]
+    older = [t for t in tables if _key(t["container"]) <= _key(container)]
+    return older[-1] if older else tables[0]
+
+
+def _value_problem(kind: str, value: str) -> str | None:
+    if kind == "boolean" and value.lower() not in _BOOLS:
+        return f"invalid value for bool option: {value}"
+    if kind == "integer":
+        match = re.match(r"^\s*([+-]?\d+)", value)
+        if not _INT.match(value):
+            return f"Invalid option value. Got {value}"
+        if not INT32[0] <= int(match[1]) <= INT32[1]:
+            return f"Provided option value is out of bound. Got {value}"
+    if kind == "float" and not _FLOAT.match(value):
+        return f"Invalid option value. Got {value}"
+    return None
+
+
+def problems(argv: list[str], container: str | None = None) -> list[str]:
+    """What tritonserver refuses in argv (its arguments, without the program name): [] or the one
+    message it stops with. glibc prints its own line for an unknown option or a missing value."""
+    options = table(container)["options"]
+    names = sorted(options)
+    entries = [_Option(n.encode(), 0 if options[n] == "none" else 1, None, 256 + i) for i, n in enumerate(names)]
+    longopts = (_Option * (len(entries) + 1))(*entries, _Option(None, 0, None, 0))
+    words = (ctypes.c_char_p * (len(argv) + 2))(b"tritonserver", *(a.encode() for a in argv), None)
+    libc = ctypes.CDLL(None)
+    libc.getopt_long.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p]
+    optind = ctypes.c_int.in_dll(libc, "optind")
+    optarg = ctypes.c_char_p.in_dll(libc, "optarg")
+    optind.value = 0  # glibc: start over
+    while (found := libc.getopt_long(len(argv) + 1, words, b"", longopts, None)) != -1:
+        if not 256 <= found < 256 + len(names):  # '?': unknown, ambiguous or missing its value
+            return ["getopt_long refused an option (its line above): tritonserver prints its usage and exits 1"]
+        name = names[found - 256]
+        if optarg.value is not None:
+            message = _value_problem(options[name], optarg.value.decode())
+            if message:
+                return [f'Bad option: "--{name}".\n{message}']
+    if optind.value < len(argv) + 1:
+        return [f"Unexpected argument: {words[optind.value].decode()}"]
+    return []
