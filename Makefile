@@ -150,7 +150,8 @@ test-image: tools
 ## kube-controller-manager, kube-scheduler and kubectl (k8s.io/kubernetes) and etcd (at the version Kubernetes
 ## requires) from tests/cluster/gomod/kube/go.mod; the LeaderWorkerSet controller manager (sigs.k8s.io/lws v0.10.0,
 ## its source in tests/cluster/upstream/lws: the module proxy does not serve that version's source); kwok (its module);
-## prometheus-adapter (its module's source: go install refuses it, the proxy has no version list for it)
+## prometheus-adapter (its module's source: go install refuses it, the proxy has no version list for it); and the
+## SGLang router (sglang-router 0.3.2 from PyPI, its Rust router in the wheel) in .venv-engines/sglang-router
 include tests/cluster/gomod/versions.mk
 CLUSTER_BIN := .tools/cluster/bin
 CLUSTER_INPUTS := tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
@@ -173,7 +174,15 @@ $(CLUSTER_STAMP): $(CLUSTER_INPUTS)
 	  $(GO_BUILD) -ldflags="-s -w" -o $(CURDIR)/$(CLUSTER_BIN)/prometheus-adapter ./cmd/adapter
 	rm -f $(CLUSTER_BIN)/.built-* && touch $@
 
-cluster: tools $(CLUSTER_STAMP)
+ROUTER_VENV := .venv-engines/sglang-router
+ROUTER_STAMP := $(ROUTER_VENV)/.ready-$(shell cksum < tools/engines/sglang-router-requirements.txt | cut -d' ' -f1)
+$(ROUTER_STAMP): tools/engines/sglang-router-requirements.txt
+	rm -rf $(ROUTER_VENV) && $(PYTHON) -m venv $(ROUTER_VENV)
+	$(ROUTER_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+	  -r tools/engines/sglang-router-requirements.txt
+	touch $@
+
+cluster: tools $(CLUSTER_STAMP) $(ROUTER_STAMP)
 
 ## test-cluster: every example (and its variants) applied to the real control plane of make cluster, on fake GPU
 ## nodes kwok keeps Ready; each example prints <example> PASS|FAIL with what failed

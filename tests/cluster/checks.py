@@ -128,8 +128,8 @@ def _names(env: list[dict]) -> str:
 
 
 def placement(api: Api, pods: list[dict], nodes: set[str], problems: list[str]) -> bool:
-    """Every pod scheduled by the real scheduler onto the profile's nodes, one GPU pod per node
-    (each takes all of a node's GPUs); a pod left Pending is reported with the scheduler's reason."""
+    """Every pod scheduled by the real scheduler onto the profile's nodes, a group's pods on nodes of
+    their own (_shared_nodes); a pod left Pending is reported with the scheduler's reason."""
     namespace = pods[0]["metadata"]["namespace"] if pods else ""
     names = [p["metadata"]["name"] for p in pods]
 
@@ -148,9 +148,35 @@ def placement(api: Api, pods: list[dict], nodes: set[str], problems: list[str]) 
     strays = sorted({n for n in used if n not in nodes})
     if strays:
         problems.append(f"pods landed on other examples' nodes {strays}")
-    if len(set(used)) != len(used):
-        problems.append(f"two pods share a node: {sorted(used)}")
+    _shared_nodes(api, current, problems)
     return True
+
+
+GROUP = "leaderworkerset.sigs.k8s.io/group-index"
+
+
+def _gpus(pod: dict) -> int:
+    limits = [c.get("resources", {}).get("limits", {}) for c in pod["spec"]["containers"]]
+    return sum(int(limit.get("nvidia.com/gpu", 0)) for limit in limits)
+
+
+def _shared_nodes(api: Api, pods: list[dict], problems: list[str]) -> None:
+    """A group's pods each on a node of their own (a multi-node group spans nodes); pods of different
+    groups may share a node when each takes only part of its GPUs (a single-pod group of 4 on 8-GPU
+    nodes), never beyond the GPUs the node has."""
+    by_node: dict[str, list[dict]] = {}
+    for pod in pods:
+        by_node.setdefault(pod["spec"]["nodeName"], []).append(pod)
+    for node, on in sorted(by_node.items()):
+        if len(on) < 2:
+            continue
+        groups = [(p["metadata"]["labels"].get(NAME), p["metadata"]["labels"].get(GROUP)) for p in on]
+        names = sorted(p["metadata"]["name"] for p in on)
+        if len(set(groups)) != len(groups):
+            problems.append(f"pods of one group share node {node}: {names}")
+        have = int(api.get("v1", "Node", node)["status"]["allocatable"].get("nvidia.com/gpu", 0))
+        if sum(_gpus(p) for p in on) > have:
+            problems.append(f"pods on node {node} take more than its {have} GPUs: {names}")
 
 
 def unschedulable_reason(api: Api, pod: dict) -> str:

@@ -39,8 +39,9 @@ def binary(name: str) -> str:
 
 
 class ControlPlane:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, pod_cidr: str = "10.244.0.1/16"):
         self.root = root
+        self.pod_cidr = pod_cidr  # where kwok gives pods their IPs
         self.logs = root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.processes: dict[str, subprocess.Popen] = {}
@@ -184,7 +185,7 @@ class ControlPlane:
             "--node-ip", "127.0.0.1", "--node-port", str(self.kubelet_port),
             "--server-address", f"127.0.0.1:{self.kubelet_port}",
             "--tls-cert-file", str(cert), "--tls-private-key-file", str(key),
-            "--cidr", "10.244.0.1/16",
+            "--cidr", self.pod_cidr,
         ])  # fmt: skip
 
     def install_crds(self) -> None:
