@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LWSGEN_SHARED", REPO.parent / "shared"))
 PROFILES = REPO / "profiles"
 
-# A vLLM release without a flag table of its own (between 0.8.5's and 0.33.0's): lwsgen says what
-# both tables refuse in extraArgs as warnings and refuses nothing, so any string a test writes there
-# reaches the template (the quoting tests; the flag checks have their own, tests/test_engine_flags.py)
+# A vLLM release without a flag table of its own (a post-release of 0.8.5): lwsgen says what its
+# nearest table refuses in extraArgs as warnings and refuses nothing, so any string a test writes
+# there reaches the template (the quoting tests; the flag checks have their own, test_engine_flags.py)
 VLLM_UNTABLED = "vllm/vllm-openai:v0.8.5.post1"
 
 MINIMAL = {

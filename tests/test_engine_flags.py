@@ -492,6 +492,20 @@ def test_between_two_tables_only_what_both_lack_is_said(write_profile, tmp_path,
     assert said[0].endswith("(nor of vllm 0.33.0; 0.20.0 has no table of its own)"), said
 
 
+def test_between_two_tables_one_flag_both_refuse_at_different_tokens_is_said():
+    """0.8.5 finds --async-scheduling unknown (and takes 'yes' with it), 0.33.0 finds 'yes' left over:
+    one flag, both refuse it."""
+    [(index, message)] = flags.argv_problems_between("vllm", "0.20.0", ["m", "--async-scheduling", "yes"])
+    assert index == 1 and message.endswith("(nor of vllm 0.33.0; 0.20.0 has no table of its own)")
+
+
+def test_a_post_release_is_checked_by_its_releases_table():
+    """0.8.5.post1 is 0.8.5 with fixes: a flag 0.8.5 lacks is said (a warning: not its own table)."""
+    [(index, message)] = flags.argv_problems_at("vllm", "0.8.5.post1", ["m", "--headless"])
+    assert index == 1 and "not a flag of vllm 0.8.5 (the nearest table to 0.8.5.post1)" in message
+    assert flags.argv_problems_at("sglang", "0.4.6.post1", ["--model-path", "m", "--enable-dp-lm-head"])
+
+
 def test_an_extra_arg_the_kubelet_expands_is_checked_as_expanded(said):
     profile = _sglang_profile("lmsysorg/sglang:v0.5.23", extraArgs=["--max-running-requests", "$(LWS_GROUP_SIZE)"])
     assert said(profile)[0] == []

@@ -115,19 +115,34 @@ def argv_problems_at(engine: str, version: str | None, argv: list[str]) -> list[
 
 def argv_problems_between(engine: str, version: str, argv: list[str]) -> list[tuple[int, str]]:
     """argv_problems for a version without its own table: between two tables, only what both find
-    (a flag the releases before and after both lack, or both read as another, is most likely not
-    one of this release either; one only one of them lacks may be), said with the older one's
-    message; beyond the newest or before the oldest table, what the nearest one finds."""
+    about one flag (a flag the releases before and after both lack, or both read as another, is
+    most likely not one of this release either; one only one of them lacks may be), said with the
+    older one's message. A post-release of a table's release (0.8.5.post1), and a version beyond
+    the newest or before the oldest table: what the nearest one finds."""
     sides = neighbours(engine, version)
-    if len(sides) < 2:
+    if len(sides) < 2 or _version_key(sides[0])[0] == _version_key(version)[0]:
         return argv_problems(engine, version, argv)
     older, newer = sides
-    both = {index for index, _ in argv_problems(engine, newer, argv)}
+    found_newer = [index for index, _ in argv_problems(engine, newer, argv)]
     note = f" (nor of {engine} {newer}; {version} has no table of its own)"
-    return [(index, message + note) for index, message in argv_problems(engine, older, argv) if index in both]
+    return [
+        (index, message + note)
+        for index, message in argv_problems(engine, older, argv)
+        if any(_same_flag(argv, index, other) for other in found_newer)
+    ]
 
 
-# ---- vLLM's FlexibleArgumentParser.parse_args: the argv rewrites before argparse -------------------
+def _same_flag(argv: list[str], one: int, other: int) -> bool:
+    """Whether two findings are about one flag: the same token, or one within the other's flag and
+    the words after it (0.8.5 finds an unknown --x that takes 'yes' with it, 0.33.0 'yes' left over)."""
+
+    def span(index: int) -> range:
+        end = index + 1
+        while end < len(argv) and not argv[end].startswith("-"):
+            end += 1
+        return range(index, end)
+
+    return one in span(other) or other in span(one)
 
 
 def _without_config(args: list[tuple[str, int]], problems: list, name: str) -> list[tuple[str, int]]:

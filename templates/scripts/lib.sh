@@ -16,9 +16,11 @@ needs_ray() {
 child=""   # the check or sleep a script waits on
 engine=""  # the engine supervise runs; SIGTERM is passed to it and its status is the script's
 on_stop() {
-  local code=143
+  local code=143 jobs
   log "stopping (SIGTERM)"
-  [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true
+  # every background job, not only $child: a SIGTERM between `sleep &` and `child=$!` finds it unset
+  jobs=$(jobs -p)
+  [ -z "$jobs" ] || kill -TERM $jobs 2>/dev/null || true
   if [ -n "$engine" ]; then
     kill -TERM "$engine" 2>/dev/null || true
     code=0

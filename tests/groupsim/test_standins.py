@@ -57,6 +57,9 @@ REPOSITORY = ["--model-repository=/models/m", "--http-port=8000"]
         ([*REPOSITORY, "--grpc-port"], TRITON, "option '--grpc-port' requires an argument"),
         ([*REPOSITORY, "--allow-http=maybe"], TRITON, 'Bad option: "--allow-http".\ninvalid value for bool option'),
         ([*REPOSITORY, "--metrics-port=x"], TRITON, 'Bad option: "--metrics-port".\nInvalid option value. Got x'),
+        # declared a float, read with ParseOption<int>
+        ([*REPOSITORY, "--metrics-interval-ms=.5"], TRITON, 'Bad option: "--metrics-interval-ms".\nInvalid'),
+        ([*REPOSITORY, "--he"], TRITON, "--help"),  # a prefix of --help: the usage, exit 1
         ([*REPOSITORY, "extra"], TRITON, "Unexpected argument: extra"),
         # 24.07 (Triton 2.48.0) has no --allow-client-shm: it came later
         ([*REPOSITORY, "--allow-client-shm=true"], TRITON.replace("26.07", "24.07"), "unrecognized option"),
@@ -79,5 +82,7 @@ def test_the_tritonserver_standin_takes_what_tritonserver_takes():
     spec.loader.exec_module(triton_getopt)
     argv = ["--model-repo=/m", "--allow-http", "FALSE", "--log-info=off", "--metrics-interval-ms=1000", "--id=rank0"]
     assert triton_getopt.problems(argv, "26.07") == []
+    # ParseIntBoolOption takes true/false or an int; ParseOption<int64_t> beyond int32
+    assert triton_getopt.problems(["--log-verbose=true", "--pinned-memory-pool-byte-size=4294967296"], "26.07") == []
     assert triton_getopt.table("25.01")["release"] == "2.48.0"  # the newest table not newer than it
     assert triton_getopt.table("26.09")["release"] == "2.71.0"

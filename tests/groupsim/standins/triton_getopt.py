@@ -1,10 +1,14 @@
 """tritonserver's command line as tritonserver reads it (TritonParser::Parse, src/command_line_parser.cc
 of triton-inference-server/server at the image's release): glibc's own getopt_long, called through
 ctypes, over the option table of that source (tritonserver-RELEASE.json, dumped by
-tools/engine_args/triton_options.py), then the value each option's parser takes: ParseOption<bool>
-true/on/1/false/off/0 in any case, ParseOption<int> std::stoi, ParseOption<double> std::stod
-(digits after optional blanks and a sign; the rest of the word is ignored, as stoi ignores it).
-The first refusal stops it, as the ParseException does; a word left over is "Unexpected argument".
+tools/engine_args/triton_options.py), then each value as Parse() reads it: ParseOption<bool>
+true/on/1/false/off/0 in any case; ParseOption<int> / <int64_t> std::stoi / stoll (ASCII digits
+after optional blanks and a sign, the rest of the word ignored as stoi ignores it, within the type's
+range); ParseOption<double> std::stod; ParseIntBoolOption true/false or an int. --help (and its
+prefixes) stops it as the ParseException it throws. The first refusal stops it; a word left over is
+"Unexpected argument". Not mirrored (taken as written): values read by other parsers (pairs such as
+--cuda-memory-pool-byte-size 0:256, trace, cache, rate-limit and metrics settings) and the choices
+Parse() checks later (--model-control-mode, --log-format).
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 _BOOLS = {"true", "on", "1", "false", "off", "0"}
-_INT = re.compile(r"^[ \t\n\v\f\r]*[+-]?\d")
-_FLOAT = re.compile(r"^[ \t\n\v\f\r]*[+-]?(\d|\.\d|inf|nan)", re.IGNORECASE)
-INT32 = (-(2**31), 2**31 - 1)
+_INTEGER = re.compile(r"^[ \t\n\v\f\r]*([+-]?[0-9]+)", re.ASCII)
+_FLOAT = re.compile(r"^[ \t\n\v\f\r]*[+-]?([0-9]|\.[0-9]|inf|nan)", re.ASCII | re.IGNORECASE)
+RANGES = {"int": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
 class _Option(ctypes.Structure):  # <getopt.h> struct option
@@ -47,16 +51,24 @@ def table(container: str | None) -> dict:
     return older[-1] if older else tables[0]
 
 
+def _integer_problem(value: str, kind: str) -> str | None:
+    match = _INTEGER.match(value)
+    if not match:
+        return f"Invalid option value. Got {value}"
+    low, high = RANGES[kind]
+    if not low <= int(match[1]) <= high:
+        return f"Provided option value is out of bound. Got {value}"
+    return None
+
+
 def _value_problem(kind: str, value: str) -> str | None:
     if kind == "boolean" and value.lower() not in _BOOLS:
         return f"invalid value for bool option: {value}"
-    if kind == "integer":
-        match = re.match(r"^\s*([+-]?\d+)", value)
-        if not _INT.match(value):
-            return f"Invalid option value. Got {value}"
-        if not INT32[0] <= int(match[1]) <= INT32[1]:
-            return f"Provided option value is out of bound. Got {value}"
-    if kind == "float" and not _FLOAT.match(value):
+    if kind in RANGES:
+        return _integer_problem(value, kind)
+    if kind == "int-or-bool" and value.lower() not in ("true", "false"):
+        return _integer_problem(value, "int")
+    if kind == "double" and not _FLOAT.match(value):  # (stod's out-of-range error is not mirrored)
         return f"Invalid option value. Got {value}"
     return None
 
@@ -66,7 +78,7 @@ def problems(argv: list[str], container: str | None = None) -> list[str]:
     message it stops with. glibc prints its own line for an unknown option or a missing value."""
     options = table(container)["options"]
     names = sorted(options)
-    entries = [_Option(n.encode(), 0 if options[n] == "none" else 1, None, 256 + i) for i, n in enumerate(names)]
+    entries = [_Option(n.encode(), int(options[n]["takes_value"]), None, 256 + i) for i, n in enumerate(names)]
     longopts = (_Option * (len(entries) + 1))(*entries, _Option(None, 0, None, 0))
     words = (ctypes.c_char_p * (len(argv) + 2))(b"tritonserver", *(a.encode() for a in argv), None)
     libc = ctypes.CDLL(None)
@@ -78,8 +90,10 @@ def problems(argv: list[str], container: str | None = None) -> list[str]:
         if not 256 <= found < 256 + len(names):  # '?': unknown, ambiguous or missing its value
             return ["getopt_long refused an option (its line above): tritonserver prints its usage and exits 1"]
         name = names[found - 256]
+        if options[name]["parse"] == "help":
+            return ["--help: tritonserver prints its usage and exits 1"]
         if optarg.value is not None:
-            message = _value_problem(options[name], optarg.value.decode())
+            message = _value_problem(options[name]["parse"], optarg.value.decode())
             if message:
                 return [f'Bad option: "--{name}".\n{message}']
     if optind.value < len(argv) + 1:
