@@ -281,6 +281,7 @@ CASES = {
         (["m", "-Ox"], "ok"),  # -O<mode> is --optimization-level <mode>, checked after parsing
         (["m", "-O", "x"], "rejected"),
         (["m", "--enable"], "rejected"),
+        (["m", "--config", "/no/such.json"], "rejected"),
     ],
 }
 # Aphrodite 0.20.0 carries vLLM's parser: the same argvs, as its own parser judges them
@@ -504,6 +505,13 @@ def test_a_post_release_is_checked_by_its_releases_table():
     [(index, message)] = flags.argv_problems_at("vllm", "0.8.5.post1", ["m", "--headless"])
     assert index == 1 and "not a flag of vllm 0.8.5 (the nearest table to 0.8.5.post1)" in message
     assert flags.argv_problems_at("sglang", "0.4.6.post1", ["--model-path", "m", "--enable-dp-lm-head"])
+
+
+@pytest.mark.parametrize("version", ["0.8.5", "0.33.0"])
+def test_a_config_file_not_named_yaml_is_refused(version):
+    [(index, message)] = argv_problems("vllm", version, ["m", "--config", "/etc/vllm/serve.json"])
+    assert index == 2 and "reads only a .yaml or .yml file" in message
+    assert argv_problems("vllm", version, ["m", "--config", "/etc/vllm/serve.yaml"]) == []
 
 
 def test_an_extra_arg_the_kubelet_expands_is_checked_as_expanded(said):

@@ -147,7 +147,8 @@ def _same_flag(argv: list[str], one: int, other: int) -> bool:
 
 def _without_config(args: list[tuple[str, int]], problems: list, name: str) -> list[tuple[str, int]]:
     """_pull_args_from_config (0.8.5 and 0.33.0 alike): the file's options take the place of
-    --config FILE (not known here); more than one --config, or none after it, fails."""
+    --config FILE (not known here); more than one --config, none after it, or a file not named
+    .yaml/.yml (load_config_file: vllm/utils.py@v0.8.5, vllm/utils/argparse_utils.py@v0.33.0) fails."""
     tokens = [t for t, _ in args]
     if "--config" not in tokens:
         return args
@@ -157,6 +158,10 @@ def _without_config(args: list[tuple[str, int]], problems: list, name: str) -> l
     if i == len(args) - 1:
         problems.append((args[i][1], f"--config needs a file: {name}'s parser fails on it (No config file)"))
         return args[:i]
+    path, origin = args[i + 1]
+    if path.split(".")[-1] not in ("yaml", "yml"):  # load_config_file's first check
+        message = f"--config {path}: {name}'s parser reads only a .yaml or .yml file (ValueError)"
+        problems.append((origin, message))
     return args[:i] + args[i + 2 :]
 
 
