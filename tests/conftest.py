@@ -35,6 +35,8 @@ PROFILES = REPO / "profiles"
 # nearest table refuses in extraArgs as warnings and refuses nothing, so any string a test writes
 # there reaches the template (the quoting tests; the flag checks have their own, test_engine_flags.py)
 VLLM_UNTABLED = "vllm/vllm-openai:v0.8.5.post1"
+# and of Triton (NGC 25.06: between the 24.07 and 26.07 option tables), for the same reason
+TRITON_UNTABLED = "nvcr.io/nvidia/tritonserver:25.06-trtllm-python-py3"
 
 MINIMAL = {
     "name": "demo",

@@ -64,8 +64,10 @@ def test_llamacpp_splits_layers_not_heads(write_profile):
     ],
 )
 def test_extra_args_may_not_repeat_a_derived_flag(write_profile, runtime, arg):
-    # vLLM 0.8.5 (the base profile's) has no --log-level
-    harmless = ["--max-log-len", "100"] if runtime == "vllm" else ["--log-level", "debug"]
+    # a flag of each engine's own (vLLM 0.8.5, the base profile's, has no --log-level; tritonserver none)
+    harmless = {"vllm": ["--max-log-len", "100"], "triton-trtllm": ["--log-verbose", "1"]}.get(
+        runtime, ["--log-level", "debug"]
+    )
     value = [] if "=" in arg else ["4"]
     profile = profile_for(runtime, **{"model.extraArgs": [*harmless, arg, *value]})
     if runtime == "triton-trtllm":

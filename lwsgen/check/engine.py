@@ -15,7 +15,7 @@ group runs at the pace of the largest (vllm.distributed.utils.get_pp_indices spr
 from packaging.version import Version
 
 from lwsgen import registry, runtimes
-from lwsgen.check import flags, sizing
+from lwsgen.check import flags, getopt, sizing
 from lwsgen.load.source import Source
 from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
@@ -182,6 +182,32 @@ def extra_args_flag_warnings(profile: Profile, src: Source) -> list[Problem]:
     table for it) and that the tables of the releases before and after it both lack: said, not
     refused."""
     return check_extra_args_flags(profile, src, exact_table=False)
+
+
+@registry.rule("unknown-engine-flag", scope=PROFILE, severity=ERROR)
+def check_triton_extra_args(profile: Profile, src: Source, exact_table: bool = True) -> list[Problem]:
+    """triton-trtllm's model.extraArgs as tritonserver reads them (glibc's getopt_long over the options
+    of src/command_line_parser.cc at the image's release, then each value as TritonParser::Parse
+    reads it: lwsgen/check/getopt.py): what it refuses is an error (every rank would exit 1); for a
+    release without its own option table (exact_table False: triton_extra_arg_warnings), what the
+    nearest one refuses is a warning."""
+    if profile.runtime != "triton-trtllm" or not profile.model.extra_args:
+        return []
+    release = runtimes.engine_version(profile).text
+    if getopt.table_for(release)[1] != exact_table:
+        return []
+    args = [_expanded(str(a)) for a in profile.model.extra_args]
+    return [
+        src.problem(("model", "extraArgs", index), message, "unknown-engine-flag")
+        for index, message in getopt.problems(args, release)
+    ]
+
+
+@registry.rule("unknown-engine-flag", scope=PROFILE, severity=WARNING)
+def triton_extra_arg_warnings(profile: Profile, src: Source) -> list[Problem]:
+    """A triton-trtllm extraArgs word the options of the nearest Triton release lwsgen has refuse,
+    for a release without its own table: said, not refused."""
+    return check_triton_extra_args(profile, src, exact_table=False)
 
 
 @registry.rule("fit-not-checked", scope=PROFILE, severity=WARNING)

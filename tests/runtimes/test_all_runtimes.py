@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import VLLM_UNTABLED, lws_of, merged, objects_of
+from conftest import TRITON_UNTABLED, VLLM_UNTABLED, lws_of, merged, objects_of
 from lwsgen import runtimes
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
@@ -77,8 +77,8 @@ def test_profile_env_reaches_leader_and_workers(render, name):
 def test_extra_args_are_separate_arguments_after_the_engine_flags(render, name):
     extra = ["--flag with space", "{{ not jinja }}", "$(NOT_A_VAR)"]
     profile = profile_for(name, **{"model.extraArgs": extra})
-    if name == "vllm":
-        profile["image"] = VLLM_UNTABLED  # 0.8.5's own table refuses these words as vLLM would
+    # the releases' own tables refuse these words as the engines would: releases without one
+    profile["image"] = {"vllm": VLLM_UNTABLED, "triton-trtllm": TRITON_UNTABLED}.get(name, profile["image"])
     lwt = lws_of(render(profile))["spec"]["leaderWorkerTemplate"]
     leader = lwt["leaderTemplate"]["spec"]["containers"][0]
     # trtllm-serve's command travels as JSON in LWSGEN_SERVE_ARGV (trtllm-llmapi-launch re-splits args)

@@ -5,11 +5,12 @@ value (the ParseOption<T> call in the option's `case`: what it declares is not a
 parses, e.g. --metrics-interval-ms is declared a float and read with ParseOption<int>).
 
 Usage: git show vRELEASE:src/command_line_parser.cc | python tools/engine_args/triton_options.py RELEASE CONTAINER
-    > tests/groupsim/standins/tritonserver-RELEASE.json
+    > lwsgen/runtimes/options/tritonserver-RELEASE.json
 
 Every option is kept whatever #if feature block it sits in: NGC's tritonserver images are built
 with every endpoint and feature (build.py --enable-all), so all of them are registered. The
-stand-in (tests/groupsim/standins/triton_getopt.py) hands them to glibc's own getopt_long.
+stand-in (tests/groupsim/standins/triton_getopt.py) hands them to glibc's own getopt_long;
+lwsgen/check/getopt.py reads them at render.
 """
 
 from __future__ import annotations

@@ -14,15 +14,9 @@ Parse() checks later (--model-control-mode, --log-format).
 from __future__ import annotations
 
 import ctypes
-import json
-import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-_BOOLS = {"true", "on", "1", "false", "off", "0"}
-_INTEGER = re.compile(r"^[ \t\n\v\f\r]*([+-]?[0-9]+)", re.ASCII)
-_FLOAT = re.compile(r"^[ \t\n\v\f\r]*[+-]?([0-9]|\.[0-9]|inf|nan)", re.ASCII | re.IGNORECASE)
-RANGES = {"int": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
 class _Option(ctypes.Structure):  # <getopt.h> struct option
@@ -34,48 +28,19 @@ class _Option(ctypes.Structure):  # <getopt.h> struct option
     ]
 
 
-def _key(container: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", container)[:2])
-
-
 def table(container: str | None) -> dict:
     """The option table of the image's release (NGC container YY.MM): its own, else the newest not
-    newer, else the oldest."""
-    tables = sorted(
-        (json.loads(path.read_text()) for path in HERE.glob("tritonserver-*.json")),
-        key=lambda t: _key(t["container"]),
-    )
-    if not container:
-        return tables[-1]
-    older = [t for t in tables if _key(t["container"]) <= _key(container)]
-    return older[-1] if older else tables[0]
+    newer, else the oldest (lwsgen/runtimes/options, as lwsgen's own check reads them)."""
+    from lwsgen.check import getopt
 
-
-def _integer_problem(value: str, kind: str) -> str | None:
-    match = _INTEGER.match(value)
-    if not match:
-        return f"Invalid option value. Got {value}"
-    low, high = RANGES[kind]
-    if not low <= int(match[1]) <= high:
-        return f"Provided option value is out of bound. Got {value}"
-    return None
-
-
-def _value_problem(kind: str, value: str) -> str | None:
-    if kind == "boolean" and value.lower() not in _BOOLS:
-        return f"invalid value for bool option: {value}"
-    if kind in RANGES:
-        return _integer_problem(value, kind)
-    if kind == "int-or-bool" and value.lower() not in ("true", "false"):
-        return _integer_problem(value, "int")
-    if kind == "double" and not _FLOAT.match(value):  # (stod's out-of-range error is not mirrored)
-        return f"Invalid option value. Got {value}"
-    return None
+    return getopt.table_for(container)[0]
 
 
 def problems(argv: list[str], container: str | None = None) -> list[str]:
     """What tritonserver refuses in argv (its arguments, without the program name): [] or the one
     message it stops with. glibc prints its own line for an unknown option or a missing value."""
+    from lwsgen.check import getopt
+
     options = table(container)["options"]
     names = sorted(options)
     entries = [_Option(n.encode(), int(options[n]["takes_value"]), None, 256 + i) for i, n in enumerate(names)]
@@ -93,7 +58,7 @@ def problems(argv: list[str], container: str | None = None) -> list[str]:
         if options[name]["parse"] == "help":
             return ["--help: tritonserver prints its usage and exits 1"]
         if optarg.value is not None:
-            message = _value_problem(options[name]["parse"], optarg.value.decode())
+            message = getopt.value_problem(options[name]["parse"], optarg.value.decode())
             if message:
                 return [f'Bad option: "--{name}".\n{message}']
     if optind.value < len(argv) + 1:
