@@ -224,7 +224,12 @@ def _seconds_since(timestamp: str) -> float:
 def _logs(path: MetricsPath) -> str:
     logs = path.cluster.logs
     return "\n".join(
-        f"--- {name}\n" + (logs / f"{name}.log").read_text(errors="replace")[-3000:]
+        f"--- {name}\n" + _without_access_lines((logs / f"{name}.log").read_text(errors="replace"))[-3000:]
         for name in ("endpoint-picker", "kube-state-metrics", "vllm-0", "prometheus")
         if (logs / f"{name}.log").exists()
     )
+
+
+def _without_access_lines(log: str) -> str:
+    """A log without its HTTP server's line per request (vLLM's for every scrape of /metrics)."""
+    return "\n".join(line for line in log.splitlines() if '" 200 OK' not in line)
