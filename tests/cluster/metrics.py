@@ -40,8 +40,6 @@ class PodDiscovery:
 
     def refresh(self) -> None:
         pods = [p for p in self.api.list("v1", "Pod", self.namespace) if (p.get("status") or {}).get("podIP")]
-        for pod in pods:
-            pod["status"].setdefault("containerStatuses", [])
         staged = self.path.with_suffix(".tmp")
         staged.write_text(json.dumps(discovered(pods, {p["metadata"]["name"]: p for p in pods}), sort_keys=True))
         staged.replace(self.path)

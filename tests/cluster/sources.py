@@ -72,11 +72,19 @@ def served_name(leader_args: list[str]) -> str:
     return leader_args[leader_args.index("--served-model-name") + 1]
 
 
+def picker_deployment(objects: list[dict]) -> dict:
+    """The rendered endpoint picker's Deployment (<name>-epp)."""
+    [deployment] = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-epp")]
+    return deployment
+
+
 class EndpointPicker:
     """The rendered endpoint picker Deployment's container, run as the pod it made would run it."""
 
+    name = "endpoint-picker"
+
     def __init__(self, plane: ControlPlane, objects: list[dict], pod: dict, root: Path):
-        [deployment] = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-epp")]
+        deployment = picker_deployment(objects)
         [config_map] = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-epp")]
         spec = deployment["spec"]["template"]["spec"]
         [container] = spec["containers"]
@@ -91,8 +99,7 @@ class EndpointPicker:
         account = f"system:serviceaccount:{namespace}:{spec['serviceAccountName']}"
         env["KUBECONFIG"] = str(plane.pki.kubeconfig("epp", plane.server, account))
         args = [a.replace(mount["mountPath"], str(config)) for a in container["args"]]
-        self.ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-        self.process = plane.spawn("endpoint-picker", [binary("epp"), *args], env)
+        plane.spawn(self.name, [binary("epp"), *args], env)
 
 
 DOCUMENTED_ALLOWLIST = re.compile(r"`(--metric-labels-allowlist=pods=\[[^\]`]+\])`")
@@ -107,10 +114,12 @@ def documented_allowlist() -> str:
 class KubeStateMetrics:
     """kube-state-metrics' pod metrics for namespace, with the documented label allowlist."""
 
+    name = "kube-state-metrics"
+
     def __init__(self, plane: ControlPlane, namespace: str):
         self.port = free_port()
         kubeconfig = plane.pki.kubeconfig("kube-state-metrics", plane.server, "kube-state-metrics", "system:masters")
-        self.process = plane.spawn("kube-state-metrics", [
+        plane.spawn(self.name, [
             binary("kube-state-metrics"), f"--kubeconfig={kubeconfig}", "--resources=pods",
             f"--namespaces={namespace}", documented_allowlist(),
             "--host=127.0.0.1", f"--port={self.port}", "--telemetry-host=127.0.0.1", f"--telemetry-port={free_port()}",
@@ -122,6 +131,5 @@ class KubeStateMetrics:
         return {
             "job_name": "kube-state-metrics",
             "honor_labels": True,
-            "scrape_interval": "1s",
             "static_configs": [{"targets": [f"127.0.0.1:{self.port}"]}],
         }

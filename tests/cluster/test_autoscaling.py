@@ -57,8 +57,8 @@ def _leaders(api, lws: str, count: int) -> list[dict] | None:
 
 
 def _picker_pod(api, objects: list[dict]) -> dict | None:
-    [deployment] = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-epp")]
-    labels = ",".join(f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+    selector = sources.picker_deployment(objects)["spec"]["selector"]["matchLabels"]
+    labels = ",".join(f"{k}={v}" for k, v in selector.items())
     pods = api.list("v1", "Pod", NAMESPACE, labelSelector=labels)
     return pods[0] if len(pods) == 1 and pods[0].get("status", {}).get("podIP") else None
 
@@ -117,13 +117,12 @@ def test_the_hpa_scales_the_set_on_real_metrics(loopback_plane, tmp_path):
     # the HPA raises the set to minReplicas; each group's leader serves the tiny model for real
     pods = wait_for(f"the {start} groups' leaders have IPs", lambda: _leaders(api, lws_name, start), attempts=600)
     model = sources.tiny_model(tmp_path / "model")
-    engines = {
-        f"vllm-{i}": sources.VllmServer(plane, f"vllm-{i}", model, served, pod["status"]["podIP"], port)
-        for i, pod in enumerate(pods)
-    }
+    engines: dict[str, sources.VllmServer] = {}
     started, discovery = [], None
     try:
-        started += engines
+        for i, pod in enumerate(pods):
+            engines[f"vllm-{i}"] = sources.VllmServer(plane, f"vllm-{i}", model, served, pod["status"]["podIP"], port)
+            started.append(f"vllm-{i}")  # spawned: retired at the end, whatever happens
         probe = leader["readinessProbe"]["httpGet"]["path"]
         # vLLM's start on 2 busy cores, two at once: a budget of polls, each bounded by its own timeout
         wait_for("vLLM answers the readiness probe on every leader", lambda: all(
@@ -135,9 +134,9 @@ def test_the_hpa_scales_the_set_on_real_metrics(loopback_plane, tmp_path):
         sources.EndpointPicker(
             plane, objects, wait_for("the picker's pod", lambda: _picker_pod(api, objects)), tmp_path
         )
-        started.append("endpoint-picker")
+        started.append(sources.EndpointPicker.name)
         states = sources.KubeStateMetrics(plane, NAMESPACE)
-        started.append("kube-state-metrics")
+        started.append(states.name)
         (tmp_path / "metrics").mkdir()
         pods_file = tmp_path / "metrics" / "pods.json"
         discovery = PodDiscovery(api, NAMESPACE, pods_file)

@@ -108,7 +108,8 @@ def discovered(pods: list[dict[str, Any]], templates: dict[str, dict[str, Any]])
     groups = []
     for pod in pods:
         meta, status = pod["metadata"], pod["status"]
-        ready = all(c["ready"] for c in status["containerStatuses"]) and status["phase"] == "Running"
+        # a pod the API server lists before its kubelet reports has no containerStatuses yet
+        ready = all(c["ready"] for c in status.get("containerStatuses", [])) and status["phase"] == "Running"
         labels = {
             "__meta_kubernetes_namespace": meta["namespace"],
             "__meta_kubernetes_pod_name": meta["name"],
