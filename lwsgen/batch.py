@@ -8,6 +8,7 @@ trivially the same. Nothing is written here: the caller writes once every profil
 or nothing).
 """
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from lwsgen import render_cache
@@ -43,11 +44,12 @@ def _render_one(path: Path, out_root: str, display: str, given: Given, digests: 
     return Outcome(result)
 
 
-def render_all(profiles: list[tuple[Path, str]], out_root: str, given: Given = NOTHING) -> list[Outcome]:
-    """Outcomes in the order of `profiles`; the bases they share are read once (load/inherit.reuse)."""
+def render_all(profiles: list[tuple[Path, str]], out_root: str, given: Given = NOTHING) -> Iterator[Outcome]:
+    """Outcomes in the order of `profiles`, each as it is rendered (so a caller that streams them
+    holds one at a time); the bases they share are read once (load/inherit.reuse)."""
 
     digests: dict[str, str] = {}
     with reuse():
-        outcomes = [_render_one(path, out_root, display, given, digests) for path, display in profiles]
+        for path, display in profiles:
+            yield _render_one(path, out_root, display, given, digests)
     render_cache.prune()
-    return outcomes

@@ -185,7 +185,7 @@ def load(path: Path, display: str | None = None, root: str | None = None, text: 
             if len(steps) + below[1] > MAX_DEPTH:
                 raise ProblemsError([_too_deep(display or str(path))])
             break
-        src, base = _step(path, resolved, display, root, text)
+        src, base = _step(path, resolved, display, root, text, kept=bool(steps))
         steps.append((key, src))
         if base is None:
             break
@@ -194,18 +194,22 @@ def load(path: Path, display: str | None = None, root: str | None = None, text: 
 
 
 def _merged(steps: list[tuple[tuple, Source]], below: tuple[Source, int] | None) -> Source:
-    """The chain merged from its deepest base up; each link's result kept within reuse()."""
+    """The chain merged from its deepest base up; each base's result kept within reuse() (not the
+    profile's own: a batch would hold every profile it rendered)."""
+    profile_key = steps[0][0]
     if below is None:
         key, src = steps.pop()
         below = (src, 0)
-        _keep(key, below)
+        if steps:
+            _keep(key, below)
     for key, src in reversed(steps):
         base, depth = below
         child_data = {k: v for k, v in src.data.items() if k != EXTENDS}
         merged = _merge({k: v for k, v in base.data.items() if k != BASE}, child_data)
         child = Source(src.file, child_data, src.values_at, src.keys_at, src.files_at)
         below = (_merge_positions(base, child, merged), depth + 1)
-        _keep(key, below)
+        if key is not profile_key:
+            _keep(key, below)
     src = below[0]
     return Source(src.file, dict(src.data), src.values_at, src.keys_at, src.files_at)  # the caller's to change
 
@@ -221,12 +225,12 @@ def _too_deep(file: str) -> Problem:
     return Problem(file, 1, 1, EXTENDS, message, "extends-too-deep")
 
 
-def _step(path: Path, resolved: Path, display: str | None, root: str | None, text: str | None):
+def _step(path: Path, resolved: Path, display: str | None, root: str | None, text: str | None, kept: bool):
     """(the file's mapping, (its base's path, as shown) or None); raises ProblemsError. Within
-    reuse(), once per file: what is wrong with a file is so whichever profile reaches it."""
+    reuse(), once per base file (`kept`): what is wrong with a file is so whichever profile reaches it."""
     key = (resolved, display, root, _identity(resolved))
     reused = _REUSE.get()
-    if reused is None or text is not None:
+    if reused is None or text is not None or (not kept and key not in reused.steps):
         return _read_step(path, display, root, text)
     steps = reused.steps
     if key not in steps:

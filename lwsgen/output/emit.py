@@ -24,7 +24,7 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)
 def resolved_tag(kind: type, value: str, implicit: tuple[bool, bool]) -> str:
     """PyYAML's tag resolution, memoized: the safe resolvers have no path resolvers, so the tag
     depends only on (node kind, value, implicit). Parse-back (objects.py) resolves with it too, so
@@ -53,7 +53,7 @@ _DOCUMENT_MARKERS = ("---", "...")
 _LONGEST_IMPLICIT_KEY = 1000
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)
 def string(value: str) -> str:
     """One-line text of a string: plain if every YAML reader takes that plain text for this same
     string, else single-quoted if nothing in it needs an escape, else double-quoted."""
