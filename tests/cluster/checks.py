@@ -313,3 +313,35 @@ def autoscalers(api: Api, namespace: str, objects: list[dict], problems: list[st
         if scale["spec"].get("replicas", 0) < minimum:
             at = scale["spec"].get("replicas")
             problems.append(f"HPA {name}: {ref['kind']} {ref['name']} at {at}, below {minimum}")
+
+
+SLICE = "disaggregatedset.x-k8s.io/slice"  # lwsgen/naming.SLICE_LABEL, as the controller sets it
+
+
+def domains(api: Api, namespace: str, group_key: str | None, slice_key: str | None, problems: list[str]) -> None:
+    """The placement the profile asks for, read off where the scheduler put the pods: with
+    scheduling.exclusiveTopology each group whole in one domain of that key and no two groups in
+    one; with an ExclusiveSlice placement each DisaggregatedSet slice whole in one domain of its
+    topologyKey and no two slices in one."""
+    pods = [
+        p for p in api.list("v1", "Pod", namespace) if p["spec"].get("nodeName") and NAME in p["metadata"]["labels"]
+    ]
+    nodes = {n["metadata"]["name"]: n["metadata"]["labels"] for n in api.list("v1", "Node")}
+
+    def held(what: str, key: str, unit_of) -> None:
+        found: dict[str, set[str]] = {}
+        for pod in pods:
+            found.setdefault(unit_of(pod), set()).add(nodes[pod["spec"]["nodeName"]].get(key, "(none)"))
+        split = {unit: sorted(values) for unit, values in found.items() if len(values) != 1}
+        if split:
+            problems.append(f"a {what} spans several {key} domains: {split}")
+        taken = [next(iter(values)) for values in found.values() if len(values) == 1]
+        if len(taken) != len(set(taken)):
+            problems.append(f"two {what}s share a {key} domain: {found}")
+        if not found:
+            problems.append(f"no placed pod to hold to {key}")
+
+    if group_key:
+        held("group", group_key, lambda p: f"{p['metadata']['labels'][NAME]}/{p['metadata']['labels'][GROUP]}")
+    if slice_key:
+        held("slice", slice_key, lambda p: p["metadata"]["labels"].get(SLICE, "(none)"))

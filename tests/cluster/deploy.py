@@ -51,12 +51,39 @@ class Example:
         return [n["metadata"]["name"] for n in self.node_objects()]
 
     def node_objects(self, short: int = 0) -> list[dict]:
+        """Nodes for every group the profile may run, `short` fewer per role. Where the profile asks
+        for placement the nodes give it room to go wrong: each group a domain of
+        scheduling.exclusiveTopology, each DisaggregatedSet slice a domain of the placement's
+        topologyKey (ExclusiveSlice), each domain twice the nodes its group or slice takes, so a
+        set placed without the constraint would spread over them (checks.domains)."""
         made = []
-        for role, profile in self.roles().items():
-            count = profile.groups_at_most * profile.group_size
-            prefix = f"{self.name}-{role}" if role else self.name
-            made += fake_nodes.nodes(prefix, fake_nodes.node_type(profile), count - short)
+        slices, slice_key = self._slices()
+        for slice_index in range(slices):
+            for role, profile in self.roles().items():
+                group_key = profile.scheduling.exclusive_topology
+                room = 2 if slice_key or group_key else 1
+                count = profile.groups_at_most * profile.group_size * room
+                prefix = "-".join(p for p in (self.name, f"s{slice_index}" if slices > 1 else "", role) if p)
+                role_nodes = fake_nodes.nodes(prefix, fake_nodes.node_type(profile), count - short)
+                for index, node in enumerate(role_nodes):
+                    labels = node["metadata"]["labels"]
+                    if slice_key:
+                        labels[slice_key] = f"{self.name}-slice-{slice_index}"
+                    if group_key:
+                        labels[group_key] = f"{prefix}-group-{index // (profile.group_size * room)}"
+                made += role_nodes
         return made
+
+    def domain_keys(self) -> tuple[str | None, str | None]:
+        """The node label each group must keep to (scheduling.exclusiveTopology), and each slice."""
+        return self.profile.scheduling.exclusive_topology, self._slices()[1]
+
+    def _slices(self) -> tuple[int, str | None]:
+        if not self.profile.roles:
+            return 1, None
+        d = self.profile.disaggregation
+        exclusive = d.placement.type == "ExclusiveSlice"
+        return d.slices, d.placement.topology_key if exclusive else None
 
 
 def rendered_in(profile: Path, namespace: str, root: Path, name: str, node_labels: dict | None = None) -> Example:
@@ -77,8 +104,8 @@ def rendered_in(profile: Path, namespace: str, root: Path, name: str, node_label
 
 def provide(api: Api, example: Example, objects: list[dict], nodes: bool = True) -> None:
     """What the profile says the cluster already has: the namespace, the nodes (unless the test makes
-    its own), a bound volume for each claim the pods mount that lwsgen does not create, and the
-    Secrets they read."""
+    its own), a bound volume for each claim the pods mount that lwsgen does not create, the priority
+    classes the pods name and the Secrets they read."""
     api.ensure_namespace(example.namespace)
     for node in example.node_objects() if nodes else []:
         if api.find("v1", "Node", node["metadata"]["name"]) is None:
@@ -88,6 +115,12 @@ def provide(api: Api, example: Example, objects: list[dict], nodes: bool = True)
         _bound_volume(api, example.namespace, claim)
     for claim in (o for o in objects if o["kind"] == "PersistentVolumeClaim"):
         _volume_for(api, example.namespace, claim)
+    for priority in sorted(
+        {spec["priorityClassName"] for spec in _pod_specs(objects) if spec.get("priorityClassName")}
+    ):
+        if api.find("scheduling.k8s.io/v1", "PriorityClass", priority) is None:  # the Priority admission needs it
+            made = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": priority}}
+            api.create({**made, "value": 1000})
     for secret in sorted(_secrets(objects)):
         if api.find("v1", "Secret", secret, example.namespace) is None:
             made = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret}, "stringData": {"token": "x"}}

@@ -31,6 +31,7 @@ def run(cluster, example: Example) -> list[str]:
             if pods and checks.placement(api, pods, nodes, problems):
                 checks.readiness(api, lws, pods, groups, problems)
                 rbac.launcher(cluster, objects, pods, problems)
+        checks.domains(api, example.namespace, *example.domain_keys(), problems)
         checks.selectors(api, example.namespace, objects, problems)
         checks.autoscalers(api, example.namespace, objects, problems)
     finally:

@@ -17,9 +17,10 @@ VARIANTS = (
     "vllm-encode-prefill-decode",  # a DisaggregatedSet of three roles behind the endpoint picker
     "kueue-topology-aware",  # Kueue's queue label and topology annotations, placed by kube-scheduler
     "single-pod-group",  # size 1: a set without workers
+    "everything-set",  # every profile field at once: EFA and RDMA, taints, a priority class, a group per zone
+    "sglang-prefill-decode-placed",  # a DisaggregatedSet of two slices, each kept in one rack (ExclusiveSlice)
 )
-# Not yet (docs/development.md): everything-set, sglang-prefill-decode-placed (its ExclusiveSlice
-# placement needs a rack per slice among the fake nodes) and volcano-gang (no Volcano scheduler runs).
+# Not yet (docs/development.md): volcano-gang (no Volcano scheduler: the module proxy refuses its releases).
 
 
 @pytest.mark.parametrize("case", VARIANTS)
