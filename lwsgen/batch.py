@@ -49,7 +49,7 @@ def render_all(profiles: list[tuple[Path, str]], out_root: str, given: Given = N
     holds one at a time); the bases they share are read once (load/inherit.reuse)."""
 
     digests: dict[str, str] = {}
-    with reuse():
+    with reuse(profiles=False):
         for path, display in profiles:
             yield _render_one(path, out_root, display, given, digests)
     render_cache.prune()

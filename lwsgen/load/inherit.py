@@ -94,9 +94,11 @@ def _confined(target: str, child: Path, root: str | None = None) -> Path | None:
 
 
 class _Reuse:
-    """What one command has read: each file's mapping and link (steps), each chain's merge."""
+    """What one command has read: each file's mapping and link (steps), each chain's merge; a
+    profile's own too with `profiles` (validate, whose directories hold bases among the profiles)."""
 
-    def __init__(self) -> None:
+    def __init__(self, profiles: bool) -> None:
+        self.profiles = profiles
         self.steps: dict[tuple, Any] = {}
         self.merged: dict[tuple, tuple[Source, int]] = {}
 
@@ -107,10 +109,12 @@ _REUSE: ContextVar[_Reuse | None] = ContextVar("lwsgen_reuse", default=None)
 
 
 @contextmanager
-def reuse():
+def reuse(profiles: bool = True):
     """Within it, a profile that several others extend is read, checked and merged once (validate
-    of a directory of thousands that share bases costs each file once, not once per chain)."""
-    token = _REUSE.set(_REUSE.get() or _Reuse())
+    of a directory of thousands that share bases costs each file once, not once per chain). With
+    profiles=False only the bases are kept, not each profile's own file and merge: a render batch
+    (whose profiles are no other's base, commands/discover.py) would otherwise hold every one."""
+    token = _REUSE.set(_REUSE.get() or _Reuse(profiles))
     try:
         yield
     finally:
@@ -185,7 +189,7 @@ def load(path: Path, display: str | None = None, root: str | None = None, text: 
             if len(steps) + below[1] > MAX_DEPTH:
                 raise ProblemsError([_too_deep(display or str(path))])
             break
-        src, base = _step(path, resolved, display, root, text, kept=bool(steps))
+        src, base = _step(path, resolved, display, root, text, kept=bool(steps) or _keeps_profiles())
         steps.append((key, src))
         if base is None:
             break
@@ -194,13 +198,13 @@ def load(path: Path, display: str | None = None, root: str | None = None, text: 
 
 
 def _merged(steps: list[tuple[tuple, Source]], below: tuple[Source, int] | None) -> Source:
-    """The chain merged from its deepest base up; each base's result kept within reuse() (not the
-    profile's own: a batch would hold every profile it rendered)."""
-    profile_key = steps[0][0]
+    """The chain merged from its deepest base up; each base's result kept within reuse(), and the
+    profile's own unless reuse(profiles=False)."""
+    profile_key = steps[0][0] if steps and not _keeps_profiles() else None
     if below is None:
         key, src = steps.pop()
         below = (src, 0)
-        if steps:
+        if key is not profile_key:
             _keep(key, below)
     for key, src in reversed(steps):
         base, depth = below
@@ -212,6 +216,11 @@ def _merged(steps: list[tuple[tuple, Source]], below: tuple[Source, int] | None)
             _keep(key, below)
     src = below[0]
     return Source(src.file, dict(src.data), src.values_at, src.keys_at, src.files_at)  # the caller's to change
+
+
+def _keeps_profiles() -> bool:
+    reused = _REUSE.get()
+    return reused is None or reused.profiles
 
 
 def _keep(key: tuple, merged: tuple[Source, int]) -> None:
