@@ -9,7 +9,3 @@ PROMETHEUS_ADAPTER_VERSION := v0.12.0
 ENDPOINT_PICKER_VERSION := v0.10.0
 ENDPOINT_PICKER_ZIP_SHA256 := 9524db96c27fb21544c0ab0cf68b0b5f4092a0a43f2ef0121583daa639181946
 KUBE_STATE_METRICS_VERSION := v2.20.0
-# KEDA's operator (make keda, not part of make cluster: ~11 min to build cold): the proxy's source archive,
-# checked against this SHA-256 by tools/cluster/build_keda.sh (go install refuses a go.mod with replace lines)
-KEDA_VERSION := v2.21.0
-KEDA_ZIP_SHA256 := 74b59fe16144250748b716d6dc8789dee52d26164daab732145bed60456013a4
