@@ -115,3 +115,15 @@ def test_stdout_memory_does_not_grow_with_the_profiles_it_has_printed(write_prof
         write_profile(path.read_text(), f"rest/{path.name}")
     grown = _peak_kib_streaming(tmp_path / "rest") - _peak_kib_streaming(tmp_path / "few")
     assert grown / (many - few) < 10, f"peak memory grew {grown} kB over {many - few} more profiles"
+
+
+def test_a_batch_reads_at_most_max_files_profile_files(profiles, monkeypatch, capsys):
+    """Profiles named one by one count toward the bound as bases do, though a batch keeps neither
+    their files nor their merges (an independent review found the bound counting bases only)."""
+    from lwsgen import bounds
+
+    monkeypatch.setattr(bounds, "MAX_FILES", 3)
+    named = [str(p) for p in profiles[:5]]
+    assert main(["render", *named, "--stdout"]) == 1
+    refused = [line for line in capsys.readouterr().err.splitlines() if "too-many-files" in line or "at most 3" in line]
+    assert refused == [f"{p}:0:0: one command reads at most 3 profile files; split the directory" for p in named[3:]]

@@ -99,6 +99,7 @@ class _Reuse:
 
     def __init__(self, profiles: bool) -> None:
         self.profiles = profiles
+        self.unkept = 0  # files read and not kept (profiles, with profiles=False): MAX_FILES counts them
         self.steps: dict[tuple, Any] = {}
         self.merged: dict[tuple, tuple[Source, int]] = {}
 
@@ -239,13 +240,16 @@ def _step(path: Path, resolved: Path, display: str | None, root: str | None, tex
     reuse(), once per base file (`kept`): what is wrong with a file is so whichever profile reaches it."""
     key = (resolved, display, root, _identity(resolved))
     reused = _REUSE.get()
-    if reused is None or text is not None or (not kept and key not in reused.steps):
+    if reused is None or text is not None:
         return _read_step(path, display, root, text)
     steps = reused.steps
     if key not in steps:
-        if len(steps) >= bounds.MAX_FILES:
+        if len(steps) + reused.unkept >= bounds.MAX_FILES:
             message = f"one command reads at most {bounds.MAX_FILES} profile files; split the directory"
             raise ProblemsError([Problem(display or str(path), 0, 0, "", message, "too-many-files")])
+        if not kept:  # counted, not kept
+            reused.unkept += 1
+            return _read_step(path, display, root, None)
         try:
             steps[key] = _read_step(path, display, root, None)
         except ProblemsError as err:
