@@ -56,9 +56,9 @@ class Collisions:
         index = len(self.sources)
         self.sources.append(result.source)
         for namespace, kind, name, digest in result.identities:
-            key = _short_digest(f"{namespace}\0{kind}\0{name}")
-            first = self.owners.setdefault(key, (index, _short_digest(digest)))
-            if first[0] != index and first[1] != _short_digest(digest):
+            key, written = _short_digest(f"{namespace}\0{kind}\0{name}"), _short_digest(digest)
+            first = self.owners.setdefault(key, (index, written))
+            if first[0] != index and first[1] != written:
                 file_, line, col = result.name_at
                 message = (
                     f"writes {kind} {name} in namespace {namespace}, which {self.sources[first[0]]} writes "
