@@ -671,6 +671,24 @@ CODES: dict[str, Code] = {
         "The runtime, engine or setup does not support what the profile asks for.",
         "Change or remove the setting as the message says, or use a runtime that supports it.",
     ),
+    "not-on-platform": Code(
+        "error",
+        "profile",
+        (
+            "The profile asks for something the platform it names (platform: kserve or kserve-isvc) has no "
+            "equivalent for: KServe creates that object itself, or has no field for it."
+        ),
+        "Leave the field out, as the message says, or use platform lws (docs/kserve.md lists what carries over).",
+    ),
+    "kserve-refuses": Code(
+        "error",
+        "profile",
+        (
+            "KServe's admission webhook would refuse the object lwsgen would write for this layout or model, or its "
+            "controller would run it differently (one pod that waits forever, a layout silently ignored)."
+        ),
+        "Use the layout the message names (docs/kserve.md has each refusal and the KServe source it follows).",
+    ),
     "not-with-roles": Code(
         "error",
         "roles",

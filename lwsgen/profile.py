@@ -332,6 +332,7 @@ class Profile(Record):
     name: str
     namespace: str
     runtime: str
+    platform: str  # lws, kserve (LLMInferenceService) or kserve-isvc (InferenceService + ServingRuntime)
     image: str
     runtime_version: str | None
     allow_latest_image: bool

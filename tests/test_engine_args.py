@@ -125,9 +125,22 @@ def test_every_flag_lwsgen_derives_is_one_the_engine_has(engine, runtime):
 
 
 def _templates(objects: list[dict]) -> list[tuple[str, dict]]:
-    """(where, leaderWorkerTemplate) of every LeaderWorkerSet and DisaggregatedSet role."""
-    out = []
+    """(where, leaderWorkerTemplate) of every LeaderWorkerSet and DisaggregatedSet role, and of what
+    KServe makes: the LeaderWorkerSet of an LLMInferenceService, the head and worker of a ServingRuntime."""
+    from lwsgen.output import kserve
+
+    made, _ = kserve.workloads([o for o in objects if o.get("kind") == "LLMInferenceService"])
+    out = [(f"{name} (KServe's)", lws["spec"]["leaderWorkerTemplate"]) for name, lws in made.items()]
     for obj in objects:
+        if obj.get("kind") == "ServingRuntime":
+            spec = obj["spec"]
+            head, worker = {"spec": {"containers": spec["containers"]}}, {"spec": spec["workerSpec"]}
+            out.append(
+                (
+                    f"{obj['metadata']['name']} (KServe's Deployments)",
+                    {"leaderTemplate": head, "workerTemplate": worker},
+                )
+            )
         if obj.get("kind") == "LeaderWorkerSet":
             out.append((obj["metadata"]["name"], obj["spec"]["leaderWorkerTemplate"]))
         if obj.get("kind") == "DisaggregatedSet":

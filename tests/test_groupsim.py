@@ -27,8 +27,17 @@ pytestmark = [pytest.mark.tools, pytest.mark.groupsim, pytest.mark.skipif(WHY_NO
 ROLES_LAUNCH = {"sglang-deepseek-r1-pd": "sglang-deepseek-r1", "vllm-llama33-70b-pd": "vllm-llama31-405b"}
 ROLES = [(example, "roles_together") for example in sorted(ROLES_LAUNCH)]
 EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir() if p.name not in ROLES_LAUNCH)
-LWS = [(example, s.__name__) for example in EXAMPLES for s in scenarios.LWS_SCENARIOS]
-SINGLE = [(example, "single_pod") for example in EXAMPLES]
+# KServe's: no one-pod variant (a one-pod group is refused on both platforms), and an InferenceService's
+# Deployments restart a lost pod alone rather than recreate the group: it forms its group and serves.
+KSERVE = {p.parent.name for p in (REPO / "out").glob("*/*inferenceservice.yaml")}
+ISVC = {p.parent.name for p in (REPO / "out").glob("*/inferenceservice.yaml")}
+LWS = [
+    (example, s.__name__)
+    for example in EXAMPLES
+    for s in scenarios.LWS_SCENARIOS
+    if example not in ISVC or s is scenarios.together
+]
+SINGLE = [(example, "single_pod") for example in EXAMPLES if example not in KSERVE]
 NCCL = [
     ("triton-llama3-405b", "mpijob_passes"),
     ("triton-llama3-405b", "mpijob_fails"),

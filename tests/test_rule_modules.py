@@ -15,6 +15,7 @@ from lwsgen.check import (
     images,
     metadata,
     model,
+    platform,
     podhatches,
     scheduling,
     startup,
@@ -33,6 +34,18 @@ from lwsgen.profile import from_data
 
 # (rule, what changes MINIMAL, the one finding: (path, code, message))
 PROFILE_CASES = [
+    (
+        platform.check,
+        {"platform": "kserve-isvc"},
+        (
+            "model.path",
+            "kserve-refuses",
+            "KServe's webhook takes only a pvc:// or oci:// storageUri for a multi-node InferenceService "
+            "(\"Multinode only supports 'pvc' and 'oci' Storage Protocol\"), and the weights are on no claim of the "
+            "profile: download the weights onto a ReadWriteMany claim with model.source and storage (lwsgen's model "
+            "delivery), or use platform kserve, which takes hf://",
+        ),
+    ),
     (
         profile_rules.check_replicas,
         {"autoscaling": {"minReplicas": 3, "maxReplicas": 2}},

@@ -67,7 +67,8 @@ def test_deleting_any_key_never_crashes_validate(example, stride, tmp_path):
     crashed = {where: why for where, why in statuses.items() if why[0] not in (0, 1)}
     assert len(statuses) > 300 // stride and not crashed, crashed
     # and dropping what a deployment needs is an error, not silently accepted
-    workload = "leaderworkerset.yaml" if (directory / "leaderworkerset.yaml").exists() else "disaggregatedset.yaml"
+    workloads = ("leaderworkerset.yaml", "disaggregatedset.yaml", "llminferenceservice.yaml", "inferenceservice.yaml")
+    workload = next(name for name in workloads if (directory / name).exists())
     assert statuses[(workload, ("spec",))][0] == 1
     if (directory / "service.yaml").exists():  # a vLLM set of roles is reached through its InferencePool only
         assert statuses[("service.yaml", ("metadata", "name"))][0] == 1

@@ -18,6 +18,8 @@ def check(src: Source) -> tuple[Profile, list[Problem]]:
         raise ProblemsError([src.problem(("base",), message, "base-only")])
     src.data.pop("base", None)  # base: false says nothing the typed profile keeps
     if src.data.get("roles"):
+        if src.data.get("platform", "lws") != "lws":
+            raise ProblemsError([_roles_on_kserve(src)])
         return disaggregation.check(src, typed)
     if src.data.get("disaggregation"):
         message = "takes effect with roles only (prefill and decode): add roles, or leave it out"
@@ -29,6 +31,10 @@ def typed(src: Source) -> tuple[Profile, list[Problem]]:
     """A schema-valid profile (or one role's, check/roles.py) through the rules."""
 
     profile = from_data(schema.with_defaults(src.data))
+    if profile.platform != "lws":  # KServe's Services are its own, ClusterIP (llmisvc/workload.go#L112-L180)
+        profile = profile._replace(service=profile.service._replace(type="ClusterIP"))
+    if profile.platform == "kserve-isvc":  # a Deployment's worker has no node rank: Ray forms the group
+        profile = profile._replace(launch=profile.launch._replace(mode="ray"))
     problems = sizebound.problems(profile, src)
     if problems:  # before any work that grows with the groups
         raise ProblemsError(problems)
@@ -54,3 +60,12 @@ def typed(src: Source) -> tuple[Profile, list[Problem]]:
             ]
         )
     return profile, rules.warnings(profile, src)
+
+
+def _roles_on_kserve(src: Source) -> Problem:
+    platform = src.data["platform"]
+    if platform == "kserve-isvc":
+        why = "an InferenceService has one head and its workers, no prefill and decode workloads: use platform kserve"
+    else:  # not yet written: said, never dropped
+        why = "lwsgen does not write an LLMInferenceService's prefill workload (spec.prefill) yet: use platform lws"
+    return src.problem(("roles",), f"platform {platform} has no equivalent: {why}", "not-on-platform")

@@ -12,6 +12,7 @@ from lwsgen.check import (
     metadata,
     model,
     nccl,
+    platform,
     podhatches,
     scheduling,
     sizing,
@@ -27,7 +28,20 @@ from lwsgen.profile import Profile
 from lwsgen.registry import PROFILE
 
 # The modules whose profile rules check_rules and warnings run: importing them registers their rules.
-RULE_MODULES = (delivery, engine, gateway, hatches, images, metadata, model, podhatches, scheduling, startup, versions)
+RULE_MODULES = (
+    delivery,
+    engine,
+    gateway,
+    hatches,
+    images,
+    metadata,
+    model,
+    platform,
+    podhatches,
+    scheduling,
+    startup,
+    versions,
+)
 # Codes said as notices: how a valid profile is read, nothing to fix (--strict leaves them alone).
 NOTICES = {"layer-split"}
 

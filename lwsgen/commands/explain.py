@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from lwsgen import runtimes
+from lwsgen import platforms, runtimes
 from lwsgen.check import budget
 from lwsgen.pipeline import Rendered
 
@@ -20,6 +20,12 @@ def pods(result: Rendered, d=None, lws: str | None = None) -> list[tuple[str, st
     rank r % tensor of pipeline stage r // tensor, and pod r // GPUs per pod. d, lws: one role of a
     set and its LeaderWorkerSet's name."""
     d = d or result.profile
+    if d.platform == platforms.KSERVE_ISVC:  # two Deployments: pods named by their ReplicaSets
+        return [
+            (f"{d.name}-predictor{'-worker' if i else ''}-<hash>", "head" if i == 0 else "worker", ranks, stages)
+            for i, (_, _, ranks, stages) in enumerate(pods(result, d._replace(platform=platforms.LWS)))
+        ]
+    lws = lws or (platforms.llmisvc_lws(d.name) if d.platform == platforms.KSERVE else None)
     out = []
     for index in range(d.group_size):
         name = (lws or d.name) + "-0" + (f"-{index}" if index else "")
@@ -54,9 +60,29 @@ def _autoscaling_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
     return []
 
 
-def _traffic_path(objects: dict[str, list[dict[str, Any]]]) -> list[str]:
+def _kserve_path(d) -> list[str]:
+    """What KServe's controller puts in front of the pods (docs/kserve.md)."""
+    if d.platform == platforms.KSERVE_ISVC:
+        return [f"client -> Service {d.name}-predictor (KServe's) -> the head"]
+    if not d.gateway.enabled:
+        return [f"client -> Service {d.name}-kserve-workload-svc (KServe's, port 8000) -> a leader"]
+    gateways = ", ".join(f"{r.get('namespace', d.namespace)}/{r['name']}" for r in d.gateway.parent_refs)
+    return [
+        "client",
+        f"Gateway {gateways}",
+        "KServe's HTTPRoute (router.route)",
+        f"InferencePool {d.name}-inference-pool (KServe's router.scheduler): the leaders, port 8000",
+        f"endpoint picker Service {d.name}-epp-service (KServe's) picks one leader per request",
+        "a leader (it serves its group)",
+    ]
+
+
+def _traffic_path(objects: dict[str, list[dict[str, Any]]], d) -> list[str]:
     """client -> Gateway -> HTTPRoute -> InferencePool -> endpoint picker -> leader (gateway.enabled);
-    a set of roles behind the SGLang router: client -> (Gateway -> HTTPRoute ->) Service -> router."""
+    a set of roles behind the SGLang router: client -> (Gateway -> HTTPRoute ->) Service -> router;
+    on KServe, what its controller makes."""
+    if d.platform != platforms.LWS:
+        return _kserve_path(d)
     if "router.yaml" in objects:
         service = objects["service.yaml"][0]
         front = [f"HTTPRoute {objects['httproute.yaml'][0]['metadata']['name']}"] if "httproute.yaml" in objects else []
@@ -149,7 +175,8 @@ def _shape_lines(result: Rendered) -> list[str]:
 def text(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
-    lines = [f"{d.name} ({d.runtime}) in namespace {d.namespace}", *_shape_lines(result)]
+    on = "" if d.platform == platforms.LWS else f", on {d.platform}"
+    lines = [f"{d.name} ({d.runtime}{on}) in namespace {d.namespace}", *_shape_lines(result)]
 
     how = "model.servedName" if d.model.served_name else "the engine's default: the model as given"
     lines.append(f"├─ clients request model {runtimes.served_name(d)!r} ({how})")
@@ -177,7 +204,7 @@ def text(result: Rendered) -> str:
     for i, (kind, selector) in enumerate(selectors):
         branch = "└─" if i == len(selectors) - 1 else "├─"
         lines.append(f"│  {branch} {kind}: " + ", ".join(f"{k}={v}" for k, v in selector.items()))
-    traffic = _traffic_path(objects)
+    traffic = _traffic_path(objects, d)
     lines.append("├─ traffic")
     for i, step in enumerate(traffic):
         lines.append(f"│  {'└─' if i == len(traffic) - 1 else '├─'} {step}")
@@ -198,13 +225,18 @@ def text(result: Rendered) -> str:
 def mermaid(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
-    lines = ["flowchart LR", f'  svc["Service {d.name}-leader"]']
+    service = {platforms.KSERVE: "-kserve-workload-svc", platforms.KSERVE_ISVC: "-predictor"}.get(d.platform, "-leader")
+    lines = ["flowchart LR", f'  svc["Service {d.name}{service}"]']
     if "inferencepool.yaml" in objects:
         lines += [
             '  client["client"] --> gw["Gateway"] --> route["HTTPRoute"] --> pool["InferencePool"]',
             f'  pool -->|asks| epp["endpoint picker {d.name}-epp"]',
         ]
-    lines.append(f'  subgraph g0["group 0 of LeaderWorkerSet {d.name}"]')
+    workload = {
+        platforms.KSERVE: f"LeaderWorkerSet {platforms.llmisvc_lws(d.name)} (KServe's)",
+        platforms.KSERVE_ISVC: f"InferenceService {d.name} (KServe's Deployments)",
+    }.get(d.platform, f"LeaderWorkerSet {d.name}")
+    lines.append(f'  subgraph g0["group 0 of {workload}"]')
     for index, (name, role, ranks, _stages) in enumerate(pods(result)):
         lines.append(f'    p{index}["{name} ({role})<br/>ranks {ranks.start}-{ranks.stop - 1}"]')
     lines.append("  end")

@@ -1,9 +1,9 @@
 """Stage 3, derive: the typed profile -> the values of every output kind it emits, from the one
 table of output kinds (kinds.py) and the runtime plugin's parts."""
 
-from lwsgen import naming, runtimes
+from lwsgen import naming, platforms, runtimes
 from lwsgen.derive import delivery, disaggregation, kinds
-from lwsgen.derive.context import Context, single
+from lwsgen.derive.context import Context, inference_service, single
 from lwsgen.derive.model import Deployment, Meta, Several
 from lwsgen.derive.network import serving_port
 from lwsgen.derive.scheduling import placement
@@ -25,7 +25,13 @@ class UserKind(Record):
 
 def context(profile: Profile) -> Context:
     plugin = runtimes.get(profile.runtime)
-    parts = plugin.parts(profile)
+    if profile.platform == platforms.KSERVE:  # vLLM (check/platform.py), on the port KServe's pool targets
+        parts = plugin.parts(profile, serving_port=platforms.LLMISVC_PORT)
+        group = single(platforms.llmisvc_lws(profile.name))  # the LeaderWorkerSet KServe makes
+    elif profile.platform == platforms.KSERVE_ISVC:
+        parts, group = plugin.parts(profile), inference_service(profile.name)
+    else:
+        parts, group = plugin.parts(profile), single(profile.name)
     parts = parts._replace(scripts={**parts.scripts, **delivery.scripts(profile)})
     return Context(
         profile,
@@ -34,7 +40,7 @@ def context(profile: Profile) -> Context:
         parts,
         naming.object_names(profile.name),
         placement(profile),
-        single(profile.name),
+        group,
     )
 
 

@@ -4,7 +4,7 @@ names and placement, and the metadata rule (labels, annotations, Argo CD sync wa
 from types import ModuleType
 from typing import Any
 
-from lwsgen import naming
+from lwsgen import naming, platforms
 from lwsgen.derive.model import Meta
 from lwsgen.derive.scheduling import Placement
 from lwsgen.profile import Profile
@@ -25,11 +25,16 @@ class Workload(Record):
     scale_target: tuple[str, str, str]  # apiVersion, kind, name of what an autoscaler scales
     set_name: str | None = None
     role: str | None = None
+    # Pods that are no LeaderWorkerSet's (KServe's InferenceService Deployments): the pod labels that
+    # name the group, and the ones only its leader carries (empty: a LeaderWorkerSet's, worker index 0)
+    group_keys: tuple[str, ...] = ()
+    leader_only: tuple[tuple[str, str], ...] = ()
 
     @property
     def series(self) -> dict[str, str]:
         """The series of its pods, by the labels the PodMonitor copied (kube_pod_labels: ksm)."""
         keys = (naming.LWS_NAME_LABEL,) if self.set_name is None else (naming.SET_NAME_LABEL, naming.ROLE_LABEL)
+        keys = self.group_keys or keys
         return {naming.series_label(k): self.pods[k] for k in keys}
 
     @property
@@ -45,6 +50,21 @@ def single(name: str) -> Workload:
         pods,
         (naming.LWS_NAME_LABEL, naming.GROUP_INDEX_LABEL),
         ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name),
+    )
+
+
+def inference_service(name: str) -> Workload:
+    """The head and worker Deployments KServe runs for an InferenceService (platforms.py): one group."""
+    pods = {platforms.ISVC_LABEL: name}
+    head = (platforms.ISVC_APP_LABEL, platforms.isvc_head_app(name))
+    return Workload(
+        pods,
+        {**pods, head[0]: head[1]},
+        pods,
+        (platforms.ISVC_LABEL,),
+        ("serving.kserve.io/v1beta1", "InferenceService", name),
+        group_keys=(platforms.ISVC_LABEL,),
+        leader_only=(head,),
     )
 
 

@@ -13,7 +13,7 @@ the docstring of the function says why.
 import hashlib
 import json
 
-from lwsgen import naming
+from lwsgen import naming, platforms
 from lwsgen.derive import pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EmptyDir as EmptyDirSource
@@ -203,7 +203,8 @@ class EndpointPicker(Record):
 
 
 def enabled(ctx: Context) -> bool:
-    return ctx.profile.gateway.enabled
+    """lwsgen's own gateway objects; on KServe its router makes them (derive/kserve.py)."""
+    return ctx.profile.gateway.enabled and ctx.profile.platform == platforms.LWS
 
 
 def picks(ctx: Context) -> bool:

@@ -10,7 +10,19 @@ profile does not emit the kind. The output tables of README.md and docs/ are gen
 from collections.abc import Callable
 from typing import Any
 
-from lwsgen.derive import cluster, delivery, disaggregation, gateway, monitoring, nccl, network, patchschema, workload
+from lwsgen.derive import (
+    cluster,
+    delivery,
+    disaggregation,
+    gateway,
+    isvc,
+    kserve,
+    monitoring,
+    nccl,
+    network,
+    patchschema,
+    workload,
+)
 from lwsgen.records import Record
 
 
@@ -119,6 +131,38 @@ KINDS: tuple[Kind, ...] = (
         "(its size, engine flags for KV transfer), slices and placement policy",
         "`roles` (in place of the LeaderWorkerSet)",
         disaggregation.disaggregatedset,
+        "inference-server",
+        wave=0,
+    ),
+    Kind(
+        "llminferenceservice",
+        (
+            Document(
+                "serving.kserve.io/v1alpha2", "LLMInferenceServiceConfig", "llminferenceserviceconfig.schema.json"
+            ),
+            Document("serving.kserve.io/v1alpha2", "LLMInferenceService", "llminferenceservice.schema.json"),
+        ),
+        "KServe `LLMInferenceService` `<name>` (run by KServe as the LeaderWorkerSet `<name>-kserve-mn`): "
+        "`model.uri`, `parallelism`, lwsgen's leader and worker pods as `template` and `worker`, `router` for "
+        "the gateway; and, for pipeline parallelism across nodes, the `LLMInferenceServiceConfig` "
+        "`kserve-config-llm-worker-pipeline-parallel` KServe v0.20.0 does not ship",
+        "`platform: kserve` (in place of the LeaderWorkerSet, its Service and the gateway objects)",
+        kserve.llminferenceservice,
+        "inference-server",
+        wave=0,
+    ),
+    Kind(
+        "inferenceservice",
+        (
+            Document("serving.kserve.io/v1alpha1", "ServingRuntime", "servingruntime.schema.json"),
+            Document("serving.kserve.io/v1beta1", "InferenceService", "inferenceservice.schema.json"),
+        ),
+        "KServe `ServingRuntime` `<name>` (lwsgen's vLLM-on-Ray containers `kserve-container` and "
+        "`worker-container`, `workerSpec` with the tensor and pipeline sizes) and the `InferenceService` "
+        "`<name>` that names it (deployment mode Standard, autoscaler none, `storageUri` pvc://), which KServe "
+        "runs as the Deployments `<name>-predictor` and `<name>-predictor-worker`",
+        "`platform: kserve-isvc` (in place of the LeaderWorkerSet and its Service)",
+        isvc.inferenceservice,
         "inference-server",
         wave=0,
     ),

@@ -67,6 +67,7 @@ class Probe(Record):
     failure_threshold: int
     grpc_service: str | None = None
     initial_delay: int | None = None
+    scheme: str | None = None  # said where a merge could keep another's (KServe's presets: platforms.py)
 
 
 class Resources(Record):

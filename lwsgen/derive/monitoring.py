@@ -9,7 +9,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from lwsgen import naming, runtimes
+from lwsgen import naming, platforms, runtimes
 from lwsgen.derive.context import Context, Workload, single
 from lwsgen.derive.model import Meta
 from lwsgen.profile import Profile, thaw
@@ -34,11 +34,14 @@ def _matchers(**labels: str) -> str:
 
 def _leader_pods(namespace: str, workload: Workload) -> str:
     """kube_pod_labels of the workload's leader pods (kube-state-metrics' names for their labels)."""
-    return f"kube_pod_labels{_matchers(namespace=namespace, **workload.ksm, **{KSM_WORKER: '0'})}"
+    leader = {f"label_{naming.series_label(k)}": v for k, v in workload.leader_only} or {KSM_WORKER: "0"}
+    return f"kube_pod_labels{_matchers(namespace=namespace, **workload.ksm, **leader)}"
 
 
 def _ksm_keys(workload: Workload) -> tuple[str, ...]:
     """The kube_pod_labels labels a record keeps: the LWS name and group, and the set's where it has one."""
+    if workload.group_keys:  # one group: the labels that name it
+        return tuple(workload.ksm)
     return (KSM_NAME, KSM_GROUP, *(k for k in workload.ksm if k != KSM_NAME))
 
 
@@ -101,7 +104,9 @@ def router_rules(namespace: str, name: str) -> tuple[RecordingRule, ...]:
 
 def _expr(rule: RecordingRule, namespace: str, workload: Workload, model: str) -> str:
     series = workload.series
-    if workload.set_name is None:  # the leader pod's name: <lws>-<group index>, the LWS name known here
+    if workload.group_keys:  # no LeaderWorkerSet names the leader pod: a record keeps the pod that reports
+        on_leader = ("", "")
+    elif workload.set_name is None:  # the leader pod's name: <lws>-<group index>, the LWS name known here
         on_leader = ("label_replace(", f', "pod", "{series[NAME_SERIES_LABEL]}-$1", "{GROUP_SERIES_LABEL}", "(.+)")')
     else:  # a role's LWS name carries the controller's revision hash: joined from the pod's own labels
         on_leader = ("label_join(", f', "pod", "-", "{NAME_SERIES_LABEL}", "{GROUP_SERIES_LABEL}")')
@@ -281,7 +286,8 @@ def prometheusrule(ctx: Context, kind) -> PrometheusRule | None:
             profile.namespace,
             profile.name,
             runtimes.served_name(profile),
-            profile.gateway.enabled and ctx.workload.set_name is None,  # a pool of both roles: no role's average
+            # a pool of both roles: no role's average; KServe's picker and pool are its own, not scraped here
+            profile.gateway.enabled and ctx.workload.set_name is None and profile.platform == platforms.LWS,
             ctx.workload,
         ),
     )

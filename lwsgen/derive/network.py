@@ -7,6 +7,7 @@ Behind a gateway (gateway.enabled) the serving port is open to the Gateway's pro
 endpoint picker (which also reads the metrics port), and to service.allowedSources/Namespaces only
 where those are set: no longer from anywhere."""
 
+from lwsgen import platforms
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta
 from lwsgen.naming import endpoint_picker_pods, router_pods
@@ -91,7 +92,10 @@ def proxy_namespaces(ctx: Context) -> tuple[str, ...]:
 def _gateway_rules(ctx: Context) -> list[Ingress]:
     serving = serving_port(ctx).name
     picker_ports = tuple(dict.fromkeys((serving, ctx.caps.metrics_port)))
-    picker = endpoint_picker_pods(ctx.workload.set_name or ctx.profile.name)
+    if ctx.profile.platform == platforms.KSERVE:  # KServe's own picker (router.scheduler)
+        picker = platforms.llmisvc_scheduler_labels(ctx.profile.name)
+    else:
+        picker = endpoint_picker_pods(ctx.workload.set_name or ctx.profile.name)
     return [
         Ingress(ctx.profile.gateway.proxy_cidrs, proxy_namespaces(ctx), ports=(serving,)),
         Ingress(pods=(picker,), ports=picker_ports),

@@ -2,7 +2,7 @@
 the leader's ServiceAccount, Role and RoleBinding. Leader and worker pods differ only where the
 runtime says (command, ports, tools) and in the leader's probes."""
 
-from lwsgen import naming
+from lwsgen import naming, platforms
 from lwsgen.derive import delivery, hatches, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Resources, Volume
@@ -166,6 +166,8 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
 def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet | None:
     if ctx.roles is not None:  # a set of roles: each role's LeaderWorkerSet is in the DisaggregatedSet
         return None
+    if ctx.profile.platform != platforms.LWS:  # KServe makes it (derive/kserve.py)
+        return None
     profile, lws = ctx.profile, ctx.profile.lws
     meta = ctx.meta(kind, profile.name, labels=ctx.placement.lws_labels, annotations=ctx.placement.lws_annotations)
     return LeaderWorkerSet(
@@ -185,6 +187,8 @@ def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet | None:
 def service(ctx: Context, kind) -> Service | None:
     if ctx.roles is not None:  # a set of roles: the Service is its router's
         return router_service(ctx, kind)
+    if ctx.profile.platform != platforms.LWS:  # KServe makes its Services
+        return None
     spec = ctx.profile.service
     ports = {p.name: p for p in ctx.parts.leader.ports}
     serving = tuple(

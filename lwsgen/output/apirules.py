@@ -121,6 +121,23 @@ def _pod_templates(obj: dict[str, Any]) -> Iterator[tuple[tuple, Any]]:
             yield ("spec", "mpiReplicaSpecs", role, "template"), replica.get("template", {})
 
 
+def _pod_specs(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]]:
+    """(path, pod spec) of KServe's kinds, whose pods are written as specs with no template around
+    them: an LLMInferenceService's template and worker, a ServingRuntime's head and workerSpec (its
+    containers and volumes; an InferenceService's pod fields are merged with them by KServe)."""
+    kind, spec = obj.get("kind"), obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if kind == "LLMInferenceService":
+        for side in ("template", "worker"):
+            if isinstance(spec.get(side), dict):
+                yield ("spec", side), spec[side]
+    elif kind == "ServingRuntime":
+        yield ("spec",), {k: spec[k] for k in ("containers", "volumes") if k in spec}
+        if isinstance(spec.get("workerSpec"), dict):
+            yield ("spec", "workerSpec"), spec["workerSpec"]
+
+
 def _labels_and_annotations(at: tuple, metadata: Any) -> Iterator[Finding]:
     if not isinstance(metadata, dict):
         return
@@ -252,6 +269,8 @@ def api_errors(obj: dict[str, Any], version: str = "1.33") -> Iterator[Finding]:
         template = template if isinstance(template, dict) else {}
         yield from _labels_and_annotations((*at, "metadata"), template.get("metadata"))
         yield from _containers((*at, "spec"), template.get("spec", {}), version)
+    for at, pod_spec in _pod_specs(obj):
+        yield from _containers(at, pod_spec, version)
     for field in DATA_FIELDS.get(obj.get("kind"), ()):
         for key in obj.get(field) or {}:
             why = config_map_key_problem(str(key))

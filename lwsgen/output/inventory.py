@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from lwsgen.jsondata import dig
+from lwsgen.output import kserve
 from lwsgen.output import sets as ds_rules
 from lwsgen.records import Record
 
@@ -52,12 +53,14 @@ def _adapter_names(everything: list[dict[str, Any]]) -> dict[str, str] | None:
     return served
 
 
-def _names(everything: list[dict[str, Any]]) -> dict[str, Any]:
+def _names(everything: list[dict[str, Any]], made: tuple[str, ...] = ()) -> dict[str, Any]:
+    """made: the LeaderWorkerSets KServe makes of the set's LLMInferenceServices."""
     with_meta = [o for o in everything if isinstance(o.get("metadata"), dict)]
     names: dict[str, Any] = {
         kind: {o["metadata"].get("name") for o in _of(with_meta, kind)}
         for kind in ("ConfigMap", "ServiceAccount", "LeaderWorkerSet", "DisaggregatedSet")
     }
+    names["LeaderWorkerSet"] |= set(made)
     names["data"] = {
         o["metadata"].get("name"): o.get("data") or {}
         for o in _of(with_meta, "ConfigMap")
@@ -73,19 +76,27 @@ def _names(everything: list[dict[str, Any]]) -> dict[str, Any]:
 def inventory(objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True) -> Inventory:
     """Raises what reading an object the rules cannot read raises (the caller says so at the set)."""
     everything = [o for docs in objects_by_file.values() for o in docs if isinstance(o, dict)]
+    kserve_sets, kserve_deployments = kserve.workloads(_of(everything, "LLMInferenceService"))
     return Inventory(
         lws={
-            dig(o, "metadata", "name"): o
-            for o in _of(everything, "LeaderWorkerSet")
-            if isinstance(o.get("metadata"), dict)
+            **kserve_sets,
+            **{
+                dig(o, "metadata", "name"): o
+                for o in _of(everything, "LeaderWorkerSet")
+                if isinstance(o.get("metadata"), dict)
+            },
         },
         sets=ds_rules.sets_of(objects_by_file),
         named={
             kind: {dig(o, "metadata", "name"): o for o in _of(everything, kind)}
             for kind in ("Service", "InferencePool")
         },
-        workloads=tuple(o for o in everything if o.get("kind") in ("Deployment", "Job")),
-        names=_names(everything),
+        workloads=(
+            *(o for o in everything if o.get("kind") in ("Deployment", "Job")),
+            *kserve_deployments,
+            *kserve.isvc_deployments(_of(everything, "InferenceService"), _of(everything, "ServingRuntime")),
+        ),
+        names=_names(everything, tuple(kserve_sets)),
         scaled=frozenset(
             dig(o, "spec", "scaleTargetRef", "name")
             for o in everything

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from lwsgen.kuberules import scaling_rule_errors
+from lwsgen.output import kservehooks
 from lwsgen.output.apirules import DNS1123_SUBDOMAIN, api_errors
 from lwsgen.problems import Finding
 from lwsgen.quantity import parse as quantity
@@ -302,6 +303,7 @@ RULES: dict[str, Callable[[dict[str, Any]], Iterator[Finding]]] = {
     "PersistentVolumeClaim": _claim,
     "RoleBinding": _binding,
     "ClusterRoleBinding": _binding,
+    **kservehooks.RULES,  # KServe's admission webhooks
 }
 
 

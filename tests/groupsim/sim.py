@@ -571,7 +571,60 @@ def load(directory: Path) -> list[dict[str, Any]]:
     objects = []
     for path in sorted(directory.glob("*.yaml")):
         objects.extend(o for o in yaml.safe_load_all(path.read_text()) if isinstance(o, dict) and "kind" in o)
-    return objects
+    return objects + kserve_sets(objects)
+
+
+# What KServe's controller injects into an InferenceService's containers
+# (kserve/kserve@v0.20.0 pkg/controller/v1beta1/inferenceservice/components/predictor.go#L624-L677).
+def _isvc_env(isvc: str, nodes: int, gpus: str, tensor: int, pipeline: int, head: str | None) -> list[dict]:
+    env = {"RAY_NODE_COUNT": nodes, "REQUEST_GPU_COUNT": gpus, "PIPELINE_PARALLEL_SIZE": pipeline}
+    env |= {"TENSOR_PARALLEL_SIZE": tensor}
+    if head is None:
+        env |= {"MODEL_NAME": isvc, "MODEL_DIR": "/mnt/models"}
+    else:
+        env |= {"ISVC_NAME": isvc, "HEAD_SVC": head, "WORKER_SVC": f"{isvc}-workers-1"}
+    return [{"name": k, "value": str(v)} for k, v in env.items()]
+
+
+def kserve_sets(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What KServe makes of an LLMInferenceService, the LeaderWorkerSet <name>-kserve-mn of lwsgen's
+    pods (lwsgen/output/kserve.py), and of an InferenceService, its head and worker Deployments: run
+    here as one group of their pods, the head first, with the env KServe's controller adds and the
+    head's headless Service (<isvc>-head-<generation>, publishNotReadyAddresses) as the head pod's
+    own name, which resolves as that Service does once the pod exists."""
+    from lwsgen import platforms
+    from lwsgen.output import kserve
+
+    made, _ = kserve.workloads([o for o in objects if o.get("kind") == "LLMInferenceService"])
+    by_service = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "LLMInferenceService"}
+    out = []
+    for lws in made.values():
+        service = next(s for n, s in by_service.items() if platforms.llmisvc_lws(n) == lws["metadata"]["name"])
+        lws["metadata"]["labels"] = dict(service["metadata"].get("labels", {}))
+        out.append(lws)
+    isvcs = [o for o in objects if o.get("kind") == "InferenceService"]
+    runtimes = [o for o in objects if o.get("kind") == "ServingRuntime"]
+    deployments = kserve.isvc_deployments(isvcs, runtimes)
+    for isvc, (head, worker) in zip(isvcs, zip(deployments[::2], deployments[1::2], strict=True), strict=True):
+        name, spec = isvc["metadata"]["name"], isvc["spec"]["predictor"]["workerSpec"]
+        gpus = worker["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        tensor, pipeline = spec["tensorParallelSize"], spec["pipelineParallelSize"]
+        nodes = -(-tensor * pipeline // int(gpus))
+        lws_name = f"{name}-predictor"
+        leader, follower = copy.deepcopy(head["spec"]["template"]), copy.deepcopy(worker["spec"]["template"])
+        leader["spec"]["containers"][0]["env"] += _isvc_env(name, nodes, gpus, tensor, pipeline, None)
+        head_pod = f"{lws_name}-0.{lws_name}"
+        follower["spec"]["containers"][0]["env"] += _isvc_env(name, nodes, gpus, tensor, pipeline, head_pod)
+        out.append(
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": lws_name, "namespace": isvc["metadata"].get("namespace", "default")}
+                | {"labels": dict(isvc["metadata"].get("labels", {}))},
+                "spec": {"leaderWorkerTemplate": {"size": nodes, "leaderTemplate": leader, "workerTemplate": follower}},
+            }
+        )
+    return out
 
 
 def group_key(lws: str, namespace: str, group: int) -> str:

@@ -1,0 +1,91 @@
+"""platform: kserve-isvc. The ServingRuntime (its spec.workerSpec switches multi-node on) and the
+InferenceService that names it, which KServe runs as a head Deployment <name>-predictor and a
+worker Deployment <name>-predictor-worker (kserve/kserve@v0.20.0
+pkg/controller/v1beta1/inferenceservice/components/predictor.go#L187-L239).
+
+The engine is lwsgen's vLLM over Ray, in the profile's image, from lwsgen's own pod builder: the
+runtime holds the containers (named as KServe looks them up) and their volumes, the
+InferenceService the pod-level fields, the model's storageUri and the sizes (as fields: KServe's
+webhook refuses them as env). lwsgen's Ray scripts read the group size and the head's address that
+LeaderWorkerSet would give; here they come from what KServe's controller injects: RAY_NODE_COUNT
+and HEAD_SVC (components/predictor.go#L624-L677)."""
+
+from lwsgen import platforms
+from lwsgen.derive import workload
+from lwsgen.derive.context import Context
+from lwsgen.derive.model import Container, EnvVar, Meta, Pod
+from lwsgen.records import Record
+from lwsgen.runtimes.base import SCRIPTS_MOUNT
+
+MODEL_FORMAT = "huggingface"  # the format KServe's own multi-node runtime serves (runtime autoSelect off)
+HEAD_ENV = 'export LWS_GROUP_SIZE="${RAY_NODE_COUNT:?set by KServe}"; exec /bin/bash "$0" "$@"'
+WORKER_ENV = (
+    'export LWS_LEADER_ADDRESS="${HEAD_SVC:?set by KServe}.${POD_NAMESPACE:?}.svc.cluster.local"; '
+    'exec /bin/bash "$0" "$@"'
+)
+
+
+class ServingRuntime(Record):
+    meta: Meta
+    model_format: str
+    head: Container
+    head_pod: Pod  # its volumes
+    worker: Container
+    worker_pod: Pod
+    tensor: int
+    pipeline: int
+
+
+class InferenceService(Record):
+    meta: Meta
+    runtime: str
+    model_format: str
+    storage_uri: str
+    labels: dict[str, str] | None
+    annotations: dict[str, str] | None
+    head: Pod  # pod-level fields and init containers
+    worker: Pod
+    tensor: int
+    pipeline: int
+
+
+class KServeIsvc(Record):
+    runtime: ServingRuntime
+    service: InferenceService
+
+
+def _through(engine: Container, name: str, exported: str, env: tuple[EnvVar, ...] = ()) -> Container:
+    """lwsgen's launch script run with what it reads from LeaderWorkerSet taken from KServe's env."""
+    script = engine.command[-1]
+    assert script.startswith(SCRIPTS_MOUNT), script  # a Ray launch script (vllm on Ray)
+    return engine._replace(name=name, command=("/bin/bash", "-c", exported, script), env=(*engine.env, *env))
+
+
+def inferenceservice(ctx: Context, kind) -> KServeIsvc | None:
+    profile = ctx.profile
+    if profile.platform != platforms.KSERVE_ISVC:
+        return None
+    par = profile.parallelism
+    leader = workload.role_pod(ctx, "leader", ctx.parts.leader)
+    worker = workload.role_pod(ctx, "worker", ctx.parts.worker)
+    head = _through(leader.containers[0], platforms.ISVC_HEAD_CONTAINER, HEAD_ENV)
+    namespace = EnvVar("POD_NAMESPACE", field_path="metadata.namespace")
+    joiner = _through(worker.containers[0], platforms.ISVC_WORKER_CONTAINER, WORKER_ENV, (namespace,))
+    runtime = ServingRuntime(
+        ctx.meta(kind, profile.name), MODEL_FORMAT, head, leader, joiner, worker, par.tensor, par.pipeline
+    )
+    modes = dict((platforms.DEPLOYMENT_MODE, platforms.AUTOSCALER_CLASS))
+    pod_labels = {k: v for k, v in leader.labels.items() if k in profile.pod_labels}
+    service = InferenceService(
+        ctx.meta(kind, profile.name, annotations=modes),
+        profile.name,
+        MODEL_FORMAT,
+        platforms.model_uri(profile),
+        pod_labels or None,
+        leader.annotations,
+        leader,
+        worker,
+        par.tensor,
+        par.pipeline,
+    )
+    return KServeIsvc(runtime, service)

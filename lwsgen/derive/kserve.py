@@ -1,0 +1,137 @@
+"""platform: kserve. The LLMInferenceService KServe runs as the LeaderWorkerSet <name>-kserve-mn,
+with lwsgen's own leader and worker pods as its template and worker, and the
+LLMInferenceServiceConfig a pipeline-parallel group needs (KServe v0.20.0 ships none).
+
+KServe merges a preset (kserve-config-llm-template, -worker-data-parallel) under the service's spec,
+container `main` into container `main` (platforms.py). Whatever the preset sets and the pod would
+not, the merge keeps, so the pods here say everything a preset could change: the command, the
+probes' scheme, that the container may run as root (the preset says runAsNonRoot) and which
+capabilities it adds (the preset adds IPC_LOCK, SYS_RAWIO and NET_RAW). The engine serves on
+KServe's port 8000, which the scheduler preset's InferencePool targets and the preset's liveness
+probe checks."""
+
+from lwsgen import platforms
+from lwsgen.derive import workload
+from lwsgen.derive.context import Context
+from lwsgen.derive.model import Meta, Pod, Probe
+from lwsgen.records import Record
+from lwsgen.runtimes.launchers import DP_RPC_PORT
+
+LIVENESS_FAILURES = 10  # the preset's own (config-llm-worker-data-parallel.yaml livenessProbe)
+
+
+class GatewayRef(Record):
+    name: str
+    namespace: str | None
+    section_name: str | None
+
+
+class Router(Record):
+    """router: a managed HTTPRoute, the Gateway (the profile's parentRefs, or KServe's default) and
+    KServe's scheduler (InferencePool and endpoint picker)."""
+
+    gateway_refs: tuple[GatewayRef, ...]
+
+
+class Parallelism(Record):
+    """spec.parallelism: data with dataLocal (its ranks per pod), or pipeline, and tensor (None: not written)."""
+
+    tensor: int
+    pipeline: int | None = None
+    data: int | None = None
+    data_local: int | None = None
+    data_rpc_port: int | None = None
+    expert: bool | None = None
+
+
+class LLMInferenceService(Record):
+    meta: Meta
+    model_uri: str
+    model_name: str
+    replicas: int
+    parallelism: Parallelism
+    labels: dict[str, str] | None  # the workload's, which KServe puts on its pods
+    annotations: dict[str, str] | None
+    template: Pod
+    worker: Pod
+    router: Router | None
+    # False for a hub id: the engine downloads it itself, as on a LeaderWorkerSet; KServe's
+    # storage-initializer would download it again into /mnt/models (workload_storage.go#L97-L104, #L396-L460)
+    storage_initializer: bool | None
+
+
+class Preset(Record):
+    meta: Meta
+
+
+class KServeLLM(Record):
+    service: LLMInferenceService
+    pipeline_preset: Preset | None
+
+
+def _parallelism(ctx: Context) -> Parallelism:
+    """A group over several nodes (check/platform.py): data ranks on each pod, or a pipeline stage per pod."""
+    profile = ctx.profile
+    par = profile.parallelism
+    if par.data > 1:  # lwsgen's --data-parallel-rpc-port, said to KServe too
+        local = platforms.data_per_pod(profile)
+        return Parallelism(par.tensor, None, par.data, local, DP_RPC_PORT, True if par.expert else None)
+    return Parallelism(par.tensor, par.pipeline)
+
+
+def _main(pod: Pod) -> Pod:
+    """The engine container named as KServe's presets name theirs, saying what the preset would
+    otherwise keep: HTTP probes, root allowed unless the profile runs as a user, its capabilities."""
+    engine = pod.containers[0]
+    security = engine.security
+    security = security._replace(
+        run_as_non_root=security.run_as_non_root or False,
+        add=security.add or (),
+        read_only_root=security.read_only_root or False,
+    )
+
+    def http(probe: Probe | None) -> Probe | None:
+        return None if probe is None or probe.path is None else probe._replace(scheme="HTTP")
+
+    readiness = http(engine.readiness_probe)
+    liveness = None if readiness is None else readiness._replace(failure_threshold=LIVENESS_FAILURES)
+    engine = engine._replace(
+        name=platforms.LLMISVC_CONTAINER,
+        security=security,
+        startup_probe=http(engine.startup_probe),
+        readiness_probe=readiness,
+        liveness_probe=liveness if engine.readiness_probe is not None else None,
+    )
+    return pod._replace(containers=(engine, *pod.containers[1:]), labels={}, annotations=None)
+
+
+def _router(ctx: Context) -> Router | None:
+    gateway = ctx.profile.gateway
+    if not gateway.enabled:
+        return None
+    refs = tuple(GatewayRef(r["name"], r.get("namespace"), r.get("sectionName")) for r in gateway.parent_refs)
+    return Router(refs)
+
+
+def llminferenceservice(ctx: Context, kind) -> KServeLLM | None:
+    profile = ctx.profile
+    if profile.platform != platforms.KSERVE:
+        return None
+    leader = workload.role_pod(ctx, "leader", ctx.parts.leader)
+    worker = workload.role_pod(ctx, "worker", ctx.parts.worker)
+    pod_labels = {k: v for k, v in leader.labels.items() if k in profile.pod_labels}
+    service = LLMInferenceService(
+        ctx.meta(kind, profile.name),
+        platforms.model_uri(profile),
+        profile.served_name,
+        profile.replicas,
+        _parallelism(ctx),
+        pod_labels or None,
+        leader.annotations,
+        _main(leader),
+        _main(worker),
+        _router(ctx),
+        False if platforms.model_uri(profile).startswith("hf://") else None,
+    )
+    preset = Preset(ctx.meta(kind, platforms.PIPELINE_PRESET)) if profile.parallelism.data == 1 else None
+    return KServeLLM(service, preset)

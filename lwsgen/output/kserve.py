@@ -1,0 +1,108 @@
+"""What KServe's controller makes of an LLMInferenceService, as the set rules read it: the
+LeaderWorkerSet <name>-kserve-mn of a multi-node service (its leader and worker templates the
+service's template and worker, its size KServe's), or the Deployment of a one-pod service, each
+with the labels KServe puts on the pods (kserve/kserve@v0.20.0
+pkg/controller/v1alpha2/llmisvc/workload_multi_node.go#L139-L186, workload_single_node.go). The
+PodMonitor, NetworkPolicy and references of a KServe output are then held to the pods KServe runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lwsgen import platforms
+from lwsgen.jsondata import dig
+
+LEADER_COMPONENT = "llminferenceservice-workload-leader"  # workload_multi_node.go#L153-L159
+WORKER_COMPONENT = "llminferenceservice-workload-worker"  # workload_multi_node.go#L139-L148
+
+
+def _size(spec: dict[str, Any]) -> int:
+    """v1alpha2/llm_inference_service_types_func.go#L102-L117: data / dataLocal, else pipeline."""
+    par = spec.get("parallelism") or {}
+    if par.get("data") or par.get("dataLocal"):
+        return max(int(par.get("data") or 1) // int(par.get("dataLocal") or 1), 1)
+    return int(par.get("pipeline") or 1)
+
+
+def _template(pod_spec: Any, labels: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"labels": labels}, "spec": pod_spec if isinstance(pod_spec, dict) else {}}
+
+
+def workloads(services: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], tuple[dict[str, Any], ...]]:
+    """(LeaderWorkerSets by name, Deployments) KServe makes of these LLMInferenceServices."""
+    sets, deployments = {}, []
+    for service in services:
+        name, spec = dig(service, "metadata", "name"), service.get("spec") or {}
+        if not isinstance(name, str) or not isinstance(spec, dict):
+            continue
+        own = {k: v for k, v in (spec.get("labels") or {}).items()} if isinstance(spec.get("labels"), dict) else {}
+        base = {**own, **platforms.llmisvc_workload_labels(name)}
+        metadata = {"name": platforms.llmisvc_lws(name), "namespace": dig(service, "metadata", "namespace")}
+        if spec.get("worker") is None:
+            deployments.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {**metadata, "name": f"{name}-kserve"},
+                    "spec": {"selector": {"matchLabels": base}, "template": _template(spec.get("template"), base)},
+                }
+            )
+            continue
+        leader = {**base, "app.kubernetes.io/component": LEADER_COMPONENT}
+        worker = {k: v for k, v in base.items() if k != "kserve.io/component"}
+        sets[metadata["name"]] = {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": metadata,
+            "spec": {
+                "replicas": spec.get("replicas", 1),
+                "leaderWorkerTemplate": {
+                    "size": _size(spec),
+                    "leaderTemplate": _template(spec.get("template"), leader),
+                    "workerTemplate": _template(
+                        spec.get("worker"), {**worker, "app.kubernetes.io/component": WORKER_COMPONENT}
+                    ),
+                },
+            },
+        }
+    return sets, tuple(deployments)
+
+
+def _deployment(name: str, namespace: Any, labels: dict[str, str], pod: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": pod}},
+    }
+
+
+def _pod(fields: dict[str, Any], skip: tuple[str, ...], containers: Any, volumes: Any) -> dict[str, Any]:
+    pod = {k: v for k, v in fields.items() if k not in skip}
+    return {**pod, "containers": containers if isinstance(containers, list) else [], "volumes": volumes or []}
+
+
+ISVC_ONLY = ("model", "workerSpec", "minReplicas", "maxReplicas", "deploymentStrategy", "labels", "annotations")
+
+
+def isvc_deployments(services: list[dict[str, Any]], runtimes: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The head and worker Deployments KServe makes of an InferenceService and the ServingRuntime it
+    names (reconcilers/deployment/deployment_reconciler.go#L146-L184; components/predictor.go#L498-L545):
+    the runtime's containers and volumes under the service's pod fields, with KServe's pod labels."""
+    by_name = {dig(r, "metadata", "name"): r.get("spec") or {} for r in runtimes}
+    out = []
+    for service in services:
+        name, namespace = dig(service, "metadata", "name"), dig(service, "metadata", "namespace")
+        predictor = dig(service, "spec", "predictor")
+        runtime = by_name.get(dig(predictor, "model", "runtime")) if isinstance(predictor, dict) else None
+        if not isinstance(name, str) or runtime is None:
+            continue
+        labels = {platforms.ISVC_LABEL: name, "component": "predictor"}
+        head = _pod(predictor, ISVC_ONLY, runtime.get("containers"), runtime.get("volumes"))
+        out.append(_deployment(f"{name}-predictor", namespace, {**labels, "app": platforms.isvc_head_app(name)}, head))
+        worker_fields, worker_runtime = predictor.get("workerSpec") or {}, runtime.get("workerSpec") or {}
+        sizes = ("tensorParallelSize", "pipelineParallelSize")
+        worker = _pod(worker_fields, sizes, worker_runtime.get("containers"), worker_runtime.get("volumes"))
+        worker_labels = {**labels, "app": platforms.isvc_worker_app(name)}
+        out.append(_deployment(f"{name}-predictor-worker", namespace, worker_labels, worker))
+    return tuple(out)

@@ -1,0 +1,106 @@
+"""What KServe v0.20.0 does with the objects lwsgen writes for `platform: kserve` (an
+LLMInferenceService) and `platform: kserve-isvc` (an InferenceService with a ServingRuntime that
+carries workerSpec): the names and labels its controller gives what it creates, the group size and
+GPU arithmetic it recomputes, and the model URI forms it takes. Facts from kserve/kserve@v0.20.0
+(commit 1fb78105), cited per line; ../shared/reference/kserve_facts.md has them with context.
+Check (refusals) and derive (the objects) both read them from here, so they cannot disagree."""
+
+from lwsgen.profile import Profile
+
+LWS, KSERVE, KSERVE_ISVC = "lws", "kserve", "kserve-isvc"
+
+# --- LLMInferenceService (pkg/controller/v1alpha2/llmisvc) ---
+# The LeaderWorkerSet KServe makes: <name>-kserve-mn (workload_multi_node.go#L138-L186, #L663-L669).
+LLMISVC_LWS_SUFFIX = "-kserve-mn"
+# Every preset's engine container is `main`; the service's template merges into it by that name
+# (config/llmisvcconfig/*.yaml; kserve_facts.md b.2).
+LLMISVC_CONTAINER = "main"
+# The workload pods' labels the scheduler preset's InferencePool selects on
+# (config/llmisvcconfig/config-llm-scheduler.yaml#L1-L24): the pool's targetPorts is [8000].
+LLMISVC_PART_OF = "llminferenceservice"
+LLMISVC_WORKLOAD = "workload"
+LLMISVC_PORT = 8000
+# No preset for pipeline parallelism ships in v0.20.0 (config_merge.go#L90-L95, absent from
+# config/llmisvcconfig/kustomization.yaml#L6-L16): without this config reconciliation stops with
+# ConfigNotFound (config_merge.go#L157-L160); it is looked up in the service's namespace first
+# (config_merge.go#L741-L758).
+PIPELINE_PRESET = "kserve-config-llm-worker-pipeline-parallel"
+
+# --- InferenceService + ServingRuntime (pkg/controller/v1beta1/inferenceservice) ---
+ISVC_HEAD_CONTAINER = "kserve-container"  # pkg/constants/constants.go#L493
+ISVC_WORKER_CONTAINER = "worker-container"  # constants.go#L500; looked up by name (utils/utils.go#L485-L495)
+# Without Standard the ISVC resolves to the kustomize default Serverless, whose branch drops the
+# worker (components/predictor.go#L224-L239, config/configmap/inferenceservice.yaml#L743-L746).
+DEPLOYMENT_MODE = ("serving.kserve.io/deploymentMode", "Standard")
+# "Multinode only supports 'none' autoscaler" (inference_service_validation.go#L415-L417).
+AUTOSCALER_CLASS = ("serving.kserve.io/autoscalerClass", "none")
+# Head pods app=isvc.<name>-predictor, workers app=isvc.<name>-predictor-worker
+# (reconcilers/deployment/deployment_reconciler.go; constants.go#L806-L808).
+ISVC_APP_LABEL = "app"
+# On head and worker pods both (components/predictor.go#L498-L512, #L533-L545).
+ISVC_LABEL = "serving.kserve.io/inferenceservice"
+# GPU resource names the webhook knows without an annotation (constants.go#L309-L322).
+KNOWN_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "intel.com/gpu", "habana.ai/gaudi")
+
+
+def llmisvc_lws(name: str) -> str:
+    return f"{name}{LLMISVC_LWS_SUFFIX}"
+
+
+def llmisvc_workload_labels(name: str) -> dict[str, str]:
+    """What KServe's LLMInferenceService controller puts on every pod of its workload, leader and
+    worker (the labels the scheduler preset's pool selects: config-llm-scheduler.yaml#L1-L24)."""
+    return {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/part-of": LLMISVC_PART_OF,
+        "kserve.io/component": LLMISVC_WORKLOAD,
+    }
+
+
+def llmisvc_scheduler_labels(name: str) -> dict[str, str]:
+    """The labels of the endpoint picker's pods KServe runs for router.scheduler
+    (pkg/controller/v1alpha2/llmisvc/scheduler.go#L1623-L1629, SchedulerLabels)."""
+    return {
+        "app.kubernetes.io/component": "llminferenceservice-router-scheduler",
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/part-of": LLMISVC_PART_OF,
+    }
+
+
+def isvc_head_app(name: str) -> str:
+    return f"isvc.{name}-predictor"
+
+
+def isvc_worker_app(name: str) -> str:
+    return f"isvc.{name}-predictor-worker"
+
+
+def data_per_pod(profile: Profile) -> int:
+    """vLLM data-parallel ranks on one pod: the pod's GPUs over each rank's tensor x pipeline."""
+    par = profile.parallelism
+    return max(profile.gpus_per_pod // (par.tensor * par.pipeline), 1)
+
+
+def llmisvc_size(profile: Profile) -> int:
+    """The LeaderWorkerSet size KServe computes from the parallelism lwsgen writes
+    (v1alpha2/llm_inference_service_types_func.go#L102-L117): data / dataLocal with integer
+    division where data is set, else pipeline; tensor never counts."""
+    par = profile.parallelism
+    if par.data > 1:
+        return max(par.data // data_per_pod(profile), 1)
+    return par.pipeline
+
+
+def model_uri(profile: Profile) -> str | None:
+    """model.uri for KServe: pvc://<claim>/<path in it> for weights on the profile's claim, hf://<id>
+    for a hub id; None when the weights are elsewhere (baked into the image)."""
+    path, storage = profile.model.path, profile.storage
+    if storage is not None:
+        root = storage.mount_path.rstrip("/")
+        if path == root:
+            return f"pvc://{storage.claim_name}"
+        if path.startswith(f"{root}/"):
+            return f"pvc://{storage.claim_name}/{path[len(root) + 1 :]}"
+    if not path.startswith(("/", ".")) and path.count("/") == 1:
+        return f"hf://{path}"
+    return None

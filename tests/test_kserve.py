@@ -1,0 +1,288 @@
+"""platform: kserve and kserve-isvc (docs/kserve.md): the refusals at the profile line, the objects
+as KServe v0.20.0's controller sizes and labels what it makes of them, and the LLMInferenceService's
+pods merged under KServe's own data-parallel preset by the strategic merge KServe runs
+(kserve/kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/config_merge.go#L779-L827), here
+kubectl's, which is the same Go code (k8s.io/apimachinery strategicpatch over core/v1 types)."""
+
+import copy
+import json
+import math
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import MINIMAL, REPO, SHARED, tool
+from lwsgen import platforms
+from lwsgen.output import validate
+from lwsgen.output.inventory import inventory
+from lwsgen.output.parse import parse
+from lwsgen.pipeline import render_profile
+
+LLMISVC_EXAMPLE = REPO / "profiles" / "vllm-deepseek-r1-kserve.yaml"
+ISVC_EXAMPLE = REPO / "profiles" / "vllm-llama31-405b-kserve-isvc.yaml"
+PRESET = SHARED / "reference" / "kserve_llmisvcconfig_kserve-config-llm-worker-data-parallel.yaml"
+# What KServe renders the preset's scheme to: TLS is off unless ingress' enableLLMInferenceServiceTLS
+# (pkg/controller/v1alpha2/llmisvc/config_loader.go#L95, #L172; not set in config/configmap/inferenceservice.yaml)
+PRESET_SCHEME = "{{ if .GlobalConfig.EnableTLS }}HTTPS{{else}}HTTP{{- end }}"
+
+
+def _profile(**changes) -> dict:
+    """MINIMAL on a KServe platform, its weights on a claim (a pvc:// model URI)."""
+    data = copy.deepcopy(MINIMAL)
+    data.update(
+        platform="kserve-isvc",
+        image="vllm/vllm-openai:v0.33.0",
+        model={"path": "/models/meta-llama/Llama-3.1-8B-Instruct"},
+        storage={"claimName": "models", "mountPath": "/models", "readOnly": True},
+    )
+    data.update(copy.deepcopy(changes))
+    return data
+
+
+def _objects(rendered) -> list[dict]:
+    return [o for text in rendered.files.values() for o in yaml.safe_load_all(text) if isinstance(o, dict)]
+
+
+def _one(objects: list[dict], kind: str) -> dict:
+    return next(o for o in objects if o.get("kind") == kind)
+
+
+@pytest.mark.parametrize(
+    "changes, at, says",
+    [
+        (  # kserve/kserve#4946: KServe sizes the group from data or pipeline only
+            {"platform": "kserve", "parallelism": {"tensor": 16}},
+            "parallelism.tensor",
+            "tensor parallelism across nodes alone (16 GPUs over 8-GPU nodes) cannot be expressed on an "
+            "LLMInferenceService",
+        ),
+        (
+            {"platform": "kserve", "parallelism": {"tensor": 8, "pipeline": 2, "data": 2}},
+            "parallelism.pipeline",
+            "KServe's webhook refuses pipeline with data parallelism",
+        ),
+        (
+            {"platform": "kserve", "parallelism": {"tensor": 4, "pipeline": 4}},
+            "parallelism.tensor",
+            "so tensor must be the node's GPUs (8), not 4",
+        ),
+        (
+            {"model": {"path": "meta-llama/Llama-3.1-405B-Instruct"}, "storage": None},
+            "model.path",
+            "hf://meta-llama/Llama-3.1-405B-Instruct is not a storageUri it takes",
+        ),
+        ({"runtime": "sglang", "image": "lmsysorg/sglang:v0.5.23"}, "runtime", "runs vLLM"),
+        ({"autoscaling": {"enabled": True}}, "autoscaling.enabled", "'none' autoscaler"),
+        ({"service": {"type": "LoadBalancer"}}, "service.type", "KServe creates the Services"),
+        ({"replicas": 2}, "replicas", "exactly one head"),
+        ({"launch": {"mode": "native"}}, "launch.mode", "no node rank"),
+        ({"parallelism": {"tensor": 8}}, "parallelism", "a one-pod group needs no workerSpec"),
+        ({"platform": "kserve", "parallelism": {"tensor": 8}}, "parallelism", "one pod holds this group"),
+        ({"parallelism": {"tensor": 1, "data": 16}}, "parallelism.data", "use platform kserve for data"),
+        ({"scheduling": {"scheduler": "kueue", "queue": "q"}}, "scheduling.scheduler", "gang scheduling"),
+        ({"lws": {"restartPolicy": "None"}}, "lws.restartPolicy", "KServe sets the LeaderWorkerSet's policies"),
+        (
+            {"platform": "kserve", "env": {"CHAT": "{{ .Name }}"}},
+            "env.CHAT",
+            "KServe renders an LLMInferenceService's merged spec as a Go template",
+        ),
+        ({"gateway": {"enabled": True, "parentRefs": [{"name": "g"}]}}, "gateway.enabled", "no inference gateway"),
+    ],
+)
+def test_what_kserve_would_refuse_or_run_otherwise_is_said_at_the_profile_line(said, changes, at, says):
+    data = _profile(**changes)
+    data = {k: v for k, v in data.items() if v is not None}
+    errors, _ = said(data)
+    assert any(e.startswith(f"{at}: ") and says in e for e in errors), errors
+
+
+def test_roles_on_kserve_are_refused_not_dropped(said):
+    data = yaml.safe_load((REPO / "profiles" / "vllm-llama33-70b-pd.yaml").read_text(encoding="utf-8"))
+    data["platform"] = "kserve"
+    errors, _ = said(data)
+    assert errors and errors[0].startswith("roles: platform kserve has no equivalent"), errors
+
+
+def test_the_same_layout_renders_on_each_platform(render):
+    """A profile that works on LeaderWorkerSet renders on both KServe platforms, and nothing else in it
+    changes meaning: the same engine command line, GPUs per pod and pods per group."""
+    outputs = {p: _objects(render(_profile(platform=p))) for p in ("lws", "kserve", "kserve-isvc")}
+    lws = _one(outputs["lws"], "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    leader_args = lws["leaderTemplate"]["spec"]["containers"][0]["args"]
+    llmisvc = _one(outputs["kserve"], "LLMInferenceService")["spec"]
+    kserve_args = llmisvc["template"]["containers"][0]["args"]
+    assert kserve_args == [a if a != "8080" else "8000" for a in leader_args]  # KServe's port: platforms.py
+    runtime = _one(outputs["kserve-isvc"], "ServingRuntime")["spec"]
+    assert "ray" in runtime["containers"][0]["args"]  # the InferenceService's group forms over Ray
+    gpus = {
+        "lws": lws["leaderTemplate"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+        "kserve": llmisvc["worker"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+        "kserve-isvc": runtime["workerSpec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+    }
+    assert set(gpus.values()) == {"8"}
+    kinds = {o.get("kind") for p in ("kserve", "kserve-isvc") for o in outputs[p]}
+    assert "LeaderWorkerSet" not in kinds and "Service" not in kinds  # KServe makes them
+
+
+def test_kserve_sizes_the_examples_groups_as_lwsgen_does():
+    """The LeaderWorkerSet size KServe computes (v1alpha2/llm_inference_service_types_func.go#L102-L117)
+    and the Ray node count it computes for the InferenceService (components/predictor.go#L679-L758),
+    from the objects as rendered, are the profile's group size."""
+    rendered = render_profile(LLMISVC_EXAMPLE)
+    files = {name: parse(text) for name, text in rendered.files.items()}
+    kserve_lws = inventory(files).lws[platforms.llmisvc_lws(rendered.profile.name)]
+    assert kserve_lws["spec"]["leaderWorkerTemplate"]["size"] == rendered.profile.group_size == 2
+    isvc = render_profile(ISVC_EXAMPLE)
+    runtime = _one(_objects(isvc), "ServingRuntime")["spec"]["workerSpec"]
+    per_node = int(runtime["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+    nodes = math.ceil(runtime["tensorParallelSize"] * runtime["pipelineParallelSize"] / per_node)
+    assert nodes == isvc.profile.group_size == 2
+
+
+def test_the_isvc_says_what_kserve_would_otherwise_skip_or_refuse():
+    service = _one(_objects(render_profile(ISVC_EXAMPLE)), "InferenceService")
+    annotations = service["metadata"]["annotations"]
+    assert annotations["serving.kserve.io/deploymentMode"] == "Standard"  # else Serverless drops the worker
+    assert annotations["serving.kserve.io/autoscalerClass"] == "none"
+    assert service["spec"]["predictor"]["model"]["storageUri"] == "pvc://models/meta-llama/Llama-3.1-405B-Instruct"
+
+
+def test_monitors_and_policies_select_the_pods_kserve_makes():
+    """By the labels KServe's controller (and LWS's, on the LeaderWorkerSet KServe makes) puts on them."""
+    llm = _objects(render_profile(LLMISVC_EXAMPLE))
+    selector = _one(llm, "PodMonitor")["spec"]["selector"]["matchLabels"]
+    assert selector["leaderworkerset.sigs.k8s.io/name"] == "vllm-deepseek-r1-kserve-kserve-mn"
+    policy = _one(llm, "NetworkPolicy")["spec"]
+    peers = [p.get("podSelector", {}).get("matchLabels") for rule in policy["ingress"] for p in rule.get("from", [])]
+    assert platforms.llmisvc_scheduler_labels("vllm-deepseek-r1-kserve") in peers  # KServe's endpoint picker
+    isvc = _objects(render_profile(ISVC_EXAMPLE))
+    selector = _one(isvc, "PodMonitor")["spec"]["selector"]["matchLabels"]
+    assert selector == {
+        "serving.kserve.io/inferenceservice": "vllm-llama31-405b-kserve-isvc",
+        "app": ("isvc.vllm-llama31-405b-kserve-isvc-predictor"),
+    }
+
+
+def test_a_monitor_of_other_pods_is_caught_in_a_kserve_set():
+    """The set rules read the LeaderWorkerSet KServe will make: a monitor of the profile's own name
+    (what an LWS output would select) selects nothing there."""
+    rendered = render_profile(LLMISVC_EXAMPLE)
+    files = {name: parse(text) for name, text in rendered.files.items()}
+    from lwsgen.output.relations import cross_object_errors
+
+    assert list(cross_object_errors(files)) == []
+    monitor = next(o for o in files["podmonitor.yaml"] if o["kind"] == "PodMonitor")
+    monitor["spec"]["selector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] = rendered.profile.name
+    assert [f for _, _, f in cross_object_errors(files)], "a monitor of no KServe pod passed"
+
+
+@pytest.mark.tools
+def test_the_pods_survive_kserves_merge_with_its_data_parallel_preset(tmp_path):
+    """KServe merges its preset under the service's template (config_merge.go#L211-L291). What the
+    preset sets and lwsgen's pod would not say survives the merge: the merged pod must still be
+    lwsgen's engine, a valid pod, with no probe handler, user or capability the preset adds."""
+    preset = PRESET.read_text(encoding="utf-8").replace(PRESET_SCHEME, "HTTP")
+    base = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "leader"}}
+    base["spec"] = yaml.safe_load(preset)["spec"]["template"]
+    service = _one(_objects(render_profile(LLMISVC_EXAMPLE)), "LLMInferenceService")["spec"]
+    (tmp_path / "base.json").write_text(json.dumps(base), encoding="utf-8")
+    (tmp_path / "ours.json").write_text(json.dumps({"spec": service["template"]}), encoding="utf-8")
+    merged = subprocess.run(
+        [tool("kubectl"), "patch", "--local", "-f", str(tmp_path / "base.json"), "--type", "strategic"]
+        + ["--patch-file", str(tmp_path / "ours.json"), "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pod = json.loads(merged.stdout)
+    main = pod["spec"]["containers"][0]
+    ours = service["template"]["containers"][0]
+    assert (main["command"], main["args"]) == (ours["command"], ours["args"])  # not the preset's vllm serve
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert set(main[probe]) & {"httpGet", "exec", "tcpSocket", "grpc"} == {"httpGet"}, probe
+        assert main[probe]["httpGet"]["port"] == "http" and main[probe]["httpGet"]["scheme"] == "HTTP", probe
+    assert main["securityContext"]["runAsNonRoot"] is False  # the vLLM image runs as root
+    assert not main["securityContext"]["capabilities"].get("add")  # not the preset's IPC_LOCK, SYS_RAWIO, NET_RAW
+    shm = next(v for v in pod["spec"]["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["sizeLimit"] == "64Gi"  # the profile's node.shmSize, not the preset's 8Gi
+    pod["spec"]["volumes"] = [v for v in pod["spec"]["volumes"] if "secret" not in v]  # KServe's TLS secret
+    pod["spec"]["containers"][0]["volumeMounts"] = [
+        m for m in main["volumeMounts"] if m["mountPath"] != "/var/run/kserve/tls"
+    ]
+    assert list(validate.schema_errors(pod, "1.33")) == []
+
+
+@pytest.mark.parametrize(
+    "example, edit, says",
+    [
+        (
+            "vllm-llama31-405b-kserve-isvc",
+            ("    serving.kserve.io/autoscalerClass: none\n", ""),
+            "metadata.annotations: Multinode only supports 'none' autoscaler",
+        ),
+        (
+            "vllm-llama31-405b-kserve-isvc",
+            ("    serving.kserve.io/deploymentMode: Standard\n", ""),
+            "the controller drops the worker",
+        ),
+        (
+            "vllm-llama31-405b-kserve-isvc",
+            ("storageUri: pvc://", "storageUri: hf://"),
+            "Multinode only supports 'pvc' and 'oci' Storage Protocol",
+        ),
+        (
+            "vllm-llama31-405b-kserve-isvc",
+            ("  - name: worker-container", "  - name: worker"),
+            "failed to find worker-container in ServingRuntime containers",
+        ),
+        (
+            "vllm-llama31-405b-kserve-isvc",
+            ("    - name: LWSGEN_RAY_PORT\n", "    - name: TENSOR_PARALLEL_SIZE\n"),
+            "TENSOR_PARALLEL_SIZE must not be set as env",
+        ),
+        (
+            "vllm-deepseek-r1-kserve",
+            ("    dataLocal: 8\n", "    pipeline: 2\n"),
+            "cannot set both pipeline parallelism and data parallelism",
+        ),
+        (  # the API server's pod rules reach the pods KServe's kinds hold as bare specs
+            "vllm-deepseek-r1-kserve",
+            ("      - name: dshm\n        mountPath: /dev/shm", "      - name: shm\n        mountPath: /dev/shm"),
+            "spec.template.containers[0].volumeMounts[0].name: 'shm' is not a volume of this pod",
+        ),
+        (
+            "vllm-llama31-405b-kserve-isvc",
+            ("    - name: dshm\n      mountPath: /dev/shm", "    - name: shm\n      mountPath: /dev/shm"),
+            "spec.containers[0].volumeMounts[0].name: 'shm' is not a volume of this pod",
+        ),
+    ],
+)
+def test_validate_refuses_what_kserves_webhooks_refuse_in_a_hand_edit(tmp_path, capsys, example, edit, says):
+    from lwsgen.cli import main
+
+    directory = tmp_path / example
+    directory.mkdir()
+    for path in (REPO / "out" / example).glob("*.yaml"):
+        (directory / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["validate", str(directory)]) == 0
+    capsys.readouterr()
+    edited = directory / ("inferenceservice.yaml" if "isvc" in example else "llminferenceservice.yaml")
+    text = edited.read_text(encoding="utf-8")
+    assert edit[0] in text
+    edited.write_text(text.replace(edit[0], edit[1], 1), encoding="utf-8")
+    assert main(["validate", str(directory)]) == 1
+    assert says in capsys.readouterr().out
+
+
+def test_explain_names_the_pods_and_the_front_door_kserve_makes():
+    from lwsgen.commands import explain
+
+    llm = explain.text(render_profile(LLMISVC_EXAMPLE))
+    assert "vllm-deepseek-r1-kserve-kserve-mn-0-1 (worker): ranks 8-15" in llm
+    assert "InferencePool vllm-deepseek-r1-kserve-inference-pool (KServe's router.scheduler)" in llm
+    isvc = render_profile(ISVC_EXAMPLE)
+    text = explain.text(isvc)
+    assert "vllm-llama31-405b-kserve-isvc-predictor-worker-<hash> (worker): ranks 8-15, pipeline stage 1" in text
+    assert "client -> Service vllm-llama31-405b-kserve-isvc-predictor (KServe's) -> the head" in text
+    assert "InferenceService vllm-llama31-405b-kserve-isvc (KServe's Deployments)" in explain.mermaid(isvc)
