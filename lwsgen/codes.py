@@ -680,6 +680,16 @@ CODES: dict[str, Code] = {
         ),
         "Leave the field out, as the message says, or use platform lws (docs/kserve.md lists what carries over).",
     ),
+    "kserve-adds": Code(
+        "warning",
+        "profile",
+        (
+            "KServe adds something to the pods of an LLMInferenceService that lwsgen's pods cannot take back: the "
+            "capabilities IPC_LOCK, SYS_RAWIO and NET_RAW of its data-parallel preset."
+        ),
+        "List them in security.addCapabilities to accept them, or use platform lws where the namespace enforces "
+        "the restricted Pod Security Standard.",
+    ),
     "kserve-refuses": Code(
         "error",
         "profile",

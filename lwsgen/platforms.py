@@ -20,6 +20,10 @@ LLMISVC_CONTAINER = "main"
 LLMISVC_PART_OF = "llminferenceservice"
 LLMISVC_WORKLOAD = "workload"
 LLMISVC_PORT = 8000
+# What config-llm-worker-data-parallel.yaml adds to container main's capabilities; the service cannot
+# take them back: KServe merges through Go structs (config_merge.go#L779-L827), whose omitempty drops an
+# empty list (found on the real controller, make test-cluster).
+DATA_PARALLEL_CAPABILITIES = ("IPC_LOCK", "SYS_RAWIO", "NET_RAW")
 # No preset for pipeline parallelism ships in v0.20.0 (config_merge.go#L90-L95, absent from
 # config/llmisvcconfig/kustomization.yaml#L6-L16): without this config reconciliation stops with
 # ConfigNotFound (config_merge.go#L157-L160); it is looked up in the service's namespace first

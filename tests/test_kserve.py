@@ -203,7 +203,7 @@ def test_the_pods_survive_kserves_merge_with_its_data_parallel_preset(tmp_path):
         assert set(main[probe]) & {"httpGet", "exec", "tcpSocket", "grpc"} == {"httpGet"}, probe
         assert main[probe]["httpGet"]["port"] == "http" and main[probe]["httpGet"]["scheme"] == "HTTP", probe
     assert main["securityContext"]["runAsNonRoot"] is False  # the vLLM image runs as root
-    assert not main["securityContext"]["capabilities"].get("add")  # not the preset's IPC_LOCK, SYS_RAWIO, NET_RAW
+    assert main["securityContext"]["capabilities"].get("add") == ours["securityContext"]["capabilities"]["add"]
     shm = next(v for v in pod["spec"]["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"]["sizeLimit"] == "64Gi"  # the profile's node.shmSize, not the preset's 8Gi
     pod["spec"]["volumes"] = [v for v in pod["spec"]["volumes"] if "secret" not in v]  # KServe's TLS secret
@@ -286,3 +286,13 @@ def test_explain_names_the_pods_and_the_front_door_kserve_makes():
     assert "vllm-llama31-405b-kserve-isvc-predictor-worker-<hash> (worker): ranks 8-15, pipeline stage 1" in text
     assert "client -> Service vllm-llama31-405b-kserve-isvc-predictor (KServe's) -> the head" in text
     assert "InferenceService vllm-llama31-405b-kserve-isvc (KServe's Deployments)" in explain.mermaid(isvc)
+
+
+def test_the_capabilities_kserves_preset_adds_are_said_unless_accepted(said):
+    """KServe's merge cannot drop the data-parallel preset's capabilities (its Go structs' omitempty drops
+    an empty list: found by KServe's real controller in make test-cluster, which kubectl's merge keeps)."""
+    data = _profile(platform="kserve", parallelism={"tensor": 1, "data": 16, "expert": True})
+    _, warnings = said(data)
+    assert any(w.startswith("parallelism.data: KServe's data-parallel preset adds the capabilities") for w in warnings)
+    data["security"] = {"addCapabilities": ["IPC_LOCK", "SYS_RAWIO", "NET_RAW"]}
+    assert not said(data)[1]

@@ -9,7 +9,7 @@ from typing import Any
 
 from lwsgen import platforms, registry
 from lwsgen.load.source import Source
-from lwsgen.problems import ERROR, Problem
+from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
 from lwsgen.registry import PROFILE
 
@@ -227,3 +227,20 @@ def check(profile: Profile, src: Source) -> list[Problem]:
     if profile.platform == KSERVE:
         return problems + _llmisvc_layout(profile, src) + _llmisvc_model(profile, src) + _templated(src)
     return problems + _isvc_layout(profile, src) + _isvc_model(profile, src)
+
+
+@registry.rule("kserve-adds", scope=PROFILE, severity=WARNING)
+def preset_capabilities(profile: Profile, src: Source) -> list[Problem]:
+    """platform kserve with data parallelism: KServe's data-parallel preset adds capabilities to the
+    engine container that the LLMInferenceService cannot take back."""
+    if profile.platform != KSERVE or profile.parallelism.data == 1:
+        return []
+    added = [c for c in platforms.DATA_PARALLEL_CAPABILITIES if c not in profile.security.add_capabilities]
+    if not added:
+        return []
+    message = (
+        f"KServe's data-parallel preset adds the capabilities {', '.join(added)} to the engine container, and "
+        "KServe's merge of the preset cannot be told to drop them: a namespace that enforces the restricted Pod "
+        "Security Standard refuses these pods; list them in security.addCapabilities to say you accept them"
+    )
+    return [src.problem(("parallelism", "data"), message, "kserve-adds")]

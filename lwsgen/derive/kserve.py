@@ -5,8 +5,9 @@ LLMInferenceServiceConfig a pipeline-parallel group needs (KServe v0.20.0 ships 
 KServe merges a preset (kserve-config-llm-template, -worker-data-parallel) under the service's spec,
 container `main` into container `main` (platforms.py). Whatever the preset sets and the pod would
 not, the merge keeps, so the pods here say everything a preset could change: the command, the
-probes' scheme, that the container may run as root (the preset says runAsNonRoot) and which
-capabilities it adds (the preset adds IPC_LOCK, SYS_RAWIO and NET_RAW). The engine serves on
+probes' scheme, and that the container may run as root (the preset says runAsNonRoot). What the
+merge cannot take back, the capabilities the data-parallel preset adds, is said at the profile
+(check/platform.py). The engine serves on
 KServe's port 8000, which the scheduler preset's InferencePool targets and the preset's liveness
 probe checks."""
 
@@ -84,9 +85,9 @@ def _main(pod: Pod) -> Pod:
     otherwise keep: HTTP probes, root allowed unless the profile runs as a user, its capabilities."""
     engine = pod.containers[0]
     security = engine.security
+    # add cannot be emptied: KServe's merge drops an empty list (check/platform.py warns of the preset's)
     security = security._replace(
         run_as_non_root=security.run_as_non_root or False,
-        add=security.add or (),
         read_only_root=security.read_only_root or False,
     )
 

@@ -28,6 +28,10 @@ def sets_made(api: Api, namespace: str, objects: list[dict], problems: list[str]
             problems.append(f"LeaderWorkerSet {name} was not made")
         else:
             pairs.append((lws, real))
+    for service in (o for o in objects if o["kind"] == "LLMInferenceService"):
+        real = kserve_set(api, namespace, service, problems)
+        if real is not None:
+            pairs.append((real, real))  # KServe's own: what it made is what applies
     for ds in (o for o in objects if o["kind"] == "DisaggregatedSet"):
         for role in ds["spec"]["roles"]:
             query = f"{DS_NAME}={ds['metadata']['name']},{DS_ROLE}={role['name']}"
@@ -42,6 +46,50 @@ def sets_made(api: Api, namespace: str, objects: list[dict], problems: list[str]
             _same_set(predicted, real, problems)
             pairs.append((predicted, real))
     return pairs
+
+
+HANDLERS = ("httpGet", "exec", "tcpSocket", "grpc")
+
+
+def kserve_set(api: Api, namespace: str, service: dict, problems: list[str]) -> dict | None:
+    """The LeaderWorkerSet KServe's controller made of an LLMInferenceService, held to lwsgen's
+    prediction (lwsgen/output/kserve.py: its name, size and replicas) and to lwsgen's pods after the
+    merge with KServe's preset: lwsgen's command, one handler per probe, no root refused and no
+    capability added by the preset (derive/kserve.py says each)."""
+    from lwsgen.output import kserve
+
+    ((name, predicted),) = kserve.workloads([service])[0].items()
+    real = _wait_quietly(lambda: api.find(LWS, "LeaderWorkerSet", name, namespace), 180)
+    if real is None:
+        status = api.get(service["apiVersion"], "LLMInferenceService", service["metadata"]["name"], namespace)
+        conditions = [
+            (c["type"], c["status"], c.get("message", "")[:200]) for c in status.get("status", {}).get("conditions", [])
+        ]
+        problems.append(f"KServe made no LeaderWorkerSet {name}: its conditions {conditions}")
+        return None
+    want, have = predicted["spec"], real["spec"]
+    size, predicted_size = have["leaderWorkerTemplate"].get("size"), want["leaderWorkerTemplate"]["size"]
+    if size != predicted_size:
+        problems.append(f"{name}: size {size}, lwsgen predicted {predicted_size}")
+    if have.get("replicas") != want.get("replicas"):
+        problems.append(f"{name}: replicas {have.get('replicas')}, lwsgen predicted {want.get('replicas')}")
+    for side, ours in (("leaderTemplate", service["spec"]["template"]), ("workerTemplate", service["spec"]["worker"])):
+        main = next(c for c in have["leaderWorkerTemplate"][side]["spec"]["containers"] if c["name"] == "main")
+        mine = ours["containers"][0]
+        if (main.get("command"), main.get("args")) != (mine.get("command"), mine.get("args")):
+            problems.append(f"{name} {side}: the merged engine command is not lwsgen's: {main.get('command')}")
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            handlers = [h for h in HANDLERS if h in (main.get(probe) or {})]
+            if main.get(probe) and handlers != ["httpGet"]:
+                problems.append(f"{name} {side}: {probe} has handlers {handlers} after KServe's merge")
+        security = main.get("securityContext") or {}
+        if security.get("runAsNonRoot") != (mine.get("securityContext") or {}).get("runAsNonRoot"):
+            problems.append(f"{name} {side}: runAsNonRoot {security.get('runAsNonRoot')} after KServe's merge")
+        declared = set(((mine.get("securityContext") or {}).get("capabilities") or {}).get("add") or ())
+        added = set((security.get("capabilities") or {}).get("add") or ()) - declared
+        if added:  # what lwsgen's pod did not say (the profile is warned of the preset's: kserve-adds)
+            problems.append(f"{name} {side}: capabilities {sorted(added)} added by KServe, not in lwsgen's pod")
+    return real
 
 
 def _same_set(predicted: dict, real: dict, problems: list[str]) -> None:

@@ -32,7 +32,7 @@ def pytest_runtest_logreport(report):
     if report.when != "call" and not (report.when == "setup" and report.failed):
         return
     example = report.nodeid.rsplit("[", 1)[-1].rstrip("]") if "[" in report.nodeid else report.nodeid.split("::")[-1]
-    verdict = "PASS" if report.passed else "FAIL"
+    verdict = "PASS" if report.passed else "SKIP" if report.skipped else "FAIL"
     detail = ""
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)

@@ -25,6 +25,9 @@ BIN = Path(os.environ.get("LWSGEN_CLUSTER_BIN", Path(__file__).resolve().parents
 SERVICE_RANGE = "10.0.0.0/24"  # nothing is routed there: Services only need ClusterIPs allocated
 KWOK_NODE = "kwok.x-k8s.io/node"
 STOP_GRACE = 5.0
+KSERVE_MANAGER = BIN / "llmisvc-manager"
+KSERVE_CONFIG = BIN.parent / "kserve-config"  # tools/cluster/build_kserve.sh
+KSERVE_NAMESPACE = "kserve"
 
 
 def free_port() -> int:
@@ -63,6 +66,8 @@ class ControlPlane:
         self._kwok()
         self.install_crds()
         self._lws()
+        if KSERVE_MANAGER.exists():  # make kserve: not part of make cluster
+            self._kserve()
         return self
 
     def stop(self) -> None:
@@ -236,6 +241,50 @@ class ControlPlane:
         argv = [binary("lws-controller"), "--config", str(config)]
         self.spawn("lws-controller", argv, {"KUBECONFIG": str(kubeconfig)})
         wait_for("the LWS webhook serves", lambda: _serving(webhook_port, self.alive), attempts=600)
+
+    @property
+    def kserve(self) -> bool:
+        return "kserve-llmisvc" in self.processes
+
+    def _kserve(self) -> None:
+        """KServe's LLMInferenceService controller (kserve/kserve v0.20.0 cmd/llmisvc, built by make
+        kserve) with what its release installs beside it: the inferenceservice-config ConfigMap and the
+        well-known presets in namespace kserve. Its webhooks are served (no flag turns them off; the
+        API server never calls them: no webhook configuration names them) from the certificate
+        controller-runtime reads under $TMPDIR/k8s-webhook-server/serving-certs."""
+        self.admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KSERVE_NAMESPACE}})
+        for path in (
+            KSERVE_CONFIG / "inferenceservice-config.yaml",
+            *sorted((KSERVE_CONFIG / "presets").glob("*.yaml")),
+        ):
+            for obj in load_all(path.read_text()):
+                if obj:
+                    obj["metadata"]["namespace"] = KSERVE_NAMESPACE
+                    self.admin.apply(obj)
+        serving, key = self.pki.issue("kserve-webhook", "kserve-webhook", server_names="IP:127.0.0.1")
+        certs = self.root / "kserve-tmp" / "k8s-webhook-server" / "serving-certs"
+        certs.mkdir(parents=True, exist_ok=True)
+        shutil.copy(serving, certs / "tls.crt")
+        shutil.copy(key, certs / "tls.key")
+        kubeconfig = self.pki.kubeconfig("kserve", self.server, "kserve-llmisvc", group="system:masters")
+        health = free_port()
+        argv = [
+            binary("llmisvc-manager"), "--kubeconfig", str(kubeconfig), "--metrics-addr", "0",
+            "--health-probe-addr", f"127.0.0.1:{health}", "--webhook-port", str(free_port()), "--leader-elect=false",
+        ]  # fmt: skip
+        self.spawn("kserve-llmisvc", argv, {"POD_NAMESPACE": KSERVE_NAMESPACE, "TMPDIR": str(certs.parents[1])})
+        wait_for("KServe's controller is healthy", lambda: _healthy(health, self.alive), attempts=600)
+
+
+def _healthy(port: int, alive) -> bool:
+    dead = alive()
+    if dead:
+        raise RuntimeError("; ".join(dead))
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/readyz", timeout=2).ok
+    except requests.RequestException:
+        time.sleep(0.2)
+        return False
 
 
 def _established(api: Api, name: str) -> bool:

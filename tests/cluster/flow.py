@@ -38,3 +38,11 @@ def run(cluster, example: Example) -> list[str]:
         for node in nodes:
             cordon(api, node)
     return problems
+
+
+def applied_only(cluster, example: Example) -> list[str]:
+    """Every object applied (strict field validation, the CRDs' CEL rules), nothing followed: for kinds
+    whose controller does not run here."""
+    objects = example.objects()
+    provide(cluster.admin, example, objects)
+    return apply_all(cluster.admin, example, objects)
