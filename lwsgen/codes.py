@@ -690,6 +690,16 @@ CODES: dict[str, Code] = {
         "List them in security.addCapabilities to accept them, or use platform lws where the namespace enforces "
         "the restricted Pod Security Standard.",
     ),
+    "kserve-regression": Code(
+        "warning",
+        "profile",
+        (
+            "The KServe release lwsgen's KServe facts come from (v0.20.0) has a known defect that stops this "
+            "platform's group from forming: a multi-node InferenceService's worker is deleted on every reconcile "
+            "(kserve/kserve#6113)."
+        ),
+        "Run a KServe release without the defect (v0.19, or one with kserve/kserve#5899), or use platform kserve.",
+    ),
     "kserve-refuses": Code(
         "error",
         "profile",

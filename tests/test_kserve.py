@@ -296,3 +296,10 @@ def test_the_capabilities_kserves_preset_adds_are_said_unless_accepted(said):
     assert any(w.startswith("parallelism.data: KServe's data-parallel preset adds the capabilities") for w in warnings)
     data["security"] = {"addCapabilities": ["IPC_LOCK", "SYS_RAWIO", "NET_RAW"]}
     assert not said(data)[1]
+
+
+def test_every_isvc_profile_is_told_of_kserve_0_20s_regression(said):
+    """kserve/kserve#6113, seen on KServe's real InferenceService controller in make test-cluster."""
+    _, warnings = said(_profile())
+    assert any(w.startswith("platform: KServe v0.20.0 deletes a multi-node") for w in warnings)
+    assert not any("kserve/kserve#6113" in w for w in said(_profile(platform="kserve"))[1])

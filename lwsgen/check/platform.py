@@ -244,3 +244,18 @@ def preset_capabilities(profile: Profile, src: Source) -> list[Problem]:
         "Security Standard refuses these pods; list them in security.addCapabilities to say you accept them"
     )
     return [src.problem(("parallelism", "data"), message, "kserve-adds")]
+
+
+@registry.rule("kserve-regression", scope=PROFILE, severity=WARNING)
+def isvc_regression(profile: Profile, src: Source) -> list[Problem]:
+    """platform kserve-isvc: KServe v0.20.0 deletes what a multi-node InferenceService needs on every
+    reconcile, so its group never forms there."""
+    if profile.platform != ISVC:
+        return []
+    message = (
+        "KServe v0.20.0 deletes a multi-node InferenceService's worker Deployment and headless Services on every "
+        "reconcile (kserve/kserve#6113, a regression of v0.20.0 fixed on its master by kserve/kserve#5899; seen on "
+        "its real controller in make test-cluster): the group never forms there; run KServe v0.19 or a release "
+        "with the fix, or use platform kserve"
+    )
+    return [src.problem(("platform",), message, "kserve-regression")]

@@ -92,6 +92,57 @@ def kserve_set(api: Api, namespace: str, service: dict, problems: list[str]) -> 
     return real
 
 
+def isvc_made(api: Api, namespace: str, objects: list[dict], nodes: int, problems: list[str]) -> list[dict] | None:
+    """The Deployments KServe's controller made of the InferenceService, against lwsgen's prediction
+    (lwsgen/output/kserve.isvc_deployments): the head's name and the labels lwsgen's PodMonitor selects,
+    and the env KServe computes: RAY_NODE_COUNT the profile's group size, REQUEST_GPU_COUNT the GPUs
+    per pod; the worker Deployment, seen once at least (kserve/kserve#6113 deletes it again), with
+    HEAD_SVC. The head's pods, or None."""
+    from lwsgen.output import kserve
+
+    services = [o for o in objects if o["kind"] == "InferenceService"]
+    predicted = kserve.isvc_deployments(services, [o for o in objects if o["kind"] == "ServingRuntime"])
+    monitor = next(o for o in objects if o["kind"] == "PodMonitor")["spec"]["selector"]["matchLabels"]
+    seen: dict[str, dict] = {}
+
+    def both() -> bool:
+        for want in predicted:
+            real = api.find("apps/v1", "Deployment", want["metadata"]["name"], namespace)
+            if real is not None:
+                seen[want["metadata"]["name"]] = real
+        return len(seen) == len(predicted)
+
+    _wait_quietly(both, 120)
+    for want in predicted:
+        name = want["metadata"]["name"]
+        real = seen.get(name)
+        if real is None:
+            problems.append(f"KServe made no Deployment {name}")
+            continue
+        labels = real["spec"]["template"]["metadata"]["labels"]
+        if any(labels.get(k) != v for k, v in want["spec"]["template"]["metadata"]["labels"].items()):
+            problems.append(
+                f"{name}: pod labels {labels}, lwsgen predicted {want['spec']['template']['metadata']['labels']}"
+            )
+        env = {e["name"]: e.get("value") for e in real["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+        gpus = want["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        computed = (env.get("RAY_NODE_COUNT"), env.get("REQUEST_GPU_COUNT"))
+        if computed != (str(nodes), gpus):
+            problems.append(f"{name}: KServe computed (nodes, GPUs) {computed}; lwsgen's group is {nodes} x {gpus}")
+        if name.endswith("-worker") and not env.get("HEAD_SVC"):
+            problems.append(f"{name}: no HEAD_SVC, which lwsgen's worker joins the Ray head by")
+    head_name = predicted[0]["metadata"]["name"] if predicted else ""
+    if head_name not in seen:
+        return None
+    if any(seen[head_name]["spec"]["template"]["metadata"]["labels"].get(k) != v for k, v in monitor.items()):
+        problems.append(f"the PodMonitor selects {monitor}, which the head's pods do not carry")
+    query = ",".join(f"{k}={v}" for k, v in monitor.items())
+    pods = _wait_quietly(lambda: api.list("v1", "Pod", namespace, labelSelector=query), 120) or []
+    if len(pods) != 1:
+        problems.append(f"the PodMonitor's selector ({query}) selects {len(pods)} pods, one head expected")
+    return pods or None
+
+
 def _same_set(predicted: dict, real: dict, problems: list[str]) -> None:
     name = real["metadata"]["name"]
     if predicted["metadata"]["name"] != name:

@@ -244,7 +244,7 @@ class ControlPlane:
 
     @property
     def kserve(self) -> bool:
-        return "kserve-llmisvc" in self.processes
+        return "kserve-llmisvc" in self.processes and "kserve-manager" in self.processes
 
     def _kserve(self) -> None:
         """KServe's LLMInferenceService controller (kserve/kserve v0.20.0 cmd/llmisvc, built by make
@@ -274,6 +274,27 @@ class ControlPlane:
         ]  # fmt: skip
         self.spawn("kserve-llmisvc", argv, {"POD_NAMESPACE": KSERVE_NAMESPACE, "TMPDIR": str(certs.parents[1])})
         wait_for("KServe's controller is healthy", lambda: _healthy(health, self.alive), attempts=600)
+        self._kserve_manager(kubeconfig, certs.parents[1])
+
+    def _kserve_manager(self, kubeconfig: Path, tmp: Path) -> None:
+        """KServe's InferenceService controller (cmd/manager), with the CRDs it watches beside those of
+        ../shared/crds; it reads inferenceservice-config at start (installed by _kserve)."""
+        for path in sorted((KSERVE_CONFIG / "isvc-crds").glob("*.yaml")):
+            for crd in load_all(path.read_text()):
+                if crd and crd.get("kind") == "CustomResourceDefinition":
+                    crd["metadata"].pop("creationTimestamp", None)
+                    crd.pop("status", None)
+                    self.admin.apply(crd)
+                    name = crd["metadata"]["name"]
+                    wait_for(f"CRD {name} established", lambda n=name: _established(self.admin, n))
+        health = free_port()
+        argv = [
+            binary("kserve-manager"), "--metrics-addr", "0", "--health-probe-addr", f"127.0.0.1:{health}",
+            "--webhook-port", str(free_port()),
+        ]  # fmt: skip
+        env = {"POD_NAMESPACE": KSERVE_NAMESPACE, "TMPDIR": str(tmp), "KUBECONFIG": str(kubeconfig)}
+        self.spawn("kserve-manager", argv, env)  # config.GetConfig reads KUBECONFIG (no flag)
+        wait_for("KServe's InferenceService controller is healthy", lambda: _healthy(health, self.alive), attempts=600)
 
 
 def _healthy(port: int, alive) -> bool:

@@ -40,9 +40,22 @@ def run(cluster, example: Example) -> list[str]:
     return problems
 
 
-def applied_only(cluster, example: Example) -> list[str]:
-    """Every object applied (strict field validation, the CRDs' CEL rules), nothing followed: for kinds
-    whose controller does not run here."""
-    objects = example.objects()
-    provide(cluster.admin, example, objects)
-    return apply_all(cluster.admin, example, objects)
+def inference_service(cluster, example: Example) -> list[str]:
+    """An InferenceService through KServe's own controller: the head and worker Deployments it makes
+    are held to lwsgen's prediction (checks.isvc_made: names, the labels the PodMonitor and
+    NetworkPolicy select, the node count and GPUs KServe recomputes, HEAD_SVC), and the head pod is
+    placed on the profile's nodes. Not that the group forms: KServe v0.20.0 deletes the worker
+    Deployment and headless Services on every reconcile (kserve/kserve#6113, check/platform.py warns)."""
+    api, objects = cluster.admin, example.objects()
+    problems: list[str] = []
+    nodes = set(example.node_names())
+    try:
+        provide(api, example, objects)
+        problems += apply_all(api, example, objects)
+        head = checks.isvc_made(api, example.namespace, objects, example.profile.group_size, problems)
+        if head is not None:
+            checks.placement(api, head, nodes, problems)
+    finally:
+        for node in nodes:
+            cordon(api, node)
+    return problems

@@ -20,6 +20,8 @@
 #   presets/  the well-known LLMInferenceServiceConfigs (config/llmisvcconfig/config-*.yaml). Most carry
 #             no metadata.namespace: the release's kustomization puts them in "kserve", so create them
 #             there (-n kserve). Their {{ ... }} fields are Go templates the controller renders itself.
+#   isvc-crds/ the TrainedModel, InferenceGraph and ClusterStorageContainer CRDs cmd/manager (the
+#             InferenceService controller, built beside OUT_BINARY as kserve-manager) watches.
 #   inferenceservice-config.yaml  the inferenceservice-config ConfigMap (config/configmap), namespace kserve.
 set -euo pipefail
 out=$1 cfg=$2 version=$3 sha=$4
@@ -27,8 +29,14 @@ module=github.com/kserve/kserve
 source "$(dirname "$0")/module_source.sh"
 module_source "$module" "$version" "$sha"
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$out" ./cmd/llmisvc
+# and the InferenceService controller (cmd/manager) beside it, as kserve-manager
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$(dirname "$out")/kserve-manager" ./cmd/manager
 rm -rf "$cfg" && mkdir -p "$cfg/crds" "$cfg/dep-crds" "$cfg/presets"
 cp config/crd/full/llmisvc/serving.kserve.io_*.yaml "$cfg/crds/"
+# what cmd/manager watches beside the InferenceService and runtime CRDs of ../shared/crds
+mkdir -p "$cfg/isvc-crds"
+cp config/crd/full/serving.kserve.io_{trainedmodels,inferencegraphs}.yaml \
+  config/crd/full/clusterstoragecontainer/serving.kserve.io_clusterstoragecontainers.yaml "$cfg/isvc-crds/"
 cp test/crds/gatewayapi_*.yaml config/llmisvc/gateway-inference-extension.yaml "$cfg/dep-crds/"
 cp config/llmisvcconfig/config-*.yaml "$cfg/presets/"
 cp config/configmap/inferenceservice.yaml "$cfg/inferenceservice-config.yaml"
