@@ -7,6 +7,7 @@ kubectl's, which is the same Go code (k8s.io/apimachinery strategicpatch over co
 import copy
 import json
 import math
+import shutil
 import subprocess
 
 import pytest
@@ -303,3 +304,38 @@ def test_every_isvc_profile_is_told_of_kserve_0_20s_regression(said):
     _, warnings = said(_profile())
     assert any(w.startswith("platform: KServe v0.20.0 deletes a multi-node") for w in warnings)
     assert not any("kserve/kserve#6113" in w for w in said(_profile(platform="kserve"))[1])
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("example", ["vllm-deepseek-r1-kserve", "vllm-llama31-405b-kserve-isvc"])
+def test_an_overlay_renames_and_retags_what_kserves_kinds_reference(tmp_path, example):
+    """kustomizeconfig.yaml teaches kustomize KServe's kinds: a namePrefix follows into the launch-scripts
+    ConfigMap and model claim the pods mount and the runtime the InferenceService names, images into
+    every container; real kubectl kustomize."""
+    shutil.copytree(REPO / "out" / example, tmp_path / "base")
+    overlay = {
+        "resources": ["../base"],
+        "namePrefix": "prod-",
+        "images": [{"name": "vllm/vllm-openai", "newTag": "v9"}],
+    }
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    objects = [o for o in yaml.safe_load_all(built.stdout) if o]
+    names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    pods = []
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj["kind"] == "LLMInferenceService":
+            pods += [spec["template"], spec["worker"]]
+        if obj["kind"] == "ServingRuntime":
+            pods += [{"containers": spec["containers"], "volumes": spec["volumes"]}, spec["workerSpec"]]
+        if obj["kind"] == "InferenceService":
+            assert ("ServingRuntime", spec["predictor"]["model"]["runtime"]) in names
+    assert pods
+    for pod in pods:
+        for volume in pod["volumes"]:
+            if "configMap" in volume:
+                assert ("ConfigMap", volume["configMap"]["name"]) in names, volume
+        assert all(c["image"] == "vllm/vllm-openai:v9" for c in pod["containers"])

@@ -66,14 +66,16 @@ class Kustomization(Record):
 
 
 class TransformerConfig(Record):
-    """kustomizeconfig.yaml: the LeaderWorkerSet's field specs, and a DisaggregatedSet's (set: True)
-    where the profile has roles (None: not written)."""
+    """kustomizeconfig.yaml: the LeaderWorkerSet's field specs, a DisaggregatedSet's (set: True) where
+    the profile has roles, KServe's kinds' (kserve: True) on a KServe platform (None: not written)."""
 
     set: bool | None = None
+    kserve: bool | None = None
 
 
 def _transformer_config(ctx: Any, _kind: "Kind") -> TransformerConfig:
-    return TransformerConfig(True if ctx.roles is not None else None)
+    kserve = True if ctx.profile.platform != "lws" else None
+    return TransformerConfig(True if ctx.roles is not None else None, kserve)
 
 
 def _kustomization(_ctx: Any, _kind: Kind) -> None:

@@ -9,7 +9,10 @@ probes' scheme, and that the container may run as root (the preset says runAsNon
 merge cannot take back, the capabilities the data-parallel preset adds, is said at the profile
 (check/platform.py). The engine serves on
 KServe's port 8000, which the scheduler preset's InferencePool targets and the preset's liveness
-probe checks."""
+probe checks. lwsgen's pods bring the model as on a LeaderWorkerSet (the claim mounted, or the hub id
+downloaded by the engine), so KServe's own model handling is off (storageInitializer.enabled false:
+workload_storage.go#L97-L104): no second download of a hub id into /mnt/models, no second mount of
+the claim under a name a kustomize namePrefix would not follow in model.uri."""
 
 from lwsgen import platforms
 from lwsgen.derive import workload
@@ -56,9 +59,6 @@ class LLMInferenceService(Record):
     template: Pod
     worker: Pod
     router: Router | None
-    # False for a hub id: the engine downloads it itself, as on a LeaderWorkerSet; KServe's
-    # storage-initializer would download it again into /mnt/models (workload_storage.go#L97-L104, #L396-L460)
-    storage_initializer: bool | None
 
 
 class Preset(Record):
@@ -132,7 +132,6 @@ def llminferenceservice(ctx: Context, kind) -> KServeLLM | None:
         _main(leader),
         _main(worker),
         _router(ctx),
-        False if platforms.model_uri(profile).startswith("hf://") else None,
     )
     preset = Preset(ctx.meta(kind, platforms.PIPELINE_PRESET)) if profile.parallelism.data == 1 else None
     return KServeLLM(service, preset)
