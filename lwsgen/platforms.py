@@ -24,6 +24,8 @@ LLMISVC_PORT = 8000
 # take them back: KServe merges through Go structs (config_merge.go#L779-L827), whose omitempty drops an
 # empty list (found on the real controller, make test-cluster).
 DATA_PARALLEL_CAPABILITIES = ("IPC_LOCK", "SYS_RAWIO", "NET_RAW")
+DATA_PARALLEL_SHM = "8Gi"  # its dshm emptyDir's sizeLimit, which a pod without one keeps
+KSERVE_MODEL_DIR = "/mnt/models"  # where KServe mounts a storageUri (constants.DefaultModelLocalMountPath)
 # No preset for pipeline parallelism ships in v0.20.0 (config_merge.go#L90-L95, absent from
 # config/llmisvcconfig/kustomization.yaml#L6-L16): without this config reconciliation stops with
 # ConfigNotFound (config_merge.go#L157-L160); it is looked up in the service's namespace first
@@ -98,7 +100,9 @@ def llmisvc_size(profile: Profile) -> int:
 def model_uri(profile: Profile) -> str | None:
     """model.uri for KServe: pvc://<claim>/<path in it> for weights on the profile's claim, hf://<id>
     for a hub id; None when the weights are elsewhere (baked into the image)."""
-    path, storage = profile.model.path, profile.storage
+    path, storage, source = profile.model.path, profile.storage, profile.model.source
+    if storage is not None and source is not None:  # the snapshot model.source downloads into the claim
+        return f"pvc://{storage.claim_name}/{source.repo}/{source.revision}"
     if storage is not None:
         root = storage.mount_path.rstrip("/")
         if path == root:

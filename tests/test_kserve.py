@@ -86,9 +86,36 @@ def _one(objects: list[dict], kind: str) -> dict:
         (
             {"platform": "kserve", "env": {"CHAT": "{{ .Name }}"}},
             "env.CHAT",
-            "KServe renders an LLMInferenceService's merged spec as a Go template",
+            "KServe renders the pod spec as a Go template",
         ),
         ({"gateway": {"enabled": True, "parentRefs": [{"name": "g"}]}}, "gateway.enabled", "no inference gateway"),
+        # found by an independent review, each against KServe v0.20.0's source (docs/kserve.md)
+        ({"node": {"gpus": 8, "efa": 4}}, "node.efa", "counts every resource but cpu, memory and storage"),
+        (
+            {"model": {"path": "/mnt/models/llama"}, "storage": {"claimName": "m", "mountPath": "/mnt/models"}},
+            "storage.mountPath",
+            "a pod may not mount two volumes at one path",
+        ),
+        ({"podLabels": {"app": "mine"}}, "podLabels.app", "KServe sets this pod label itself"),
+        (
+            {"platform": "kserve", "podLabels": {"kserve.io/component": "x"}},
+            'podLabels["kserve.io/component"]',
+            "itself",
+        ),
+        ({"leader": {"podLabels": {"team": "a"}}}, "leader.podLabels", "one set of pod labels and annotations"),
+        ({"env": {"PYTHONPATH": "/opt"}}, "env.PYTHONPATH", "refuses PYTHONPATH"),
+        ({"name": "a" * 42}, "name", "42 characters is too long on platform kserve-isvc: at most 41"),
+        ({"platform": "kserve", "name": "a" * 42}, "name", "too long on platform kserve: at most"),
+        (
+            {
+                "model": {
+                    "path": "/models/meta-llama/Llama-3.1-8B-Instruct",
+                    "extraArgs": ["--chat-template", "{{ m }}"],
+                }
+            },
+            "model.extraArgs[1]",
+            "KServe renders the pod spec as a Go template",
+        ),
     ],
 )
 def test_what_kserve_would_refuse_or_run_otherwise_is_said_at_the_profile_line(said, changes, at, says):
@@ -247,6 +274,31 @@ def test_the_pods_survive_kserves_merge_with_its_data_parallel_preset(tmp_path):
             ("    dataLocal: 8\n", "    pipeline: 2\n"),
             "cannot set both pipeline parallelism and data parallelism",
         ),
+        (  # lwsgen's own: the sizes KServe reads and the engine's flags say one shape
+            "vllm-deepseek-r1-kserve",
+            ("    dataLocal: 8\n", "    dataLocal: 4\n"),
+            "parallelism says data-parallel-size-local 4, the engine's --data-parallel-size-local 8",
+        ),
+        (
+            "vllm-llama31-405b-kserve-isvc",
+            ("    pipelineParallelSize: 2\n", "    pipelineParallelSize: 3\n"),
+            "workerSpec says pipeline-parallel-size 3, the engine's --pipeline-parallel-size 2",
+        ),
+        (  # KServe's preset would run its own engine beside lwsgen's
+            "vllm-deepseek-r1-kserve",
+            ("    - name: main\n", "    - name: engine\n"),
+            "no container named main",
+        ),
+        (
+            "vllm-deepseek-r1-kserve",
+            ("value: WARN", "value: '{{ .Name }}'"),
+            "KServe renders this as a Go template",
+        ),
+        (
+            "vllm-llama31-405b-kserve-isvc",
+            ("  - name: kserve-container", "  - name: head"),
+            "failed to find kserve-container in ServingRuntime containers",
+        ),
         (  # the API server's pod rules reach the pods KServe's kinds hold as bare specs
             "vllm-deepseek-r1-kserve",
             ("      - name: dshm\n        mountPath: /dev/shm", "      - name: shm\n        mountPath: /dev/shm"),
@@ -295,7 +347,9 @@ def test_the_capabilities_kserves_preset_adds_are_said_unless_accepted(said):
     data = _profile(platform="kserve", parallelism={"tensor": 1, "data": 16, "expert": True})
     _, warnings = said(data)
     assert any(w.startswith("parallelism.data: KServe's data-parallel preset adds the capabilities") for w in warnings)
+    assert any(w.startswith("node: KServe's data-parallel preset bounds /dev/shm to 8Gi") for w in warnings)
     data["security"] = {"addCapabilities": ["IPC_LOCK", "SYS_RAWIO", "NET_RAW"]}
+    data["node"] = {"gpus": 8, "shmSize": "64Gi"}
     assert not said(data)[1]
 
 
@@ -339,3 +393,15 @@ def test_an_overlay_renames_and_retags_what_kserves_kinds_reference(tmp_path, ex
             if "configMap" in volume:
                 assert ("ConfigMap", volume["configMap"]["name"]) in names, volume
         assert all(c["image"] == "vllm/vllm-openai:v9" for c in pod["containers"])
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"platform": "kserve", "gateway": {"enabled": True}, "monitoring": {"enabled": False}},  # KServe's picker
+        {"parallelism": {"tensor": 4, "pipeline": 3}},  # not whole nodes: lwsgen's own rule, said once
+    ],
+)
+def test_what_kserve_takes_is_not_refused_for_kserve(said, changes):
+    errors, _ = said(_profile(**changes))
+    assert not [e for e in errors if "one pod holds" in e or "endpoint picker" in e or "gateway.parentRefs" in e]

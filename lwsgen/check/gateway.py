@@ -42,6 +42,8 @@ def check(profile: Profile, src: Source) -> list[Problem]:
     gateway = profile.gateway
     if not gateway.enabled or runtimes.get(profile.runtime) is None:
         return []
+    if profile.platform != "lws":  # KServe's router: its own picker, default Gateway (check/platform.py)
+        return []
     caps = runtimes.capabilities(profile)
     problems = []
     if not gateway.parent_refs:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsgen import platforms, registry
+from lwsgen import naming, platforms, registry
 from lwsgen.load.source import Source
 from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
@@ -17,6 +17,9 @@ KSERVE, ISVC = platforms.KSERVE, platforms.KSERVE_ISVC
 BOTH = (KSERVE, ISVC)
 SERVICES = "KServe creates the Services in front of the pods itself"
 NOT_ITS_WORKLOAD = "KServe's controller creates the workload, so lwsgen cannot place this on it"
+# KServe copies leaderworkerset.sigs.k8s.io/* and kueue annotations and labels from an LLMInferenceService
+# onto its LeaderWorkerSet (workload_multi_node.go#L616-L660); lwsgen does not write them there yet.
+NOT_YET_ON_KSERVE = "lwsgen does not yet write the service annotations KServe copies onto its LeaderWorkerSet"
 
 # (field path, the platforms it has no equivalent on, why, and what to do); a field counts when the
 # profile (or a base it extends) writes it, whatever its value, except where a value is given: then
@@ -58,8 +61,10 @@ UNSUPPORTED: tuple[tuple[tuple[str, ...], tuple[str, ...], Any, str], ...] = (
     (("scheduling", "queue"), BOTH, None, NOT_ITS_WORKLOAD),
     (("scheduling", "queueCapacity"), BOTH, None, NOT_ITS_WORKLOAD),
     (("scheduling", "podGroupAnnotations"), BOTH, None, NOT_ITS_WORKLOAD),
-    (("scheduling", "exclusiveTopology"), BOTH, None, f"{NOT_ITS_WORKLOAD} (the LeaderWorkerSet's annotation)"),
-    (("scheduling", "requiredTopology"), BOTH, None, f"{NOT_ITS_WORKLOAD} (the LeaderWorkerSet's annotation)"),
+    (("scheduling", "exclusiveTopology"), (ISVC,), None, NOT_ITS_WORKLOAD),
+    (("scheduling", "requiredTopology"), (ISVC,), None, NOT_ITS_WORKLOAD),
+    (("scheduling", "exclusiveTopology"), (KSERVE,), None, NOT_YET_ON_KSERVE),
+    (("scheduling", "requiredTopology"), (KSERVE,), None, NOT_YET_ON_KSERVE),
     (("scheduling", "networkTopology"), BOTH, None, NOT_ITS_WORKLOAD),
     *(
         (("lws", key), BOTH, None, f"{NOT_ITS_WORKLOAD}: KServe sets the LeaderWorkerSet's policies")
@@ -103,6 +108,8 @@ def _llmisvc_layout(profile: Profile, src: Source) -> list[Problem]:
     """An LLMInferenceService's group is data / dataLocal pods, or pipeline pods; KServe's webhook
     (v1alpha2/llm_inference_service_validation.go#L244-L333) refuses pipeline with data."""
     par, gpus = profile.parallelism, profile.node.gpus
+    if profile.world_size > gpus and profile.world_size % gpus:
+        return []  # not whole nodes: lwsgen's own rule says so (check/rules.py)
     if par.data > 1 and par.pipeline > 1:
         message = (
             "KServe's webhook refuses pipeline with data parallelism on an LLMInferenceService: use data "
@@ -157,14 +164,18 @@ def _go_templates(data: Any, path: tuple = ()) -> list[tuple]:
 
 def _templated(src: Source) -> list[Problem]:
     message = (
-        "KServe renders an LLMInferenceService's merged spec as a Go template, failing on any name it does not "
-        "know (config_merge.go#L607-L722, missingkey=error): write it without '{{'"
+        "KServe renders the pod spec as a Go template (an LLMInferenceService's merged spec, "
+        "config_merge.go#L607-L722; an InferenceService's head container, utils.go#L324-L336), failing on or "
+        "replacing any '{{ }}': write it "
+        "without '{{'"
     )
     return [src.problem(path, message, "kserve-refuses") for path in _go_templates(src.data)]
 
 
 def _isvc_layout(profile: Profile, src: Source) -> list[Problem]:
     par = profile.parallelism
+    if profile.world_size > profile.node.gpus and profile.world_size % profile.node.gpus:
+        return []  # not whole nodes: lwsgen's own rule says so (check/rules.py)
     if par.data > 1:
         message = (
             "an InferenceService's workerSpec has tensorParallelSize and pipelineParallelSize only: use platform "
@@ -187,9 +198,16 @@ def _isvc_layout(profile: Profile, src: Source) -> list[Problem]:
 
 
 def _isvc_model(profile: Profile, src: Source) -> list[Problem]:
-    """storageUri pvc:// or oci:// only (inference_service_validation.go#L406-L413)."""
+    """storageUri pvc:// or oci:// only (inference_service_validation.go#L406-L413); KServe mounts it at
+    /mnt/models itself (storage_initializer_injector.go#L514-L540), beside the profile's claim."""
     uri = platforms.model_uri(profile)
     if uri is not None and uri.startswith("pvc://"):
+        if profile.storage.mount_path.rstrip("/") == platforms.KSERVE_MODEL_DIR:
+            message = (
+                f"KServe mounts the storageUri's claim at {platforms.KSERVE_MODEL_DIR} itself, and a pod may not "
+                "mount two volumes at one path: mount the claim elsewhere (/models)"
+            )
+            return [src.problem(("storage", "mountPath"), message, "kserve-refuses")]
         return []
     said = f"{uri} is not a storageUri it takes" if uri else "the weights are on no claim of the profile"
     message = (
@@ -211,7 +229,91 @@ def _llmisvc_model(profile: Profile, src: Source) -> list[Problem]:
     return [src.problem(("model", "path"), message, "kserve-refuses")]
 
 
-@registry.rule("not-on-platform", "kserve-refuses", scope=PROFILE, severity=ERROR)
+# Resources KServe's webhook does not count as a GPU type (utils.go#L354-L391 HasUnknownGpuResourceType).
+BASIC_RESOURCES = ("cpu", "memory", "storage", "ephemeral-storage")
+# What KServe puts on the pods itself; the service's spec.labels are copied over them
+# (workload_multi_node.go#L153-L159, then #L262-L267), which would take the pods out of its selectors.
+KSERVE_POD_LABELS = {
+    KSERVE: ("app.kubernetes.io/name", "app.kubernetes.io/part-of", "app.kubernetes.io/component",
+             "kserve.io/component", "llm-d.ai/role"),
+    ISVC: ("app", "component", platforms.ISVC_LABEL, "isvc.generation"),
+}  # fmt: skip
+BLOCKED_ENV = ("PYTHONPATH",)  # pkg/validation/env_policy.go DefaultBlockedEnvVars, on an InferenceService
+
+
+def _pod_fields(profile: Profile, src: Source) -> list[Problem]:
+    """One set of pod labels and annotations for leader and workers on KServe (spec.labels and
+    annotations); pod labels KServe sets itself; on an InferenceService, no sidecars (a runtime has
+    its head's container and one worker container) and the env its webhook blocks."""
+    out = []
+    for side in ("leader", "worker"):
+        for key in ("podLabels", "podAnnotations"):
+            if _written(src.data, (side, key))[0]:
+                message = (
+                    f"platform {profile.platform} has no equivalent: KServe takes one set of pod labels and "
+                    f"annotations for the leader and the workers; use {key} (for both)"
+                )
+                out.append(src.problem((side, key), message, "not-on-platform"))
+    for key in KSERVE_POD_LABELS[profile.platform]:
+        if key in profile.pod_labels:
+            message = (
+                "KServe sets this pod label itself and the profile's would replace it, taking the pods out of what "
+                "KServe's Services and router select: use another key"
+            )
+            out.append(src.problem(("podLabels", key), message, "kserve-refuses"))
+    if profile.platform == ISVC:
+        for where in (("containers",), ("leader", "containers"), ("worker", "containers")):
+            if _written(src.data, where)[1]:
+                message = (
+                    "platform kserve-isvc has no equivalent: a ServingRuntime holds the head's container and one "
+                    "worker container (components/predictor.go#L602); use platform kserve for sidecars"
+                )
+                out.append(src.problem(where, message, "not-on-platform"))
+        for name in BLOCKED_ENV:
+            if name in profile.env:
+                message = (
+                    f"KServe's webhook refuses {name} in a container's env (pkg/validation/env_policy.go): leave it out"
+                )
+                out.append(src.problem(("env", name), message, "kserve-refuses"))
+    return out
+
+
+def _devices(profile: Profile, src: Source) -> list[Problem]:
+    """kserve-isvc: KServe's webhooks take every resource beyond cpu, memory and storage for an unknown
+    GPU type and refuse the runtime (servingruntime_webhook.go#L225-L246)."""
+    out = []
+    if profile.node.efa:
+        out.append(("node", "efa"))
+    if profile.node.rdma_resource:
+        out.append(("node", "rdmaResource"))
+    for side in ("leader", "worker"):
+        for name in getattr(profile, side).resources:
+            if name not in BASIC_RESOURCES and name not in platforms.KNOWN_GPU_RESOURCES:
+                out.append((side, "resources", name))
+    message = (
+        "KServe's webhook counts every resource but cpu, memory and storage as a GPU type and refuses a runtime "
+        "asking for one it does not know (utils.go#L354-L391): leave it out on platform kserve-isvc, or use "
+        "platform kserve"
+    )
+    return [src.problem(path, message, "kserve-refuses") for path in out]
+
+
+def _name(profile: Profile, src: Source) -> list[Problem]:
+    """KServe's names are longer than lwsgen's: <name>-kserve-mn as the LeaderWorkerSet (its pods'
+    revision label), isvc.<name>-predictor-worker as a pod label (constants.go#L755-L762)."""
+    if profile.platform == KSERVE:
+        limit = naming.name_budget(profile.highest_group_index) - len(platforms.LLMISVC_LWS_SUFFIX)
+        made = f"the LeaderWorkerSet {platforms.llmisvc_lws('<name>')}"
+    else:
+        limit = 63 - len(platforms.isvc_worker_app(""))
+        made = f"the pod label {platforms.isvc_worker_app('<name>')}"
+    if len(profile.name) <= limit or len(profile.name) > naming.name_budget(profile.highest_group_index):
+        return []  # it fits, or lwsgen's own rule says it does not (check/rules.py)
+    message = f"{len(profile.name)} characters is too long on platform {profile.platform}: at most {limit} fit {made}"
+    return [src.problem(("name",), message, "name-too-long")]
+
+
+@registry.rule("not-on-platform", "kserve-refuses", "name-too-long", scope=PROFILE, severity=ERROR)
 def check(profile: Profile, src: Source) -> list[Problem]:
     """platform kserve and kserve-isvc: runtime vllm, no field KServe has no equivalent for, a layout
     KServe's webhook takes and its controller sizes as lwsgen does, and a model URI it accepts."""
@@ -223,10 +325,10 @@ def check(profile: Profile, src: Source) -> list[Problem]:
             "use runtime vllm, or platform lws"
         )
         return [src.problem(("runtime",), message, "not-on-platform")]
-    problems = _unsupported(profile, src)
+    problems = _unsupported(profile, src) + _pod_fields(profile, src) + _name(profile, src) + _templated(src)
     if profile.platform == KSERVE:
-        return problems + _llmisvc_layout(profile, src) + _llmisvc_model(profile, src) + _templated(src)
-    return problems + _isvc_layout(profile, src) + _isvc_model(profile, src)
+        return problems + _llmisvc_layout(profile, src) + _llmisvc_model(profile, src)
+    return problems + _isvc_layout(profile, src) + _isvc_model(profile, src) + _devices(profile, src)
 
 
 @registry.rule("kserve-adds", scope=PROFILE, severity=WARNING)
@@ -235,15 +337,22 @@ def preset_capabilities(profile: Profile, src: Source) -> list[Problem]:
     engine container that the LLMInferenceService cannot take back."""
     if profile.platform != KSERVE or profile.parallelism.data == 1:
         return []
+    out = []
     added = [c for c in platforms.DATA_PARALLEL_CAPABILITIES if c not in profile.security.add_capabilities]
-    if not added:
-        return []
-    message = (
-        f"KServe's data-parallel preset adds the capabilities {', '.join(added)} to the engine container, and "
-        "KServe's merge of the preset cannot be told to drop them: a namespace that enforces the restricted Pod "
-        "Security Standard refuses these pods; list them in security.addCapabilities to say you accept them"
-    )
-    return [src.problem(("parallelism", "data"), message, "kserve-adds")]
+    if added:
+        message = (
+            f"KServe's data-parallel preset adds the capabilities {', '.join(added)} to the engine container, and "
+            "KServe's merge of the preset cannot be told to drop them: a namespace that enforces the restricted Pod "
+            "Security Standard refuses these pods; list them in security.addCapabilities to say you accept them"
+        )
+        out.append(src.problem(("parallelism", "data"), message, "kserve-adds"))
+    if profile.node.shm_size is None:
+        message = (
+            f"KServe's data-parallel preset bounds /dev/shm to {platforms.DATA_PARALLEL_SHM} where the pod says no "
+            "size (unbounded on a LeaderWorkerSet): set node.shmSize"
+        )
+        out.append(src.problem(("node",), message, "kserve-adds"))
+    return out
 
 
 @registry.rule("kserve-regression", scope=PROFILE, severity=WARNING)

@@ -4,7 +4,7 @@ LLMInferenceServiceConfig a pipeline-parallel group needs (KServe v0.20.0 ships 
 
 KServe merges a preset (kserve-config-llm-template, -worker-data-parallel) under the service's spec,
 container `main` into container `main` (platforms.py). Whatever the preset sets and the pod would
-not, the merge keeps, so the pods here say everything a preset could change: the command, the
+not, the merge keeps, so the pods here say what would change how the engine runs: the command, the
 probes' scheme, and that the container may run as root (the preset says runAsNonRoot). What the
 merge cannot take back, the capabilities the data-parallel preset adds, is said at the profile
 (check/platform.py). The engine serves on

@@ -34,6 +34,76 @@ def llm_inference_service(obj: dict[str, Any]) -> Iterator[Finding]:
         yield Finding(("spec", "parallelism", "data"), "data must be set when dataLocal is set")
 
 
+def _templated(node: Any, at: tuple) -> Iterator[Finding]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _templated(value, (*at, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _templated(value, (*at, index))
+    elif isinstance(node, str) and "{{" in node:
+        yield Finding(at, "KServe renders this as a Go template (config_merge.go#L607-L722): write it without '{{'")
+
+
+def lwsgen_pods(obj: dict[str, Any]) -> Iterator[Finding]:
+    """What KServe would run besides the pods written: its presets merge into container `main`
+    (config/llmisvcconfig/*.yaml); a template or worker without it gets the preset's own `vllm serve`
+    container beside its engine."""
+    spec = obj["spec"]
+    for side in ("template", "worker"):
+        pod = spec.get(side)
+        if isinstance(pod, dict):
+            names = [c.get("name") for c in pod.get("containers") or [] if isinstance(c, dict)]
+            if "main" not in names:
+                why = "no container named main: KServe's preset adds its own vllm serve container `main` beside these"
+                yield Finding(("spec", side, "containers"), why)
+    yield from _templated(spec, ("spec",))
+
+
+def _flag(args: list, flag: str) -> str | None:
+    """The value given to --flag (`--flag value` or `--flag=value`) in an argument list."""
+    for index, arg in enumerate(args):
+        if arg == flag and index + 1 < len(args):
+            return str(args[index + 1])
+        if isinstance(arg, str) and arg.startswith(f"{flag}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _sizes_match(pod: Any, sizes: dict[str, Any], at: tuple, fields: str) -> Iterator[Finding]:
+    """The engine's own flags (vLLM's) say the sizes KServe sizes the group from: a hand edit of one
+    without the other is a group of one shape running an engine that waits for another."""
+    containers = pod.get("containers") if isinstance(pod, dict) else None
+    main = next((c for c in containers or [] if isinstance(c, dict)), None)
+    args = [str(a) for a in (main or {}).get("args") or []]
+    for flag, value in sizes.items():
+        said = _flag(args, flag)
+        if value is not None and said is not None and said != str(value):
+            yield Finding(at, f"{fields} says {flag.removeprefix('--')} {value}, the engine's {flag} {said}")
+
+
+def engine_sizes(obj: dict[str, Any]) -> Iterator[Finding]:
+    """An LLMInferenceService's parallelism, and an InferenceService's workerSpec sizes, against the
+    flags of the engine lwsgen wrote."""
+    spec = obj["spec"]
+    if obj["kind"] == "LLMInferenceService":
+        par = spec.get("parallelism") or {}
+        flags = {
+            "--tensor-parallel-size": par.get("tensor"),
+            "--pipeline-parallel-size": par.get("pipeline"),
+            "--data-parallel-size": par.get("data"),
+            "--data-parallel-size-local": par.get("dataLocal"),
+        }
+        yield from _sizes_match(spec.get("template"), flags, ("spec", "parallelism"), "parallelism")
+    elif obj["kind"] == "ServingRuntime":
+        worker = spec.get("workerSpec") or {}
+        flags = {
+            "--tensor-parallel-size": worker.get("tensorParallelSize"),
+            "--pipeline-parallel-size": worker.get("pipelineParallelSize"),
+        }
+        yield from _sizes_match(spec, flags, ("spec", "workerSpec"), "workerSpec")
+
+
 def _size_env(container: Any, at: tuple) -> Iterator[Finding]:
     env = container.get("env") if isinstance(container, dict) else None
     for index, var in enumerate(env or []):
@@ -79,6 +149,9 @@ def serving_runtime(obj: dict[str, Any]) -> Iterator[Finding]:
     """pkg/webhook/admission/servingruntime/servingruntime_webhook.go#L210-L267, validateMultiNodeSpec;
     the worker container looked up by name (utils/utils.go#L485-L495)."""
     spec = obj["spec"]
+    heads = [c for c in spec.get("containers") or [] if isinstance(c, dict) and c.get("name") == "kserve-container"]
+    if spec.get("workerSpec") is not None and not heads:  # utils/utils.go#L485-L495
+        yield Finding(("spec", "containers"), "failed to find kserve-container in ServingRuntime containers")
     for index, container in enumerate(spec.get("containers") or []):
         if isinstance(container, dict) and container.get("name") == "kserve-container":
             yield from _size_env(container, ("spec", "containers", index))
@@ -98,8 +171,16 @@ def serving_runtime(obj: dict[str, Any]) -> Iterator[Finding]:
             yield Finding(("spec", "workerSpec", field), f"{field} must be at least 1")
 
 
+def _both(*rules):
+    def run(obj: dict[str, Any]) -> Iterator[Finding]:
+        for rule in rules:
+            yield from rule(obj)
+
+    return run
+
+
 RULES = {
-    "LLMInferenceService": llm_inference_service,
+    "LLMInferenceService": _both(llm_inference_service, lwsgen_pods, engine_sizes),
     "InferenceService": inference_service,
-    "ServingRuntime": serving_runtime,
+    "ServingRuntime": _both(serving_runtime, engine_sizes),
 }
