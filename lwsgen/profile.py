@@ -197,11 +197,20 @@ class Gateway(Record):
     endpoint_picker: EndpointPicker
 
 
+class Alerts(Record):
+    enabled: bool
+    kv_cache_usage: float
+    gpu_busy_percent: float
+    hold_for: str
+    runbook_url: str
+
+
 class Monitoring(Record):
     enabled: bool
     prometheus_labels: Map
     interval: str
     namespace: str
+    alerts: Alerts
 
 
 class NetworkTopology(Record):
@@ -422,6 +431,7 @@ KEYS = {
     "size_gb": "sizeGB",
     "read_gbps": "readGBps",
     "download_gbps": "downloadGBps",
+    "runbook_url": "runbookURL",
 }
 
 

@@ -181,6 +181,7 @@ def test_every_role_gets_its_monitor_records_and_nccl_preflight_on_its_own_shape
         "prefill_gpu",
         "decode_runtime",
         "decode_gpu",
+        "alerts",
     ]
     assert 'disaggregatedset_x_k8s_io_role="decode"' in groups[2]["rules"][0]["expr"]
     jobs = [d for d in _docs(rendered, "nccl-test.yaml") if d["kind"] == "Job"]

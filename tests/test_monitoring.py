@@ -58,14 +58,23 @@ def test_nothing_of_monitoring_without_monitoring(render):
 def test_a_runtime_without_metrics_gets_the_gpu_rule_but_no_podmonitor(render):
     objs = objects_of(render(profile_for("trtllm-serve", **ON)))
     assert "podmonitor.yaml" not in objs
-    [group] = objs["prometheusrule.yaml"]["spec"]["groups"]
+    group, alerts = objs["prometheusrule.yaml"]["spec"]["groups"]
     assert [r["record"] for r in group["rules"]] == ["namespace_pod:dcgm_fi_dev_gpu_util:avg_group"]
+    assert "LwsgenMetricsDown" not in [a["alert"] for a in alerts["rules"]]  # no scrape to be down
 
 
 @pytest.mark.parametrize("name", ["triton-trtllm", "vllm", "sglang", "llamacpp", "aphrodite"])
 def test_every_runtime_record_is_scoped_to_this_namespace_and_lws(render, name):
     groups = objects_of(render(profile_for(name, namespace="team-a", **ON)))["prometheusrule.yaml"]["spec"]["groups"]
-    assert [g["name"] for g in groups] == ["lwsgen.team-a.demo.runtime", "lwsgen.team-a.demo.gpu"]
+    assert [g["name"] for g in groups] == [
+        "lwsgen.team-a.demo.runtime",
+        "lwsgen.team-a.demo.gpu",
+        "lwsgen.team-a.demo.alerts",
+    ]
+    for alert in groups[2]["rules"]:  # every series an alert reads is this namespace's and this LWS's
+        selectors = [part.split("}", 1)[0] for part in alert["expr"].split("{")[1:]]
+        assert all('namespace="team-a"' in s for s in selectors), alert["alert"]
+        assert all("demo" in s for s in selectors if "condition=" not in s), alert["alert"]  # readiness: by pod
     for rule in groups[0]["rules"]:
         selectors = [part for part in rule["expr"].split("{")[1:]]
         ours = 'namespace="team-a", leaderworkerset_sigs_k8s_io_name="demo"'
@@ -108,7 +117,7 @@ def test_hpa_scales_the_lws_on_the_recorded_series_the_adapter_exposes(render, n
     assert rule["seriesQuery"] == f'{record}{{namespace!="",pod!=""}}'
     assert rule["name"] == {"matches": f"^{record}$", "as": pods_metric["pods"]["metric"]["name"]}
     assert rule["resources"]["overrides"] == {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}
-    recorded = {r["record"] for g in objs["prometheusrule.yaml"]["spec"]["groups"] for r in g["rules"]}
+    recorded = {r.get("record") for g in objs["prometheusrule.yaml"]["spec"]["groups"] for r in g["rules"]}
     assert record in recorded
     assert "scaledobject.yaml" not in objs
 

@@ -128,7 +128,7 @@ def test_core_kinds_still_merge_under_the_custom_schema(build):
     [epp] = objects[("Deployment", f"{name}-epp")]["spec"]["template"]["spec"]["containers"]
     assert epp["image"].startswith("ghcr.io/llm-d/") and epp["args"] and {"name": "EXTRA", "value": "1"} in epp["env"]
     groups = [g["name"] for g in objects[("PrometheusRule", name)]["spec"]["groups"]]
-    assert len(groups) == 4 and "team.extra" in groups
+    assert len(groups) == 5 and "team.extra" in groups  # runtime, gpu, router, alerts and the patch's
 
 
 def test_replicas_in_an_overlay_sets_the_leaderworkerset(build, tmp_path, capsys):

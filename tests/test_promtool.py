@@ -59,6 +59,8 @@ def test_every_emitted_group_and_record_has_a_unit_test():
     for rule_file in RULE_FILES:
         for group in _groups(rule_file):
             suffix = group["name"].rsplit(".", 1)[1]
+            if suffix == "alerts":
+                continue  # tests/test_alerts.py: every alert, firing and not, from the rendered objects
             assert (rule_file.parent.name, suffix) in tested, (
                 f"no tests/promtool/{rule_file.parent.name}-{suffix}-test.yaml"
             )
@@ -71,7 +73,7 @@ def test_every_emitted_group_and_record_has_a_unit_test():
 def test_record_names_follow_level_metric_operations():
     for rule_file in RULE_FILES:
         for group in _groups(rule_file):
-            for rule in group["rules"]:
+            for rule in (r for r in group["rules"] if "record" in r):  # alerts: tests/test_alerts.py
                 level, metric, operations = rule["record"].split(":")
                 assert level == "namespace_pod" and metric and operations
 

@@ -88,6 +88,13 @@ def test_defaults_are_filled_in():
         "prometheusLabels": {"release": "prometheus"},
         "interval": "15s",
         "namespace": "monitoring",
+        "alerts": {
+            "enabled": True,
+            "kvCacheUsage": 0.95,
+            "gpuBusyPercent": 90,
+            "holdFor": "15m",
+            "runbookURL": "docs/runbooks.md",
+        },
     }
     assert filled["security"] == {
         "networkPolicy": True,

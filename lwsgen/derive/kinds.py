@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lwsgen.derive import (
+    alerts,
     cluster,
     delivery,
     disaggregation,
@@ -276,9 +277,9 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "prometheusrule",
         _own("monitoring.coreos.com/v1", "PrometheusRule", "prometheusrule.schema.json"),
-        "`PrometheusRule` `<name>`: the runtime's records and the group GPU record",
+        "`PrometheusRule` `<name>`: the runtime's records, the group GPU record and the alerts (docs/runbooks.md)",
         "`monitoring.enabled`",
-        monitoring.prometheusrule,
+        alerts.prometheusrule,
         "metrics",
         wave=1,
     ),

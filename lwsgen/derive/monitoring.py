@@ -27,7 +27,7 @@ GPU_RECORD = "namespace_pod:dcgm_fi_dev_gpu_util:avg_group"
 ADAPTER_FILE = "prometheus-adapter-rules.yaml"
 
 
-def _matchers(**labels: str) -> str:
+def matchers(**labels: str) -> str:
     # json.dumps writes a PromQL string literal (Go escapes) for any value, quotes and backslashes too
     return "{" + ", ".join(f"{key}={json.dumps(value)}" for key, value in labels.items()) + "}"
 
@@ -35,10 +35,10 @@ def _matchers(**labels: str) -> str:
 def _leader_pods(namespace: str, workload: Workload) -> str:
     """kube_pod_labels of the workload's leader pods (kube-state-metrics' names for their labels)."""
     leader = {f"label_{naming.series_label(k)}": v for k, v in workload.leader_only} or {KSM_WORKER: "0"}
-    return f"kube_pod_labels{_matchers(namespace=namespace, **workload.ksm, **leader)}"
+    return f"kube_pod_labels{matchers(namespace=namespace, **workload.ksm, **leader)}"
 
 
-def _ksm_keys(workload: Workload) -> tuple[str, ...]:
+def ksm_keys(workload: Workload) -> tuple[str, ...]:
     """The kube_pod_labels labels a record keeps: the LWS name and group, and the set's where it has one."""
     if workload.group_keys:  # one group: the labels that name it
         return tuple(workload.ksm)
@@ -46,12 +46,12 @@ def _ksm_keys(workload: Workload) -> tuple[str, ...]:
 
 
 def record_labels(workload: Workload) -> tuple[str, ...]:
-    return ("namespace", "pod", *(key.removeprefix("label_") for key in _ksm_keys(workload)))
+    return ("namespace", "pod", *(key.removeprefix("label_") for key in ksm_keys(workload)))
 
 
 def _lws_labels(expr: str, workload: Workload) -> str:
     """expr with kube-state-metrics' label_ names of the pod labels as the records carry them."""
-    keys = _ksm_keys(workload)
+    keys = ksm_keys(workload)
     renames = [f'"{key.removeprefix("label_")}", "$1", "{key}", "(.*)"' for key in keys]
     return "label_replace(" * len(keys) + f"\n{expr},\n" + "),\n".join(renames) + ")"
 
@@ -61,9 +61,9 @@ def gpu_rule(namespace: str, workload: Workload) -> RecordingRule:
     leader pod. Pods are attributed through their LWS labels in kube_pod_labels, never by parsing
     pod names (an LWS named <name>-1 has pods that look like group 1 of <name>). DCGM's own
     namespace/pod labels are used whether the exporter is scraped with honorLabels or not."""
-    pods = f"kube_pod_labels{_matchers(namespace=namespace, **workload.ksm)}"
+    pods = f"kube_pod_labels{matchers(namespace=namespace, **workload.ksm)}"
     leaders = _leader_pods(namespace, workload)
-    kept = ", ".join(_ksm_keys(workload))
+    kept = ", ".join(ksm_keys(workload))
     pod_labels, group_labels = f"namespace, pod, {kept}", f"namespace, {kept}"
     dcgm = (
         'label_replace(label_replace(DCGM_FI_DEV_GPU_UTIL, "namespace", "$1", "exported_namespace", "(.+)"), '
@@ -93,7 +93,7 @@ def router_rule(namespace: str, name: str, metric: str) -> RecordingRule:
     count) reads the pool's average. Leaders come from kube_pod_labels, as in gpu_rule."""
     gauge = ROUTER_GAUGES[metric]
     renamed = _lws_labels(_leader_pods(namespace, single(name)), single(name))
-    pool = f"max by (namespace) ({gauge}{_matchers(namespace=namespace, name=name)})"
+    pool = f"max by (namespace) ({gauge}{matchers(namespace=namespace, name=name)})"
     expr = f"max by ({', '.join(record_labels(single(name)))}) (\n{renamed}\n* on (namespace) group_left ()\n{pool}\n)"
     return RecordingRule(f"namespace_pod:{gauge}:pool", expr, autoscaling=metric)
 
@@ -111,9 +111,9 @@ def _expr(rule: RecordingRule, namespace: str, workload: Workload, model: str) -
     else:  # a role's LWS name carries the controller's revision hash: joined from the pod's own labels
         on_leader = ("label_join(", f', "pod", "-", "{NAME_SERIES_LABEL}", "{GROUP_SERIES_LABEL}")')
     return (
-        rule.expr.replace("{sel_model}", _matchers(namespace=namespace, **series, model=model))
-        .replace("{sel_composing}", _matchers(namespace=namespace, **series)[:-1] + f", model!={json.dumps(model)}}}")
-        .replace("{sel}", _matchers(namespace=namespace, **series))
+        rule.expr.replace("{sel_model}", matchers(namespace=namespace, **series, model=model))
+        .replace("{sel_composing}", matchers(namespace=namespace, **series)[:-1] + f", model!={json.dumps(model)}}}")
+        .replace("{sel}", matchers(namespace=namespace, **series))
         .replace("{by}", ", ".join(record_labels(workload)))
         .replace("{leader_pod[}", on_leader[0])
         .replace("{]leader_pod}", on_leader[1])
@@ -181,6 +181,7 @@ class PodMonitor(Record):
 class PrometheusRule(Record):
     meta: Meta
     groups: tuple[RuleGroup, ...]
+    alert_groups: tuple = ()  # derive/alerts.py AlertGroup
 
 
 class Behavior(Record):
@@ -344,7 +345,7 @@ def adapter_rules(ctx: Context, kind) -> AdapterRules | None:
 
 def keda_query(record: str, namespace: str, name: str, workload: Workload | None = None) -> str:
     """The metric summed over every group of this LWS (or role); KEDA divides by the group count (AverageValue)."""
-    return f"sum({record}{_matchers(namespace=namespace, **(workload or single(name)).series)})"
+    return f"sum({record}{matchers(namespace=namespace, **(workload or single(name)).series)})"
 
 
 def scaledobject(ctx: Context, kind) -> Autoscaler | None:
@@ -383,6 +384,6 @@ POOL_AVERAGES = ("llm_d_epp_average_queue_size", "llm_d_epp_average_running_requ
 def _wake(profile: Profile) -> Wake:
     """Held + waiting + running requests of the pool (each absent series counts 0: no endpoints)."""
     namespace, name = profile.namespace, profile.name
-    held = f"(sum({WAKE_GAUGE}{_matchers(namespace=namespace, inference_pool=name)}) or vector(0))"
-    pool = [f"(max({gauge}{_matchers(namespace=namespace, name=name)}) or vector(0))" for gauge in POOL_AVERAGES]
+    held = f"(sum({WAKE_GAUGE}{matchers(namespace=namespace, inference_pool=name)}) or vector(0))"
+    pool = [f"(max({gauge}{matchers(namespace=namespace, name=name)}) or vector(0))" for gauge in POOL_AVERAGES]
     return Wake(" + ".join((held, *pool)))

@@ -1,0 +1,208 @@
+"""The alerts of a profile's PrometheusRule: what tells the on-call engineer a group is half formed,
+out of capacity or failing to start, each with a severity, a summary, a description and a runbook
+(docs/runbooks.md), its thresholds from the profile (the start budget, monitoring.alerts).
+
+They read what lwsgen records (derive/monitoring.py) and what kube-state-metrics exports (the pods'
+labels with --metric-labels-allowlist, as the group GPU record does; pod readiness; Jobs; HPAs), so a
+group is found by the labels of its pods whatever the platform makes them."""
+
+from lwsgen.check import budget
+from lwsgen.derive import monitoring
+from lwsgen.derive.context import Context, Workload
+from lwsgen.derive.delivery import job_name
+from lwsgen.derive.monitoring import GPU_RECORD, ksm_keys, matchers
+from lwsgen.records import Record
+from lwsgen.runtimes.base import Capabilities
+
+
+class Alert(Record):
+    alert: str
+    expr: str
+    hold: str  # Prometheus `for`
+    severity: str
+    summary: str
+    description: str
+    runbook: str
+    role: str | None = None  # a role's alerts carry their role as a label
+
+
+class AlertGroup(Record):
+    name: str
+    alerts: tuple[Alert, ...]
+
+
+def _seconds(seconds: int) -> str:
+    return f"{seconds}s"
+
+
+def _record(caps: Capabilities, purpose: str) -> str | None:
+    """The runtime's record for one purpose (its autoscaling tag: queue-length, kv-cache-usage)."""
+    return next((r.record for r in caps.rules if r.autoscaling == purpose), None)
+
+
+class Scope(Record):
+    """One workload's alerts: its pods' series and labels, its group size and start budget."""
+
+    namespace: str
+    workload: Workload
+    size: int
+    start_seconds: int
+    what: str  # for people: "LeaderWorkerSet x", "role prefill of DisaggregatedSet x"
+    role: str | None
+
+
+def _group_not_whole(scope: Scope, runbook) -> Alert:
+    keys = ", ".join(ksm_keys(scope.workload))
+    pods = f"kube_pod_labels{matchers(namespace=scope.namespace, **scope.workload.ksm)}"
+    ready = f"kube_pod_status_ready{matchers(namespace=scope.namespace, condition='true')}"
+    expr = (
+        f"sum by (namespace, {keys}) (\n  {pods}\n  * on (namespace, pod) group_left ()\n"
+        f"  max by (namespace, pod) ({ready})\n) < {scope.size}"
+    )
+    group = "/".join(f"{{{{ $labels.{key} }}}}" for key in ksm_keys(scope.workload))
+    return Alert(
+        "LwsgenGroupNotWhole",
+        expr,
+        _seconds(scope.start_seconds),
+        "critical",
+        f"A group of {scope.what} is not whole",
+        f"Group {group} of {scope.what} has had only {{{{ $value }}}} of its {scope.size} pods ready for longer "
+        f"than its start budget ({scope.start_seconds} s): it serves nothing, or with fewer GPUs than it needs.",
+        runbook("LwsgenGroupNotWhole"),
+        scope.role,
+    )
+
+
+def _scrape_down(scope: Scope, runbook) -> Alert:
+    up = f"up{matchers(namespace=scope.namespace, **scope.workload.series)}"
+    return Alert(
+        "LwsgenMetricsDown",
+        f"{up} == 0",
+        "10m",
+        "critical",
+        f"Prometheus cannot scrape a pod of {scope.what}",
+        f"Pod {{{{ $labels.pod }}}} of {scope.what} answers no scrape: the engine is down or hung, and every "
+        "record, alert and autoscaler reading its metrics is blind to it.",
+        runbook("LwsgenMetricsDown"),
+        scope.role,
+    )
+
+
+def _capacity(scope: Scope, caps: Capabilities, settings, runbook) -> tuple[Alert, ...]:
+    sel = matchers(namespace=scope.namespace, **scope.workload.series)
+    out = []
+    kv = _record(caps, "kv-cache-usage")
+    if kv is not None:
+        out.append(
+            Alert(
+                "LwsgenKVCacheNearFull",
+                f"{kv}{sel} > {settings.kv_cache_usage}",
+                settings.hold_for,
+                "warning",
+                f"The KV cache of a group of {scope.what} is near full",
+                f"Group leader {{{{ $labels.pod }}}} has used more than {settings.kv_cache_usage:.0%} of its KV "
+                f"cache for {settings.hold_for}: new requests wait or running ones are preempted.",
+                runbook("LwsgenKVCacheNearFull"),
+                scope.role,
+            )
+        )
+    queue = _record(caps, "queue-length")
+    if queue is not None:
+        expr = f"({queue}{sel} > 0)\nand on (namespace, pod)\n({GPU_RECORD}{sel} > {settings.gpu_busy_percent})"
+        out.append(
+            Alert(
+                "LwsgenQueueWhileGPUsBusy",
+                expr,
+                settings.hold_for,
+                "warning",
+                f"A group of {scope.what} is out of capacity",
+                f"Requests have waited at group leader {{{{ $labels.pod }}}} for {settings.hold_for} while its GPUs "
+                f"were more than {settings.gpu_busy_percent}% busy: add groups.",
+                runbook("LwsgenQueueWhileGPUsBusy"),
+                scope.role,
+            )
+        )
+    return tuple(out)
+
+
+def _autoscaler_at_max(ctx: Context, settings, runbook) -> Alert | None:
+    profile, scaling = ctx.profile, ctx.profile.autoscaling
+    if not scaling.enabled or ctx.roles is not None:
+        return None
+    name = profile.name if scaling.engine == "hpa" else f"keda-hpa-{profile.name}"  # KEDA names its HPA so
+    sel = matchers(namespace=profile.namespace, horizontalpodautoscaler=name)
+    expr = (
+        f"kube_horizontalpodautoscaler_status_current_replicas{sel}\n>= on (namespace, horizontalpodautoscaler)\n"
+        f"kube_horizontalpodautoscaler_spec_max_replicas{sel}"
+    )
+    return Alert(
+        "LwsgenAutoscalerAtMax",
+        expr,
+        settings.hold_for,
+        "warning",
+        f"The autoscaler of {profile.name} is at its maximum",
+        f"{name} has run {scaling.max_replicas} groups (autoscaling.maxReplicas) for {settings.hold_for}; if the "
+        "metric is still above its target, requests queue: raise maxReplicas if the cluster has the nodes.",
+        runbook("LwsgenAutoscalerAtMax"),
+    )
+
+
+def _download_failed(ctx: Context, runbook) -> Alert | None:
+    if ctx.profile.model.source is None:
+        return None
+    job = job_name(ctx)
+    return Alert(
+        "LwsgenModelDownloadFailed",
+        f"kube_job_status_failed{matchers(namespace=ctx.profile.namespace, job_name=job)} > 0",
+        "0s",
+        "critical",
+        f"The model download of {ctx.profile.name} failed",
+        f"Job {job} failed: the claim has no complete snapshot, and every group of {ctx.profile.name} waits "
+        "for it until its start budget runs out.",
+        runbook("LwsgenModelDownloadFailed"),
+    )
+
+
+def _scopes(ctx: Context) -> list[tuple[Scope, Capabilities]]:
+    namespace = ctx.profile.namespace
+    if ctx.roles is None:
+        scope = Scope(
+            namespace,
+            ctx.workload,
+            ctx.profile.group_size,
+            budget.budget(ctx.profile).total,
+            f"{ctx.workload.scale_target[1]} {ctx.workload.scale_target[2]}",
+            None,
+        )
+        return [(scope, ctx.caps)]
+    out = []
+    for role, c in ctx.roles.items():
+        what = f"role {role} of DisaggregatedSet {ctx.profile.name}"
+        scope = Scope(namespace, c.workload, c.profile.group_size, budget.budget(c.profile).total, what, role)
+        out.append((scope, c.caps))
+    return out
+
+
+def alert_groups(ctx: Context) -> tuple[AlertGroup, ...]:
+    """The profile's alert group (none when monitoring.alerts.enabled is false)."""
+    settings = ctx.profile.monitoring.alerts
+    if not settings.enabled:
+        return ()
+
+    def runbook(alert: str) -> str:
+        return f"{settings.runbook_url}#{alert.lower()}"
+
+    alerts: list[Alert] = []
+    for scope, caps in _scopes(ctx):
+        alerts.append(_group_not_whole(scope, runbook))
+        if caps.metrics:
+            alerts.append(_scrape_down(scope, runbook))
+        alerts += _capacity(scope, caps, settings, runbook)
+    alerts += [a for a in (_autoscaler_at_max(ctx, settings, runbook), _download_failed(ctx, runbook)) if a]
+    return (AlertGroup(f"lwsgen.{ctx.profile.namespace}.{ctx.profile.name}.alerts", tuple(alerts)),)
+
+
+def prometheusrule(ctx: Context, kind):
+    """The PrometheusRule of derive/monitoring.py with the profile's alerts beside its records."""
+    rule = monitoring.prometheusrule(ctx, kind)
+    return None if rule is None else rule._replace(alert_groups=alert_groups(ctx))
