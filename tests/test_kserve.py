@@ -299,6 +299,11 @@ def test_the_pods_survive_kserves_merge_with_its_data_parallel_preset(tmp_path):
             ("  - name: kserve-container", "  - name: head"),
             "failed to find kserve-container in ServingRuntime containers",
         ),
+        (  # what a LeaderWorkerSet of lwsgen's is held to, on the one KServe makes (output/invariants.py)
+            "vllm-deepseek-r1-kserve",
+            ("          port: http\n", "          port: web\n"),
+            "spec.template.containers[0].startupProbe.httpGet.port: 'web' is not a named port of this container",
+        ),
         (  # the API server's pod rules reach the pods KServe's kinds hold as bare specs
             "vllm-deepseek-r1-kserve",
             ("      - name: dshm\n        mountPath: /dev/shm", "      - name: shm\n        mountPath: /dev/shm"),

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from lwsgen import registry
+from lwsgen import platforms, registry
 from lwsgen.check.pods import OWN_VOLUMES
 from lwsgen.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, SET_NAME_LABEL, scripts_digest
 from lwsgen.output import podneeds
@@ -219,6 +219,28 @@ def group_is_whole(lws: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     replicas to its autoscaler; leader and worker read the same Secret keys and mount shared volumes
     at the same paths; the engine flags fit the engine version of the image."""
     return _lws(lws, inv.names, inv.scaled, inv.image_versions)
+
+
+# The LeaderWorkerSet's pod templates as an LLMInferenceService holds them (bare pod specs).
+_KSERVE_SIDES = {"leaderTemplate": ("spec", "template"), "workerTemplate": ("spec", "worker")}
+
+
+def _on_service(path: tuple) -> tuple:
+    """A path into the LeaderWorkerSet KServe makes, as the path into the LLMInferenceService it comes from."""
+    if path[:2] == ("spec", "leaderWorkerTemplate") and len(path) > 3 and path[2] in _KSERVE_SIDES:
+        return (*_KSERVE_SIDES[path[2]], *path[4:])
+    return ("spec",)
+
+
+@registry.rule("cross-object", scope=SET, kinds=("LLMInferenceService",))
+def kserve_group_is_whole(service: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """The LeaderWorkerSet KServe makes of an LLMInferenceService (output/kserve.py) holds what a
+    LeaderWorkerSet of lwsgen's does: world size, probes on declared ports, mounts on volumes, the
+    ConfigMaps and Secrets of the set, launch scripts that agree with their ConfigMap."""
+    lws = inv.lws.get(platforms.llmisvc_lws(str((service.get("metadata") or {}).get("name"))))
+    if lws is None:
+        return iter(())
+    return (e._replace(path=_on_service(tuple(e.path))) for e in _lws(lws, inv.names, inv.scaled, inv.image_versions))
 
 
 @registry.rule("cross-object", scope=SET, kinds=("DisaggregatedSet",))

@@ -24,8 +24,9 @@ def _size(spec: dict[str, Any]) -> int:
     return int(par.get("pipeline") or 1)
 
 
-def _template(pod_spec: Any, labels: dict[str, str]) -> dict[str, Any]:
-    return {"metadata": {"labels": labels}, "spec": pod_spec if isinstance(pod_spec, dict) else {}}
+def _template(pod_spec: Any, labels: dict[str, str], annotations: Any = None) -> dict[str, Any]:
+    metadata = {"labels": labels, **({"annotations": annotations} if isinstance(annotations, dict) else {})}
+    return {"metadata": metadata, "spec": pod_spec if isinstance(pod_spec, dict) else {}}
 
 
 def workloads(services: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], tuple[dict[str, Any], ...]]:
@@ -58,9 +59,11 @@ def workloads(services: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]]
                 "replicas": spec.get("replicas", 1),
                 "leaderWorkerTemplate": {
                     "size": _size(spec),
-                    "leaderTemplate": _template(spec.get("template"), leader),
+                    "leaderTemplate": _template(spec.get("template"), leader, spec.get("annotations")),
                     "workerTemplate": _template(
-                        spec.get("worker"), {**worker, "app.kubernetes.io/component": WORKER_COMPONENT}
+                        spec.get("worker"),
+                        {**worker, "app.kubernetes.io/component": WORKER_COMPONENT},
+                        spec.get("annotations"),  # spec.annotations reach every pod, as spec.labels do
                     ),
                 },
             },
