@@ -83,6 +83,7 @@ def _one(objects: list[dict], kind: str) -> dict:
         ({"parallelism": {"tensor": 1, "data": 16}}, "parallelism.data", "use platform kserve for data"),
         ({"scheduling": {"scheduler": "kueue", "queue": "q"}}, "scheduling.scheduler", "gang scheduling"),
         ({"lws": {"restartPolicy": "None"}}, "lws.restartPolicy", "KServe sets the LeaderWorkerSet's policies"),
+        ({"platform": "kserve", "scheduling": {"scheduler": "volcano"}}, "scheduling.scheduler", "not Volcano's"),
         (
             {"platform": "kserve", "env": {"CHAT": "{{ .Name }}"}},
             "env.CHAT",
@@ -410,3 +411,15 @@ def test_an_overlay_renames_and_retags_what_kserves_kinds_reference(tmp_path, ex
 def test_what_kserve_takes_is_not_refused_for_kserve(said, changes):
     errors, _ = said(_profile(**changes))
     assert not [e for e in errors if "one pod holds" in e or "endpoint picker" in e or "gateway.parentRefs" in e]
+
+
+def test_exclusive_topology_and_kueue_reach_kserves_leaderworkerset(render):
+    """KServe copies leaderworkerset.sigs.k8s.io/* annotations and kueue.x-k8s.io labels from the service
+    onto its LeaderWorkerSet (workload_multi_node.go#L616-L660; make test-cluster's kserve-exclusive-topology
+    variant places each group in a zone of its own through the real controllers)."""
+    scheduling = {"scheduler": "kueue", "queue": "team-a", "exclusiveTopology": "topology.kubernetes.io/zone"}
+    service = _one(_objects(render(_profile(platform="kserve", scheduling=scheduling))), "LLMInferenceService")
+    assert service["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+    assert service["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/exclusive-topology"] == (
+        "topology.kubernetes.io/zone"
+    )

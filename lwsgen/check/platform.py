@@ -17,9 +17,12 @@ KSERVE, ISVC = platforms.KSERVE, platforms.KSERVE_ISVC
 BOTH = (KSERVE, ISVC)
 SERVICES = "KServe creates the Services in front of the pods itself"
 NOT_ITS_WORKLOAD = "KServe's controller creates the workload, so lwsgen cannot place this on it"
-# KServe copies leaderworkerset.sigs.k8s.io/* and kueue annotations and labels from an LLMInferenceService
-# onto its LeaderWorkerSet (workload_multi_node.go#L616-L660); lwsgen does not write them there yet.
-NOT_YET_ON_KSERVE = "lwsgen does not yet write the service annotations KServe copies onto its LeaderWorkerSet"
+# KServe copies leaderworkerset.sigs.k8s.io/* and kueue.x-k8s.io annotations and labels from an
+# LLMInferenceService onto its LeaderWorkerSet (workload_multi_node.go#L616-L660), not Volcano's.
+VOLCANO_ON_KSERVE = (
+    "KServe copies LeaderWorkerSet and Kueue metadata onto the LeaderWorkerSet it makes, not Volcano's "
+    "(workload_multi_node.go#L616-L660): use scheduler kueue or default"
+)
 
 # (field path, the platforms it has no equivalent on, why, and what to do); a field counts when the
 # profile (or a base it extends) writes it, whatever its value, except where a value is given: then
@@ -57,14 +60,13 @@ UNSUPPORTED: tuple[tuple[tuple[str, ...], tuple[str, ...], Any, str], ...] = (
     (("gateway", "requestTimeout"), (KSERVE,), None, "KServe's managed HTTPRoute sets its own timeouts"),
     (("gateway", "failureMode"), (KSERVE,), None, "KServe's scheduler preset configures the pool's picker"),
     (("gateway", "endpointPicker"), (KSERVE,), None, "KServe runs its own endpoint picker (router.scheduler)"),
-    (("scheduling", "scheduler"), BOTH, "default", f"{NOT_ITS_WORKLOAD} (gang scheduling annotations)"),
-    (("scheduling", "queue"), BOTH, None, NOT_ITS_WORKLOAD),
+    (("scheduling", "scheduler"), (ISVC,), "default", f"{NOT_ITS_WORKLOAD} (gang scheduling annotations)"),
+    (("scheduling", "scheduler"), (KSERVE,), ("default", "kueue"), VOLCANO_ON_KSERVE),
+    (("scheduling", "queue"), (ISVC,), None, NOT_ITS_WORKLOAD),
     (("scheduling", "queueCapacity"), BOTH, None, NOT_ITS_WORKLOAD),
     (("scheduling", "podGroupAnnotations"), BOTH, None, NOT_ITS_WORKLOAD),
     (("scheduling", "exclusiveTopology"), (ISVC,), None, NOT_ITS_WORKLOAD),
     (("scheduling", "requiredTopology"), (ISVC,), None, NOT_ITS_WORKLOAD),
-    (("scheduling", "exclusiveTopology"), (KSERVE,), None, NOT_YET_ON_KSERVE),
-    (("scheduling", "requiredTopology"), (KSERVE,), None, NOT_YET_ON_KSERVE),
     (("scheduling", "networkTopology"), BOTH, None, NOT_ITS_WORKLOAD),
     *(
         (("lws", key), BOTH, None, f"{NOT_ITS_WORKLOAD}: KServe sets the LeaderWorkerSet's policies")
@@ -98,7 +100,8 @@ def _unsupported(profile: Profile, src: Source) -> list[Problem]:
     out = []
     for path, where, allowed, why in UNSUPPORTED:
         written, value = _written(src.data, path)
-        if profile.platform in where and written and (allowed is None or value != allowed):
+        taken = () if allowed is None else allowed if isinstance(allowed, tuple) else (allowed,)
+        if profile.platform in where and written and (allowed is None or value not in taken):
             message = f"platform {profile.platform} has no equivalent: {why}"
             out.append(src.problem(path, message, "not-on-platform"))
     return out

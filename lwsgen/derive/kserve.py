@@ -121,8 +121,11 @@ def llminferenceservice(ctx: Context, kind) -> KServeLLM | None:
     leader = workload.role_pod(ctx, "leader", ctx.parts.leader)
     worker = workload.role_pod(ctx, "worker", ctx.parts.worker)
     pod_labels = {k: v for k, v in leader.labels.items() if k in profile.pod_labels}
+    # exclusive topology and Kueue's queue: KServe copies them onto its LeaderWorkerSet (platforms.py)
+    placed = ctx.placement
+    meta = ctx.meta(kind, profile.name, labels=placed.lws_labels, annotations=placed.lws_annotations)
     service = LLMInferenceService(
-        ctx.meta(kind, profile.name),
+        meta,
         platforms.model_uri(profile),
         profile.served_name,
         profile.replicas,

@@ -20,6 +20,7 @@ VARIANTS = (
     "everything-set",  # every profile field at once: EFA and RDMA, taints, a priority class, a group per zone
     "sglang-prefill-decode-placed",  # a DisaggregatedSet of two slices, each kept in one rack (ExclusiveSlice)
     "kserve-pipeline",  # an LLMInferenceService of one stage per pod, with the preset KServe does not ship
+    "kserve-exclusive-topology",  # two groups of KServe's LeaderWorkerSet, a zone each (KServe copies the annotation)
 )
 # Not yet (docs/development.md): volcano-gang (no Volcano scheduler: the module proxy refuses its releases).
 
