@@ -59,7 +59,16 @@ class World:
         self.profile = load_profile(REPO / "profiles" / f"{example}.yaml")[0]
         self.namespace = self.profile.namespace
         self.rules = next(o for o in self.objects if o["kind"] == "PrometheusRule")
+        self.isvc = any(o["kind"] == "InferenceService" for o in self.objects)
         self.monitors = [o for o in self.objects if o["kind"] == "PodMonitor"]
+
+    def isvc_head(self):
+        """(a pod name, the head Deployment's pod template) of KServe's InferenceService head."""
+        from lwsgen.output import kserve
+
+        isvcs = [o for o in self.objects if o["kind"] == "InferenceService"]
+        head = kserve.isvc_deployments(isvcs, [o for o in self.objects if o["kind"] == "ServingRuntime"])[0]
+        return [(f"{head['metadata']['name']}-5d4f8b7c9-x2x7q", head["spec"]["template"])]
 
     def workload(self, role: str | None) -> dict:
         sets = _workloads(self.objects)
@@ -211,7 +220,57 @@ def _download_failed(world: World, alert: dict) -> list[dict]:
     return tests
 
 
+def _restarting(world: World, alert: dict) -> list[dict]:
+    """The leader recreated under its name (a new uid each time, as LeaderWorkerSet does), or, for
+    KServe's InferenceService head, its engine container restarted."""
+    lws = world.workload(alert["labels"].get("role"))
+    name, labels = _pods(lws)[0]
+    if world.isvc:
+        name, labels = next((n, dict(t["metadata"]["labels"])) for n, t in world.isvc_head())
+    base = [(world.kube_pod_labels(name, labels), "1x45")]
+    tests = []
+    for times, fires in ((3, True), (1, False)):
+        series = list(base)
+        if world.isvc:
+            restarts = " ".join(str(min(i // 10, times) if fires else 0) for i in range(46))
+            container = {"namespace": world.namespace, "pod": name, "container": "kserve-container"}
+            series.append((_series("kube_pod_container_status_restarts_total", container), restarts))
+        else:
+            for uid in range(times):  # each incarnation lives 10 minutes, the last to the end
+                life = "_x" * 0
+                values = (
+                    " ".join(
+                        "1" if uid * 10 <= i < (uid + 1) * 10 or (uid == times - 1 and i >= uid * 10) else "_"
+                        for i in range(46)
+                    )
+                    + life
+                )
+                pod = {"namespace": world.namespace, "pod": name, "uid": f"uid-{uid}"}
+                series.append((_series("kube_pod_created", pod), values))
+        expected = {"namespace": world.namespace, "pod": name}
+        found = [_expected(alert, expected, _annotations(alert, {"pod": name}))] if fires else []
+        tests.append(_case(series, alert, 40 * 60, found))
+    return tests
+
+
+def _nccl_failed(world: World, alert: dict) -> list[dict]:
+    role = alert["labels"].get("role")
+    jobs = [o for o in world.objects if o["kind"] in ("Job", "MPIJob") and "nccl-test" in o["metadata"]["name"]]
+    if role is not None:
+        jobs = [o for o in jobs if o["metadata"]["name"].startswith(f"{world.profile.name}-{role}")] or jobs
+    test = jobs[0]
+    name = test["metadata"]["name"] + ("-launcher" if test["kind"] == "MPIJob" else "")
+    labels = {"namespace": world.namespace, "job_name": name}
+    tests = []
+    for failed, fires in ((1, True), (0, False)):
+        found = [_expected(alert, labels, _annotations(alert, {}))] if fires else []
+        tests.append(_case([(_series("kube_job_status_failed", labels), f"{failed}x5")], alert, 180, found))
+    return tests
+
+
 SCENARIOS = {
+    "LwsgenGroupRestarting": _restarting,
+    "LwsgenNcclPreflightFailed": _nccl_failed,
     "LwsgenGroupNotWhole": _group_not_whole,
     "LwsgenMetricsDown": _metrics_down,
     "LwsgenKVCacheNearFull": _kv_full,

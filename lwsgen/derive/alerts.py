@@ -7,10 +7,11 @@ labels with --metric-labels-allowlist, as the group GPU record does; pod readine
 group is found by the labels of its pods whatever the platform makes them."""
 
 from lwsgen.check import budget
-from lwsgen.derive import monitoring
+from lwsgen.derive import monitoring, nccl
 from lwsgen.derive.context import Context, Workload
 from lwsgen.derive.delivery import job_name
-from lwsgen.derive.monitoring import GPU_RECORD, ksm_keys, matchers
+from lwsgen.derive.monitoring import GPU_RECORD, KSM_WORKER, ksm_keys, matchers
+from lwsgen.naming import series_label
 from lwsgen.records import Record
 from lwsgen.runtimes.base import Capabilities
 
@@ -49,6 +50,7 @@ class Scope(Record):
     start_seconds: int
     what: str  # for people: "LeaderWorkerSet x", "role prefill of DisaggregatedSet x"
     role: str | None
+    ctx: Context  # the workload's own (a role's, in a set)
 
 
 def _group_not_whole(scope: Scope, runbook) -> Alert:
@@ -84,6 +86,55 @@ def _scrape_down(scope: Scope, runbook) -> Alert:
         f"Pod {{{{ $labels.pod }}}} of {scope.what} answers no scrape: the engine is down or hung, and every "
         "record, alert and autoscaler reading its metrics is blind to it.",
         runbook("LwsgenMetricsDown"),
+        scope.role,
+    )
+
+
+RESTARTS = 3  # recreations (or engine restarts) within the hour that make a group "restarting"
+
+
+def _restarting(scope: Scope, runbook) -> Alert:
+    """A LeaderWorkerSet recreates a failed group's pods under the same names: each recreation is a new
+    pod uid (kube_pod_created per uid). KServe's Deployments restart the engine container instead."""
+    ns = scope.namespace
+    if scope.workload.group_keys:  # an InferenceService's head: container restarts
+        leaders = matchers(namespace=ns, **{f"label_{series_label(k)}": v for k, v in scope.workload.leaders.items()})
+        counted = f"increase(kube_pod_container_status_restarts_total{matchers(namespace=ns)}[1h])"
+    else:
+        leader = {KSM_WORKER: "0"}
+        leaders = matchers(namespace=ns, **scope.workload.ksm, **leader)
+        counted = f"count by (namespace, pod) (max_over_time(kube_pod_created{matchers(namespace=ns)}[1h]))"
+    expr = (
+        f"max by (namespace, pod) ({counted})\n* on (namespace, pod) group_left ()\n"
+        f"max by (namespace, pod) (kube_pod_labels{leaders})\n>= {RESTARTS}"
+    )
+    return Alert(
+        "LwsgenGroupRestarting",
+        expr,
+        "0s",
+        "warning",
+        f"A group of {scope.what} keeps restarting",
+        f"The group of leader {{{{ $labels.pod }}}} of {scope.what} has started at least {RESTARTS} times in the "
+        "last hour: something kills it after it forms (a lost worker, the engine failing, a probe).",
+        runbook("LwsgenGroupRestarting"),
+        scope.role,
+    )
+
+
+def _nccl_failed(scope: Scope, runbook) -> Alert | None:
+    test = nccl.nccl_test(scope.ctx, None)
+    if test is None:
+        return None
+    job = test.meta.name + ("-launcher" if test.mpijob is not None else "")  # the MPI operator's launcher Job
+    return Alert(
+        "LwsgenNcclPreflightFailed",
+        f"kube_job_status_failed{matchers(namespace=scope.namespace, job_name=job)} > 0",
+        "0s",
+        "warning",
+        f"The NCCL preflight of {scope.what} failed",
+        f"Job {job}, the all-reduce preflight on the shape of a group of {scope.what}, failed: the nodes or their "
+        "network do not carry a group's traffic; its verdict is in its logs (nccl-test.yaml's header).",
+        runbook("LwsgenNcclPreflightFailed"),
         scope.role,
     )
 
@@ -173,12 +224,13 @@ def _scopes(ctx: Context) -> list[tuple[Scope, Capabilities]]:
             budget.budget(ctx.profile).total,
             f"{ctx.workload.scale_target[1]} {ctx.workload.scale_target[2]}",
             None,
+            ctx,
         )
         return [(scope, ctx.caps)]
     out = []
     for role, c in ctx.roles.items():
         what = f"role {role} of DisaggregatedSet {ctx.profile.name}"
-        scope = Scope(namespace, c.workload, c.profile.group_size, budget.budget(c.profile).total, what, role)
+        scope = Scope(namespace, c.workload, c.profile.group_size, budget.budget(c.profile).total, what, role, c)
         out.append((scope, c.caps))
     return out
 
@@ -195,9 +247,11 @@ def alert_groups(ctx: Context) -> tuple[AlertGroup, ...]:
     alerts: list[Alert] = []
     for scope, caps in _scopes(ctx):
         alerts.append(_group_not_whole(scope, runbook))
+        alerts.append(_restarting(scope, runbook))
         if caps.metrics:
             alerts.append(_scrape_down(scope, runbook))
         alerts += _capacity(scope, caps, settings, runbook)
+        alerts += [a for a in (_nccl_failed(scope, runbook),) if a is not None]
     alerts += [a for a in (_autoscaler_at_max(ctx, settings, runbook), _download_failed(ctx, runbook)) if a]
     return (AlertGroup(f"lwsgen.{ctx.profile.namespace}.{ctx.profile.name}.alerts", tuple(alerts)),)
 
