@@ -111,8 +111,6 @@ def _llmisvc_layout(profile: Profile, src: Source) -> list[Problem]:
     """An LLMInferenceService's group is data / dataLocal pods, or pipeline pods; KServe's webhook
     (v1alpha2/llm_inference_service_validation.go#L244-L333) refuses pipeline with data."""
     par, gpus = profile.parallelism, profile.node.gpus
-    if profile.world_size > gpus and profile.world_size % gpus:
-        return []  # not whole nodes: lwsgen's own rule says so (check/rules.py)
     if par.data > 1 and par.pipeline > 1:
         message = (
             "KServe's webhook refuses pipeline with data parallelism on an LLMInferenceService: use data "
@@ -177,8 +175,6 @@ def _templated(src: Source) -> list[Problem]:
 
 def _isvc_layout(profile: Profile, src: Source) -> list[Problem]:
     par = profile.parallelism
-    if profile.world_size > profile.node.gpus and profile.world_size % profile.node.gpus:
-        return []  # not whole nodes: lwsgen's own rule says so (check/rules.py)
     if par.data > 1:
         message = (
             "an InferenceService's workerSpec has tensorParallelSize and pipelineParallelSize only: use platform "
@@ -329,9 +325,13 @@ def check(profile: Profile, src: Source) -> list[Problem]:
         )
         return [src.problem(("runtime",), message, "not-on-platform")]
     problems = _unsupported(profile, src) + _pod_fields(profile, src) + _name(profile, src) + _templated(src)
+    # not whole nodes: lwsgen's own rule says so (check/rules.py), and no layout of KServe's is one
+    whole = profile.world_size <= profile.node.gpus or profile.world_size % profile.node.gpus == 0
     if profile.platform == KSERVE:
-        return problems + _llmisvc_layout(profile, src) + _llmisvc_model(profile, src)
-    return problems + _isvc_layout(profile, src) + _isvc_model(profile, src) + _devices(profile, src)
+        layout = _llmisvc_layout(profile, src) if whole else []
+        return problems + layout + _llmisvc_model(profile, src)
+    layout = _isvc_layout(profile, src) if whole else []
+    return problems + layout + _isvc_model(profile, src) + _devices(profile, src)
 
 
 @registry.rule("kserve-adds", scope=PROFILE, severity=WARNING)

@@ -36,7 +36,7 @@ def workloads(services: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]]
         name, spec = dig(service, "metadata", "name"), service.get("spec") or {}
         if not isinstance(name, str) or not isinstance(spec, dict):
             continue
-        own = {k: v for k, v in (spec.get("labels") or {}).items()} if isinstance(spec.get("labels"), dict) else {}
+        own = dict(spec["labels"]) if isinstance(spec.get("labels"), dict) else {}
         base = {**platforms.llmisvc_workload_labels(name), **own}  # spec.labels copied over KServe's (#L262-L267)
         metadata = {"name": platforms.llmisvc_lws(name), "namespace": dig(service, "metadata", "namespace")}
         if spec.get("worker") is None:
