@@ -184,7 +184,7 @@ def _isvc_layout(profile: Profile, src: Source) -> list[Problem]:
     if profile.group_size == 1:
         message = (
             "a one-pod group needs no workerSpec, and KServe's controller would make it head-only: use platform "
-            "kserve (an LLMInferenceService without worker) or lws"
+            "lws, or a layout over several nodes"
         )
         return [src.problem(("parallelism",), message, "kserve-refuses")]
     if profile.node.gpu_resource not in platforms.KNOWN_GPU_RESOURCES:
