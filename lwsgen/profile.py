@@ -205,12 +205,19 @@ class Alerts(Record):
     runbook_url: str
 
 
+class Dashboard(Record):
+    enabled: bool
+    labels: Map
+    annotations: Map
+
+
 class Monitoring(Record):
     enabled: bool
     prometheus_labels: Map
     interval: str
     namespace: str
     alerts: Alerts
+    dashboard: Dashboard
 
 
 class NetworkTopology(Record):

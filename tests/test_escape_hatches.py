@@ -679,7 +679,7 @@ def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
         ({"target": {"kind": "Deployment"}, "patch": {}}, "patches[0].target: no Deployment in the output; its kinds:"),
         (
             {"target": {"kind": "ConfigMap", "name": "x"}, "patch": {}},
-            "no ConfigMap named 'x'; the ConfigMaps: example-launch",
+            "no ConfigMap named 'x'; the ConfigMaps: example-dashboard, example-launch",
         ),
         (
             _ops("Service", {"op": "test", "path": "/spec/type", "value": "NodePort"}),

@@ -256,7 +256,10 @@ def test_sync_waves_order_rbac_workload_monitoring_autoscaler(render, minimal):
         autoscaling={"enabled": True, "metric": "queue-compute-ratio"},
     )
     waves = {
-        o["kind"]: o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
+        # the launch scripts' ConfigMap before the pods, the dashboard's with the monitoring
+        (o["metadata"]["name"] if o["kind"] == "ConfigMap" else o["kind"]): o["metadata"]["annotations"][
+            "argocd.argoproj.io/sync-wave"
+        ]
         for name, o in objects_of(render(profile)).items()
         if "metadata" in o and "annotations" in o["metadata"]
     }
@@ -264,7 +267,8 @@ def test_sync_waves_order_rbac_workload_monitoring_autoscaler(render, minimal):
         "ServiceAccount": "-1",
         "Role": "-1",
         "RoleBinding": "-1",
-        "ConfigMap": "-1",
+        "demo-launch": "-1",
+        "demo-dashboard": "1",
         "NetworkPolicy": "-1",
         "LeaderWorkerSet": "0",
         "Service": "0",

@@ -53,6 +53,7 @@ def test_emitted_files_are_the_kinds_whose_builders_gave_values(render, minimal)
         "networkpolicy.yaml",
         "podmonitor.yaml",
         "prometheusrule.yaml",
+        "grafana-dashboard.yaml",
         "kustomization.yaml",
         "kustomizeconfig.yaml",
         "kustomize-openapi.yaml",

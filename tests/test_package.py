@@ -92,5 +92,5 @@ def test_a_fresh_install_builds_nothing_on_its_first_render(installed, tmp_path)
         env={"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(cache)},
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("\nkind: ") == 10  # the kustomization's objects
+    assert proc.stdout.count("\nkind: ") == 11  # the kustomization's objects
     assert not cache.exists() or not any(cache.rglob("*.json"))

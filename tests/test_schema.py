@@ -95,6 +95,7 @@ def test_defaults_are_filled_in():
             "holdFor": "15m",
             "runbookURL": "docs/runbooks.md",
         },
+        "dashboard": {"enabled": True, "labels": {"grafana_dashboard": "1"}, "annotations": {}},
     }
     assert filled["security"] == {
         "networkPolicy": True,

@@ -1,8 +1,8 @@
 """Each object's keys are written in one place, its template; Python supplies values and decides.
 
 Templates may only place values (through q, or a macro made of q), loop over what Python gives
-them and place an optional block Python set (`x is not none`); Python (lwsgen/derive, the runtime
-plugins) builds no mapping keyed by a Kubernetes field name."""
+them and place an optional block Python set (`x is not none`) or JSON's commas (`not loop.last`);
+Python (lwsgen/derive, the runtime plugins) builds no mapping keyed by a Kubernetes field name."""
 
 import ast
 import json
@@ -13,8 +13,10 @@ from lwsgen.output import validate
 
 STATEMENT = re.compile(r"\{%-?\s*(.*?)\s*-?%\}", re.S)
 ALLOWED_STATEMENT = re.compile(
-    r"(from \"_k8s\.yaml\.j2\" import [\w, ]+|macro \w+\(\w+\)|endmacro"
+    r"(from \"_(k8s\.yaml|grafana\.json)\.j2\" import [\w, ]+|macro \w+\(\w+\)|endmacro"
     r"|for \w+ in [\w.]+|endfor|if [\w.]+ is not none|endif"
+    # the commas JSON puts between a list's items (templates/_grafana.json.j2)
+    r"|if not loop\.last"
     # a file of several objects places each through that object's own template
     r"|with v = v\.\w+|endwith|include \"[\w-]+\.yaml\.j2\")"
 )

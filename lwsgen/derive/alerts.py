@@ -176,11 +176,17 @@ def _capacity(scope: Scope, caps: Capabilities, settings, runbook) -> tuple[Aler
     return tuple(out)
 
 
+def hpa_name(ctx: Context) -> str:
+    """The HorizontalPodAutoscaler that scales the profile: its own, or the one KEDA makes for it."""
+    name = ctx.profile.name
+    return name if ctx.profile.autoscaling.engine == "hpa" else f"keda-hpa-{name}"  # KEDA names its HPA so
+
+
 def _autoscaler_at_max(ctx: Context, settings, runbook) -> Alert | None:
     profile, scaling = ctx.profile, ctx.profile.autoscaling
     if not scaling.enabled or ctx.roles is not None:
         return None
-    name = profile.name if scaling.engine == "hpa" else f"keda-hpa-{profile.name}"  # KEDA names its HPA so
+    name = hpa_name(ctx)
     sel = matchers(namespace=profile.namespace, horizontalpodautoscaler=name)
     expr = (
         f"kube_horizontalpodautoscaler_status_current_replicas{sel}\n>= on (namespace, horizontalpodautoscaler)\n"
@@ -214,7 +220,7 @@ def _download_failed(ctx: Context, runbook) -> Alert | None:
     )
 
 
-def _scopes(ctx: Context) -> list[tuple[Scope, Capabilities]]:
+def scopes(ctx: Context) -> list[tuple[Scope, Capabilities]]:
     namespace = ctx.profile.namespace
     if ctx.roles is None:
         scope = Scope(
@@ -245,7 +251,7 @@ def alert_groups(ctx: Context) -> tuple[AlertGroup, ...]:
         return f"{settings.runbook_url}#{alert.lower()}"
 
     alerts: list[Alert] = []
-    for scope, caps in _scopes(ctx):
+    for scope, caps in scopes(ctx):
         alerts.append(_group_not_whole(scope, runbook))
         alerts.append(_restarting(scope, runbook))
         if caps.metrics:

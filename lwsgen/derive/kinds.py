@@ -13,6 +13,7 @@ from typing import Any
 from lwsgen.derive import (
     alerts,
     cluster,
+    dashboard,
     delivery,
     disaggregation,
     gateway,
@@ -281,6 +282,18 @@ KINDS: tuple[Kind, ...] = (
         "`monitoring.enabled`",
         alerts.prometheusrule,
         "metrics",
+        wave=1,
+    ),
+    Kind(
+        "grafana-dashboard",
+        _core("v1", "ConfigMap"),
+        '`ConfigMap` `<name>-dashboard` labelled for the Grafana sidecar (`grafana_dashboard: "1"`): a dashboard '
+        "of groups ready, GPU utilisation per group, the recorded queue and KV-cache series, request rate, time to "
+        "first token and inter-token latency where the engine exports them, the autoscaler's replicas "
+        "(docs/monitoring.md)",
+        "`monitoring.enabled` and `monitoring.dashboard.enabled` (default on)",
+        dashboard.grafana_dashboard,
+        "dashboard",
         wave=1,
     ),
     Kind(

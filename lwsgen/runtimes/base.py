@@ -38,6 +38,28 @@ class RecordingRule(Record):
     # Static labels: a role's records carry its role as one, so two roles' records of one name are
     # two rules promtool tells apart (the series carry the same value already).
     labels: dict[str, str] | None = None
+    # On the profile's Grafana dashboard (derive/dashboard.py): the panel's title ("": not shown)
+    # and its Grafana unit.
+    title: str = ""
+    unit: str = "short"
+
+
+# The KV-cache record's panel: a fraction of the cache in use.
+KV_PANEL = {"title": "KV-cache usage", "unit": "percentunit"}
+
+
+class ServingSeries(Record):
+    """The engine's own series the dashboard reads beside the records ("": the engine has none):
+    a counter of finished requests, the time-to-first-token and inter-token latency histograms
+    (their base names; Prometheus reads <name>_bucket) and a counter of generated tokens."""
+
+    requests: str = ""
+    time_to_first_token: str = ""
+    inter_token_latency: str = ""
+    generated_tokens: str = ""
+    # The label naming the model a series counts, for engines that report every model of a
+    # repository (Triton): the dashboard reads the served model's.
+    model_label: str = ""
 
 
 # A model in the Hugging Face format: weights, configs, tokenizer files, chat templates and the
@@ -101,6 +123,8 @@ class Capabilities(Record):
     hub_patterns: tuple[str, ...] | None = HF_FORMAT_FILES
     loads_one_file: bool = False
     image_has_hub_client: bool = True
+    # What the dashboard reads of the engine beside the records.
+    serving_series: ServingSeries = ServingSeries()
 
     @property
     def takes_api_key(self) -> bool:
@@ -182,20 +206,24 @@ def script_command(script: str) -> tuple[str, ...]:
     return ("/bin/bash", f"{SCRIPTS_MOUNT}/{script}")
 
 
-def per_pod_rule(function: str, metric: str, autoscaling: str | None = None) -> RecordingRule:
+def per_pod_rule(
+    function: str, metric: str, autoscaling: str | None = None, title: str = "", unit: str = "short"
+) -> RecordingRule:
     """`namespace_pod:<metric>:<function>` = `function by ({by}) (metric{sel})`: one value per
     leader pod of this LeaderWorkerSet (the record name follows Prometheus' level:metric:operation)."""
     record = f"namespace_pod:{metric.replace(':', '_')}:{function}"
-    return RecordingRule(record, f"{function} by ({{by}}) ({metric}{{sel}})", autoscaling)
+    return RecordingRule(record, f"{function} by ({{by}}) ({metric}{{sel}})", autoscaling, title=title, unit=unit)
 
 
-def per_group_rule(function: str, metric: str, autoscaling: str | None = None) -> RecordingRule:
+def per_group_rule(
+    function: str, metric: str, autoscaling: str | None = None, title: str = "", unit: str = "short"
+) -> RecordingRule:
     """As per_pod_rule, over every pod of each group, recorded onto the group's leader pod
     (<lws>-<group index>, the name LeaderWorkerSet gives it): {leader_pod[} and {]leader_pod} stand
     around the series whose pod label becomes that name (derive/monitoring.py _expr)."""
     record = f"namespace_pod:{metric.replace(':', '_')}:{function}"
     on_leader = f"{{leader_pod[}}{metric}{{sel}}{{]leader_pod}}"
-    return RecordingRule(record, f"{function} by ({{by}}) ({on_leader})", autoscaling)
+    return RecordingRule(record, f"{function} by ({{by}}) ({on_leader})", autoscaling, title=title, unit=unit)
 
 
 def rate_per_pod(

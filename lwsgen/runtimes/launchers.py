@@ -8,6 +8,7 @@ from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.records import Record
 from lwsgen.runtimes.base import (
+    KV_PANEL,
     TOOLS_MOUNT,
     Capabilities,
     EnvVar,
@@ -17,6 +18,7 @@ from lwsgen.runtimes.base import (
     RoleRule,
     RouterMetrics,
     RuntimeParts,
+    ServingSeries,
     extra_args,
     field_env,
     model_path,
@@ -188,10 +190,18 @@ def vllm_family_capabilities(
         needs_api_access=False,
         api_key_env=api_key_env,
         router_metrics=router or RouterMetrics(waiting, running, kv_metric),
+        # vllm/v1/metrics/loggers.py@v0.33.0 lines 808, 930, 940, 798 (PrometheusStatLogger); the same
+        # logger with the aphrodite: prefix in aphrodite/v1/metrics/loggers.py@v0.20.0 lines 667, 742, 775, 659
+        serving_series=ServingSeries(
+            f"{prefix}:request_success_total",
+            f"{prefix}:time_to_first_token_seconds",
+            f"{prefix}:inter_token_latency_seconds",
+            f"{prefix}:generation_tokens_total",
+        ),
         rules=(
-            per_pod_rule("sum", waiting, autoscaling="queue-length"),
-            per_pod_rule("sum", running),
-            per_pod_rule("max", kv_metric, autoscaling="kv-cache-usage"),
+            per_pod_rule("sum", waiting, autoscaling="queue-length", title="Requests waiting"),
+            per_pod_rule("sum", running, title="Requests running"),
+            per_pod_rule("max", kv_metric, autoscaling="kv-cache-usage", **KV_PANEL),
         ),
     )
 

@@ -43,6 +43,7 @@ from lwsgen.runtimes.base import (
     RouterMetrics,
     Runtime,
     RuntimeParts,
+    ServingSeries,
     extra_args,
     model_path,
     per_pod_rule,
@@ -107,9 +108,12 @@ CAPABILITIES = Capabilities(
     image_has_hub_client=False,
     # llama-server reports no KV-cache fraction (server-task.cpp@b10470 /metrics): the picker scores queues only.
     router_metrics=RouterMetrics("llamacpp:requests_deferred", "llamacpp:requests_processing"),
+    # tools/server/server-task.cpp@b10470 server_task_result_metrics::to_metrics: token counters, no
+    # request counter and no latency histogram
+    serving_series=ServingSeries(generated_tokens="llamacpp:tokens_predicted_total"),
     rules=(
-        per_pod_rule("sum", "llamacpp:requests_deferred", autoscaling="queue-length"),
-        per_pod_rule("sum", "llamacpp:requests_processing"),
+        per_pod_rule("sum", "llamacpp:requests_deferred", autoscaling="queue-length", title="Requests deferred"),
+        per_pod_rule("sum", "llamacpp:requests_processing", title="Requests processing"),
     ),
 )
 

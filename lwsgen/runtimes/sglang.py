@@ -35,6 +35,7 @@ from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
+    KV_PANEL,
     Capabilities,
     KvTransfer,
     Port,
@@ -42,6 +43,7 @@ from lwsgen.runtimes.base import (
     RouterMetrics,
     Runtime,
     RuntimeParts,
+    ServingSeries,
     extra_args,
     model_path,
     per_group_rule,
@@ -156,10 +158,18 @@ CAPABILITIES = Capabilities(
     # srt/utils.py (0.4.6.post1, lines 790-802) leaves /health* and /metrics open.
     api_key_flag="--api-key",
     router_metrics=RouterMetrics("sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:token_usage"),
+    # python/sglang/srt/observability/metrics_collector.py@v0.5.23 lines 1941, 2041, 2051, 1861 (the
+    # tokenizer manager's, on the leader; with --enable-metrics, which lwsgen passes)
+    serving_series=ServingSeries(
+        "sglang:num_requests_total",
+        "sglang:time_to_first_token_seconds",
+        "sglang:inter_token_latency_seconds",
+        "sglang:generation_tokens_total",
+    ),
     rules=(
-        per_pod_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length"),
-        per_pod_rule("sum", "sglang:num_running_reqs"),
-        per_pod_rule("max", "sglang:token_usage", autoscaling="kv-cache-usage"),
+        per_pod_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length", title="Requests waiting"),
+        per_pod_rule("sum", "sglang:num_running_reqs", title="Requests running"),
+        per_pod_rule("max", "sglang:token_usage", autoscaling="kv-cache-usage", **KV_PANEL),
     ),
 )
 
@@ -169,9 +179,9 @@ CAPABILITIES = Capabilities(
 EVERY_POD = CAPABILITIES._replace(
     metrics_on_every_pod=True,
     rules=(
-        per_group_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length"),
-        per_group_rule("sum", "sglang:num_running_reqs"),
-        per_group_rule("max", "sglang:token_usage", autoscaling="kv-cache-usage"),
+        per_group_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length", title="Requests waiting"),
+        per_group_rule("sum", "sglang:num_running_reqs", title="Requests running"),
+        per_group_rule("max", "sglang:token_usage", autoscaling="kv-cache-usage", **KV_PANEL),
     ),
 )
 

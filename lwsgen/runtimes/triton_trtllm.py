@@ -36,6 +36,7 @@ from lwsgen.runtimes.base import (
     RouterMetrics,
     Runtime,
     RuntimeParts,
+    ServingSeries,
     extra_args,
     model_path,
     plain_env,
@@ -103,6 +104,10 @@ CAPABILITIES = Capabilities(
         cache_num_blocks="nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=max}",
         parser="passthrough-parser",
     ),
+    # triton-inference-server/core r26.06 src/metrics.cc line 54 (prometheus-cpp: no _total suffix),
+    # labelled model and version; its first-response histogram is off unless histogram_latencies=true
+    # (metrics.cc line 155), so the dashboard has no latency quantiles for Triton.
+    serving_series=ServingSeries(requests="nv_inference_request_success", model_label="model"),
     # The awsome-inference rules, correct for counters: rates over 1m, per request or per compute time.
     rules=(
         RecordingRule(
@@ -111,6 +116,8 @@ CAPABILITIES = Capabilities(
                 rate_per_pod("nv_inference_compute_infer_duration_us", served_model_only=True),
                 rate_per_pod("nv_inference_request_success", served_model_only=True),
             ),
+            title="Compute time per request",
+            unit="µs",
         ),
         RecordingRule(
             "namespace_pod:triton_queue_duration_us_per_request:rate1m",
@@ -118,6 +125,8 @@ CAPABILITIES = Capabilities(
                 rate_per_pod("nv_inference_queue_duration_us", served_model_only=True),
                 rate_per_pod("nv_inference_request_success", served_model_only=True),
             ),
+            title="Queue time per request",
+            unit="µs",
         ),
         RecordingRule(
             "namespace_pod:triton_request_duration_us_per_request:rate1m",
@@ -125,6 +134,8 @@ CAPABILITIES = Capabilities(
                 rate_per_pod("nv_inference_request_duration_us", served_model_only=True),
                 rate_per_pod("nv_inference_request_success", served_model_only=True),
             ),
+            title="Request time per request",
+            unit="µs",
         ),
         # Where requests really queue: an ensemble's own queue time is two timestamps taken back to back
         # (triton-inference-server/core r24.07 src/ensemble_scheduler/ensemble_scheduler.cc 1414
@@ -140,6 +151,7 @@ CAPABILITIES = Capabilities(
                 rate_per_pod("nv_inference_compute_infer_duration_us", composing_only=True),
             ),
             autoscaling="queue-compute-ratio",
+            title="Queue time per compute time (the models the entry model runs)",
         ),
     ),
 )

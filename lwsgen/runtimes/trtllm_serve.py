@@ -31,6 +31,7 @@ from lwsgen.problems import Finding
 from lwsgen.profile import Profile
 from lwsgen.runtimes import launchers, versions
 from lwsgen.runtimes.base import (
+    KV_PANEL,
     SCRIPTS_MOUNT,
     Capabilities,
     Port,
@@ -39,6 +40,7 @@ from lwsgen.runtimes.base import (
     RouterMetrics,
     Runtime,
     RuntimeParts,
+    ServingSeries,
     extra_args,
     model_path,
     per_pod_rule,
@@ -96,23 +98,40 @@ QUEUE = _sum(_either("request_queue_time_seconds_sum"))
 END_TO_END = _sum(_either("e2e_request_latency_seconds_sum"))
 REQUEST_RULES = (
     RecordingRule(
-        "namespace_pod:trtllm_request_success:rate1m", _sum(_either("request_success_total")), autoscaling=None
+        "namespace_pod:trtllm_request_success:rate1m",
+        _sum(_either("request_success_total")),
+        title="Requests finished",
+        unit="reqps",
     ),
     RecordingRule(
         "namespace_pod:trtllm_request_queue_time_seconds_per_request:rate1m",
         safe_ratio(QUEUE, _sum(_either("request_queue_time_seconds_count"))),
+        title="Queue time per request",
+        unit="s",
     ),
     # Time in the queue per second of time being served (end to end minus the queue).
     RecordingRule(
         "namespace_pod:trtllm_queue_compute:ratio_rate1m",
         safe_ratio(QUEUE, f"{END_TO_END} - {QUEUE}"),
         autoscaling="queue-compute-ratio",
+        title="Queue time per second served",
     ),
 )
 GAUGE_RULES = (
-    per_pod_rule("sum", "trtllm_num_requests_waiting", autoscaling="queue-length"),
-    per_pod_rule("sum", "trtllm_num_requests_running"),
-    per_pod_rule("max", "trtllm_kv_cache_utilization", autoscaling="kv-cache-usage"),
+    per_pod_rule("sum", "trtllm_num_requests_waiting", autoscaling="queue-length", title="Requests waiting"),
+    per_pod_rule("sum", "trtllm_num_requests_running", title="Requests running"),
+    per_pod_rule("max", "trtllm_kv_cache_utilization", autoscaling="kv-cache-usage", **KV_PANEL),
+)
+# tensorrt_llm/metrics/collector.py: at 1.2.x unprefixed (request_success_total, time_to_first_token_seconds,
+# time_per_output_token_seconds; no token counter), with the trtllm_ prefix and token counters from the
+# release of the iteration gauges (PR #12545). Read from the 1.3 line's source and the names reported of
+# 1.2.x (the v1.2.1 file itself is not in any archive this project reaches).
+UNPREFIXED = ServingSeries("request_success_total", "time_to_first_token_seconds", "time_per_output_token_seconds")
+PREFIXED = ServingSeries(
+    "trtllm_request_success_total",
+    "trtllm_time_to_first_token_seconds",
+    "trtllm_time_per_output_token_seconds",
+    "trtllm_generation_tokens_total",
 )
 ROUTER_METRICS = RouterMetrics(
     "trtllm_num_requests_waiting", "trtllm_num_requests_running", "trtllm_kv_cache_utilization"
@@ -138,8 +157,8 @@ def capabilities(version: versions.EngineVersion, profile: Profile | None = None
     if version.has("iteration-gauges"):
         metrics += ("trtllm_num_requests_waiting", "trtllm_num_requests_running", "trtllm_kv_cache_utilization")
         rules += GAUGE_RULES
-        return BASE._replace(metrics=metrics, rules=rules, router_metrics=ROUTER_METRICS)
-    return BASE._replace(metrics=metrics, rules=rules)
+        return BASE._replace(metrics=metrics, rules=rules, router_metrics=ROUTER_METRICS, serving_series=PREFIXED)
+    return BASE._replace(metrics=metrics, rules=rules, serving_series=UNPREFIXED)
 
 
 def _metrics_options(profile: Profile) -> dict[str, bool]:
