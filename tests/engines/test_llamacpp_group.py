@@ -44,7 +44,7 @@ BOUND = 40  # LWSGEN_RENDEZVOUS_TIMEOUT
 FORM = 120  # a group forms: the rendezvous, then the model's load over RPC
 FAILS = 40  # by when a group that lost a member must have failed: 3 watch polls of at most 4 s and the stop
 MODEL = "llama-3.1-70b"  # the example's servedName (--alias)
-SCENARIOS = ["offload", "completion", "stays", "metrics", "worker_killed", "reforms", "node_lost"]
+SCENARIOS = ["offload", "completion", "stays", "metrics", "dashboard", "worker_killed", "reforms", "node_lost"]
 
 
 def _real_binaries() -> dict[str, str]:
@@ -138,6 +138,10 @@ def _tell(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus)
     if not story.cell("stays", *stays(simulation, groups[0], STAYS_PERIODS * POLL, MODEL)):
         return
     _metrics(story, simulation, prom, groups)
+    # the dashboard's engine panels (tokens generated, the records) answer from llama-server's series
+    queries = prometheus.dashboard_engine_queries(simulation.objects, "2m")
+    empty = prometheus.empty_queries(prom, queries)
+    story.cell("dashboard", bool(queries) and not empty, f"{len(queries)} queries; empty: {empty}")
     simulation.kill_pod(groups[0][1])
     story.cell("worker_killed", *failed_within(groups[0], time.monotonic(), scenarios.wall(FAILS)))
     for pod in groups[0]:

