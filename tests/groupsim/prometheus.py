@@ -295,6 +295,19 @@ def dashboard_engine_queries(objects: list[dict[str, Any]], window: str) -> list
     return out
 
 
+def unlike_the_engine(prom: Prometheus, table: tuple) -> list[str]:
+    """Entries of tests/engine_series.py (name, type, labels) the real engine's scrape does not bear
+    out: no series of that name (a histogram's _bucket), or one without those label names."""
+    out = []
+    for name, kind, labels in table:
+        found = prom.query(f"{name}_bucket" if kind == "histogram" else name)
+        if not found:
+            out.append(f"{name}: no series")
+        elif not set(labels) <= set(found[0]["metric"]):
+            out.append(f"{name}: labels {sorted(found[0]['metric'])}, not {sorted(labels)}")
+    return out
+
+
 def empty_queries(prom: Prometheus, queries: list[tuple[str, str]]) -> list[str]:
     """The panels whose query Prometheus answers with nothing."""
     return [f"{title}: {expr}" for title, expr in queries if not prom.query(expr)]
