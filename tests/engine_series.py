@@ -17,8 +17,8 @@ def _vllm_logger(prefix: str) -> tuple:
     """vLLM's v1 PrometheusStatLogger (vllm/v1/metrics/loggers.py@v0.33.0: labels model_name, engine,
     line 499; waiting 537, running 527, kv_cache_usage_perc 619, request_success 808 with
     finished_reason, prompt_tokens 747, generation_tokens 798, time_to_first_token 930,
-    inter_token_latency 940); Aphrodite's is the same logger under its prefix
-    (aphrodite/v1/metrics/loggers.py@v0.20.0 lines 462, 487, 479, 540, 667, 630, 659, 742, 775)."""
+    inter_token_latency 940, num_preemptions 739); Aphrodite's is the same logger under its prefix
+    (aphrodite/v1/metrics/loggers.py@v0.20.0 lines 462, 487, 479, 540, 667, 630, 659, 742, 775, 623)."""
     labels = {"model_name": "{model}", "engine": "0"}
     return (
         (f"{prefix}:num_requests_waiting", GAUGE, labels),
@@ -30,20 +30,23 @@ def _vllm_logger(prefix: str) -> tuple:
         (f"{prefix}:time_to_first_token_seconds", HISTOGRAM, labels),
         (f"{prefix}:inter_token_latency_seconds", HISTOGRAM, labels),
         (f"{prefix}:request_time_per_output_token_seconds", HISTOGRAM, labels),
+        (f"{prefix}:num_preemptions_total", COUNTER, labels),
     )
 
 
-# python/sglang/srt/observability/metrics_collector.py@v0.5.23: the scheduler's gauges (labels
+# python/sglang/srt/observability/metrics_collector.py@v0.5.23: the scheduler's series (labels
 # model_name, engine_type, tp_rank, pp_rank, moe_ep_rank, line 1382; num_running_reqs 365,
-# num_queue_reqs 371, token_usage 405) and the tokenizer manager's (labels model_name, engine_type,
-# line 1804; num_requests 1941, prompt_tokens 1856, generation_tokens 1861 with is_streaming,
-# time_to_first_token 2041 with is_streaming, inter_token_latency 2051).
+# num_queue_reqs 371, token_usage 405, num_retracted_requests 559) and the tokenizer manager's
+# (labels model_name, engine_type, line 1804; num_requests 1941, prompt_tokens 1856,
+# generation_tokens 1861 with is_streaming, time_to_first_token 2041 with is_streaming,
+# inter_token_latency 2051).
 _SCHEDULER = {"model_name": "{model}", "engine_type": "unified", "tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
 _TOKENIZER = {"model_name": "{model}", "engine_type": "unified"}
 SGLANG = (
     ("sglang:num_running_reqs", GAUGE, _SCHEDULER),
     ("sglang:num_queue_reqs", GAUGE, _SCHEDULER),
     ("sglang:token_usage", GAUGE, _SCHEDULER),
+    ("sglang:num_retracted_requests_total", COUNTER, _SCHEDULER),
     ("sglang:num_requests_total", COUNTER, {**_TOKENIZER, "is_streaming": "false"}),
     ("sglang:prompt_tokens_total", COUNTER, {**_TOKENIZER, "is_streaming": "false"}),
     ("sglang:generation_tokens_total", COUNTER, {**_TOKENIZER, "is_streaming": "false"}),

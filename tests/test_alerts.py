@@ -15,6 +15,7 @@ import subprocess
 import pytest
 import yaml
 
+import engine_series
 from conftest import REPO, tool
 from groupsim import sim
 from lwsgen.check import budget
@@ -268,12 +269,27 @@ def _nccl_failed(world: World, alert: dict) -> list[dict]:
     return tests
 
 
+def _preempted(world: World, alert: dict) -> list[dict]:
+    """The engine's eviction counter rising on the leader for the alert's `for` fires it; flat, silent."""
+    name, labels = _leader_series(world, alert)
+    counter = alert["expr"].split("rate(", 1)[1].split("{", 1)[0]
+    assert counter in {n for n, _, _ in engine_series.ENGINES[world.profile.runtime]}, f"{counter}: not the engine's"
+    hold = _seconds(alert["for"])
+    steps = hold // 60 + 8
+    tests = []
+    for values, fires in ((f"0+5x{steps}", True), (f"7x{steps}", False)):
+        found = [_expected(alert, labels, _annotations(alert, {"pod": name}))] if fires else []
+        tests.append(_case([(_series(counter, labels), values)], alert, hold + 420, found))
+    return tests
+
+
 SCENARIOS = {
     "LwsgenGroupRestarting": _restarting,
     "LwsgenNcclPreflightFailed": _nccl_failed,
     "LwsgenGroupNotWhole": _group_not_whole,
     "LwsgenMetricsDown": _metrics_down,
     "LwsgenKVCacheNearFull": _kv_full,
+    "LwsgenRequestsPreempted": _preempted,
     "LwsgenQueueWhileGPUsBusy": _queue_busy,
     "LwsgenAutoscalerAtMax": _autoscaler_at_max,
     "LwsgenModelDownloadFailed": _download_failed,

@@ -182,6 +182,27 @@ def hpa_name(ctx: Context) -> str:
     return name if ctx.profile.autoscaling.engine == "hpa" else f"keda-hpa-{name}"  # KEDA names its HPA so
 
 
+def _preempting(scope: Scope, caps: Capabilities, settings, runbook) -> Alert | None:
+    """Where the engine counts the requests it evicts from a full KV cache (vLLM's preemptions,
+    SGLang's retractions): evictions that go on are lost work the KV-cache alert only predicts."""
+    counter = caps.serving_series.preemptions
+    if not counter:
+        return None
+    sel = matchers(namespace=scope.namespace, **scope.workload.series)
+    by = ", ".join(monitoring.record_labels(scope.workload))  # the pod and its group, as the records keep them
+    return Alert(
+        "LwsgenRequestsPreempted",
+        f"sum by ({by}) (rate({counter}{sel}[5m])) > 0",
+        settings.hold_for,
+        "warning",
+        f"A group of {scope.what} keeps evicting requests from its KV cache",
+        f"Pod {{{{ $labels.pod }}}} has evicted running requests from its full KV cache ({counter}) for "
+        f"{settings.hold_for}: each is recomputed later, so latency and GPU time grow while throughput does not.",
+        runbook("LwsgenRequestsPreempted"),
+        scope.role,
+    )
+
+
 def _autoscaler_at_max(ctx: Context, settings, runbook) -> Alert | None:
     profile, scaling = ctx.profile, ctx.profile.autoscaling
     if not scaling.enabled or ctx.roles is not None:
@@ -257,6 +278,7 @@ def alert_groups(ctx: Context) -> tuple[AlertGroup, ...]:
         if caps.metrics:
             alerts.append(_scrape_down(scope, runbook))
         alerts += _capacity(scope, caps, settings, runbook)
+        alerts += [a for a in (_preempting(scope, caps, settings, runbook),) if a is not None]
         alerts += [a for a in (_nccl_failed(scope, runbook),) if a is not None]
     alerts += [a for a in (_autoscaler_at_max(ctx, settings, runbook), _download_failed(ctx, runbook)) if a]
     return (AlertGroup(f"lwsgen.{ctx.profile.namespace}.{ctx.profile.name}.alerts", tuple(alerts)),)

@@ -57,6 +57,8 @@ class ServingSeries(Record):
     time_to_first_token: str = ""
     inter_token_latency: str = ""
     generated_tokens: str = ""
+    # A counter of running requests the engine evicted from a full KV cache (to recompute later).
+    preemptions: str = ""
     # The label naming the model a series counts, for engines that report every model of a
     # repository (Triton): the dashboard reads the served model's.
     model_label: str = ""

@@ -190,13 +190,15 @@ def vllm_family_capabilities(
         needs_api_access=False,
         api_key_env=api_key_env,
         router_metrics=router or RouterMetrics(waiting, running, kv_metric),
-        # vllm/v1/metrics/loggers.py@v0.33.0 lines 808, 930, 940, 798 (PrometheusStatLogger); the same
-        # logger with the aphrodite: prefix in aphrodite/v1/metrics/loggers.py@v0.20.0 lines 667, 742, 775, 659
+        # vllm/v1/metrics/loggers.py@v0.33.0 lines 808, 930, 940, 798, 739 (PrometheusStatLogger); the
+        # same logger with the aphrodite: prefix in aphrodite/v1/metrics/loggers.py@v0.20.0 lines 667,
+        # 742, 775, 659, 623
         serving_series=ServingSeries(
             f"{prefix}:request_success_total",
             f"{prefix}:time_to_first_token_seconds",
             f"{prefix}:inter_token_latency_seconds",
             f"{prefix}:generation_tokens_total",
+            f"{prefix}:num_preemptions_total",
         ),
         rules=(
             per_pod_rule("sum", waiting, autoscaling="queue-length", title="Requests waiting"),

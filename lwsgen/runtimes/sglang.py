@@ -159,12 +159,14 @@ CAPABILITIES = Capabilities(
     api_key_flag="--api-key",
     router_metrics=RouterMetrics("sglang:num_queue_reqs", "sglang:num_running_reqs", "sglang:token_usage"),
     # python/sglang/srt/observability/metrics_collector.py@v0.5.23 lines 1941, 2041, 2051, 1861 (the
-    # tokenizer manager's, on the leader; with --enable-metrics, which lwsgen passes)
+    # tokenizer manager's, on the leader; with --enable-metrics, which lwsgen passes) and the
+    # scheduler's retractions, line 559
     serving_series=ServingSeries(
         "sglang:num_requests_total",
         "sglang:time_to_first_token_seconds",
         "sglang:inter_token_latency_seconds",
         "sglang:generation_tokens_total",
+        "sglang:num_retracted_requests_total",
     ),
     rules=(
         per_pod_rule("sum", "sglang:num_queue_reqs", autoscaling="queue-length", title="Requests waiting"),
