@@ -192,19 +192,29 @@ def _queue_busy(world: World, alert: dict) -> list[dict]:
 
 
 def _autoscaler_at_max(world: World, alert: dict) -> list[dict]:
+    """kube-state-metrics' series of the HPA (internal/store/horizontalpodautoscaler.go@v2.20.0): its
+    replicas, and its metric's target and current value labelled by the metric's name as the HPA
+    names it (a Pods metric's, or KEDA's s0-<trigger> External metric) and target type average."""
     hpa = next((o for o in world.objects if o["kind"] == "HorizontalPodAutoscaler"), None)
     if hpa is not None:
         name, most = hpa["metadata"]["name"], hpa["spec"]["maxReplicas"]
-    else:  # KEDA's HPA for the ScaledObject (keda-hpa-<name>)
+        metric = hpa["spec"]["metrics"][0]["pods"]["metric"]["name"]
+    else:  # KEDA's HPA for the ScaledObject (keda-hpa-<name>), its first trigger s0-prometheus
         scaled = next(o for o in world.objects if o["kind"] == "ScaledObject")
         name, most = f"keda-hpa-{scaled['metadata']['name']}", scaled["spec"]["maxReplicaCount"]
+        metric = f"s0-{scaled['spec']['triggers'][0]['type']}"
     hold = _seconds(alert["for"])
     labels = {"namespace": world.namespace, "horizontalpodautoscaler": name}
+    target = {**labels, "metric_name": metric, "metric_target_type": "average"}
     tests = []
-    for current, fires in ((most, True), (most - 1, False)):
+    # at its maximum with the metric above target: fires; below target, or under its maximum: silent
+    for current, value, fires in ((most, 5, True), (most, 1, False), (most - 1, 5, False)):
+        steps = hold // 60 + 3
         series = [
-            (_series("kube_horizontalpodautoscaler_status_current_replicas", labels), f"{current}x{hold // 60 + 3}"),
-            (_series("kube_horizontalpodautoscaler_spec_max_replicas", labels), f"{most}x{hold // 60 + 3}"),
+            (_series("kube_horizontalpodautoscaler_status_current_replicas", labels), f"{current}x{steps}"),
+            (_series("kube_horizontalpodautoscaler_spec_max_replicas", labels), f"{most}x{steps}"),
+            (_series("kube_horizontalpodautoscaler_status_target_metric", target), f"{value}x{steps}"),
+            (_series("kube_horizontalpodautoscaler_spec_target_metric", target), f"2x{steps}"),
         ]
         found = [_expected(alert, labels, _annotations(alert, {}))] if fires else []
         tests.append(_case(series, alert, hold + 120, found))

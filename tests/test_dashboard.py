@@ -41,6 +41,8 @@ PER_OBJECT = (
     "kube_horizontalpodautoscaler_status_current_replicas",
     "kube_horizontalpodautoscaler_status_desired_replicas",
     "kube_horizontalpodautoscaler_spec_max_replicas",
+    "kube_horizontalpodautoscaler_status_target_metric",
+    "kube_horizontalpodautoscaler_spec_target_metric",
     "kube_job_status_failed",
     "llm_d_epp_average_queue_size",
     "llm_d_epp_average_kv_cache_utilization",

@@ -209,9 +209,15 @@ def _autoscaler_at_max(ctx: Context, settings, runbook) -> Alert | None:
         return None
     name = hpa_name(ctx)
     sel = matchers(namespace=profile.namespace, horizontalpodautoscaler=name)
+    # kube-state-metrics v2.20.0 internal/store/horizontalpodautoscaler.go: the target and the current
+    # value of each metric, labelled metric_name and metric_target_type (lines 53, 194, 255)
+    metric = "on (namespace, horizontalpodautoscaler, metric_name, metric_target_type)"
+    hpa = "on (namespace, horizontalpodautoscaler)"
     expr = (
-        f"kube_horizontalpodautoscaler_status_current_replicas{sel}\n>= on (namespace, horizontalpodautoscaler)\n"
-        f"kube_horizontalpodautoscaler_spec_max_replicas{sel}"
+        f"(\n  kube_horizontalpodautoscaler_status_current_replicas{sel}\n  >= {hpa}\n"
+        f"  kube_horizontalpodautoscaler_spec_max_replicas{sel}\n)\nand {hpa}\n"
+        f"(\n  kube_horizontalpodautoscaler_status_target_metric{sel}\n  > {metric}\n"
+        f"  kube_horizontalpodautoscaler_spec_target_metric{sel}\n)"
     )
     return Alert(
         "LwsgenAutoscalerAtMax",
@@ -219,8 +225,8 @@ def _autoscaler_at_max(ctx: Context, settings, runbook) -> Alert | None:
         settings.hold_for,
         "warning",
         f"The autoscaler of {profile.name} is at its maximum",
-        f"{name} has run {scaling.max_replicas} groups (autoscaling.maxReplicas) for {settings.hold_for}; if the "
-        "metric is still above its target, requests queue: raise maxReplicas if the cluster has the nodes.",
+        f"{name} has run {scaling.max_replicas} groups (autoscaling.maxReplicas) for {settings.hold_for} with its "
+        "metric still above its target: requests queue; raise maxReplicas if the cluster has the nodes.",
         runbook("LwsgenAutoscalerAtMax"),
     )
 

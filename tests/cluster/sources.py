@@ -112,7 +112,8 @@ def documented_allowlist() -> str:
 
 
 class KubeStateMetrics:
-    """kube-state-metrics' pod metrics for namespace, with the documented label allowlist."""
+    """kube-state-metrics' pod and HPA metrics for namespace (the records and alerts read both), with
+    the documented label allowlist."""
 
     name = "kube-state-metrics"
 
@@ -120,7 +121,7 @@ class KubeStateMetrics:
         self.port = free_port()
         kubeconfig = plane.pki.kubeconfig("kube-state-metrics", plane.server, "kube-state-metrics", "system:masters")
         plane.spawn(self.name, [
-            binary("kube-state-metrics"), f"--kubeconfig={kubeconfig}", "--resources=pods",
+            binary("kube-state-metrics"), f"--kubeconfig={kubeconfig}", "--resources=pods,horizontalpodautoscalers",
             f"--namespaces={namespace}", documented_allowlist(),
             "--host=127.0.0.1", f"--port={self.port}", "--telemetry-host=127.0.0.1", f"--telemetry-port={free_port()}",
         ])  # fmt: skip

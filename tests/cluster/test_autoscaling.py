@@ -149,7 +149,7 @@ def test_the_hpa_scales_the_set_on_real_metrics(loopback_plane, tmp_path):
         rules = [g for o in objects if o["kind"] == "PrometheusRule" for g in o["spec"]["groups"]]
         adapter = next(yaml.safe_load_all((example.out_dir / "prometheus-adapter-rules.yaml").read_text()))["rules"]
         path = MetricsPath(plane, tmp_path / "metrics").start(rules, adapter, [*jobs, states.scrape_job()])
-        _assert_the_chain(api, path, hpa, lws_name, start, pool, engines, served)
+        _assert_the_chain(api, path, hpa, lws_name, start, pool, engines, served, objects)
     finally:
         if discovery:
             discovery.stop()
@@ -158,7 +158,7 @@ def test_the_hpa_scales_the_set_on_real_metrics(loopback_plane, tmp_path):
     assert not plane.alive()
 
 
-def _assert_the_chain(api, path, hpa, lws_name, start, pool, engines, served) -> None:
+def _assert_the_chain(api, path, hpa, lws_name, start, pool, engines, served, objects) -> None:
     try:
         # the picker counts the pool's pods (the leaders only: InferencePool's selector) with fresh metrics
         ready = f'llm_d_epp_ready_endpoints{{namespace="{NAMESPACE}", name="{pool}"}}'
@@ -168,7 +168,7 @@ def _assert_the_chain(api, path, hpa, lws_name, start, pool, engines, served) ->
         wait_for("the recorded queue, per group, idle", lambda: _values(path, RECORDED_QUEUE) == groups, attempts=600)
         load = _Load(list(engines.values()), served)
         try:
-            _the_hpa_raises_the_set(api, path, hpa, lws_name, start)
+            _the_hpa_raises_the_set(api, path, hpa, lws_name, start, objects)
         finally:
             load.stop()
         # the queue falls back to 0 when the load stops
@@ -178,7 +178,7 @@ def _assert_the_chain(api, path, hpa, lws_name, start, pool, engines, served) ->
         raise AssertionError(f"{error}\n{path.explain(api)}\n{_logs(path)}") from None
 
 
-def _the_hpa_raises_the_set(api, path, hpa, lws_name, start) -> None:
+def _the_hpa_raises_the_set(api, path, hpa, lws_name, start, objects) -> None:
     name, target = hpa["metadata"]["name"], quantity.parse(hpa["spec"]["metrics"][0]["pods"]["target"]["averageValue"])
 
     def above_target():
@@ -187,6 +187,10 @@ def _the_hpa_raises_the_set(api, path, hpa, lws_name, start) -> None:
         return status if values and quantity.parse(values[0]) > target else None
 
     status = wait_for(f"the HPA reads a pool queue above {target} from the engines", above_target, attempts=600)
+    # the half of LwsgenAutoscalerAtMax that says "the metric above its target" holds on the real
+    # kube-state-metrics' series of this HPA (metric_name, metric_target_type as the alert joins them)
+    above = _above_target_half(objects, hpa)
+    wait_for("LwsgenAutoscalerAtMax's metric-above-target half answers", lambda: path.query(above), attempts=240)
     # what the rule recorded while the load ran, as Prometheus evaluated it every second (the queue
     # moves with each request's start and end: polling it from here can miss what the HPA read)
     peaks = _values(path, f"max_over_time({RECORDED_QUEUE}[15m])")
@@ -213,6 +217,14 @@ def _the_hpa_raises_the_set(api, path, hpa, lws_name, start) -> None:
 
     lws = wait_for(f"the HPA raises {lws_name} above {start}", raised, attempts=240)
     assert lws["spec"]["replicas"] == start + 1  # one group per period, not the maximum at once
+
+
+def _above_target_half(objects: list[dict], hpa: dict) -> str:
+    """The second operand of the rendered LwsgenAutoscalerAtMax (the example's PrometheusRule)."""
+    rules = _one(objects, "PrometheusRule")
+    [alert] = [r for g in rules["spec"]["groups"] for r in g["rules"] if r.get("alert") == "LwsgenAutoscalerAtMax"]
+    assert hpa["metadata"]["name"] in alert["expr"]
+    return alert["expr"].split("\nand on (namespace, horizontalpodautoscaler)\n", 1)[1]
 
 
 def _seconds_since(timestamp: str) -> float:
