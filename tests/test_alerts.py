@@ -160,6 +160,25 @@ def _metrics_down(world: World, alert: dict) -> list[dict]:
     return tests
 
 
+def _not_scraped(world: World, alert: dict) -> list[dict]:
+    """The leader pods exported by kube-state-metrics and no `up` of the workload: fires; the
+    leader's scrape up (or down, but there): silent."""
+    lws = world.workload(alert["labels"].get("role"))
+    if world.isvc:
+        pods = [(name, template["metadata"]["labels"]) for name, template in world.isvc_head()]
+    else:
+        pods = _pods(lws)
+    leader, leader_labels = pods[0]
+    hold = _seconds(alert["for"])
+    steps = hold // 60 + 3
+    state = (world.kube_pod_labels(leader, leader_labels), f"1x{steps}")
+    found = [_expected(alert, {"namespace": world.namespace}, _annotations(alert, {}))]
+    tests = [_case([state], alert, hold + 120, found)]
+    up = {"namespace": world.namespace, "pod": leader, **world.scraped(leader_labels)}
+    tests.append(_case([state, (_series("up", up), f"0x{steps}")], alert, hold + 120, []))
+    return tests
+
+
 def _record_of(alert: dict, position: int = 0) -> str:
     return [part.split("{", 1)[0].strip("( \n") for part in alert["expr"].split("and on (namespace, pod)")][position]
 
@@ -298,6 +317,7 @@ SCENARIOS = {
     "LwsgenNcclPreflightFailed": _nccl_failed,
     "LwsgenGroupNotWhole": _group_not_whole,
     "LwsgenMetricsDown": _metrics_down,
+    "LwsgenLeadersNotScraped": _not_scraped,
     "LwsgenKVCacheNearFull": _kv_full,
     "LwsgenRequestsPreempted": _preempted,
     "LwsgenQueueWhileGPUsBusy": _queue_busy,

@@ -90,6 +90,24 @@ def _scrape_down(scope: Scope, runbook) -> Alert:
     )
 
 
+def _not_scraped(scope: Scope, runbook) -> Alert:
+    """Leader pods exist and Prometheus has no target for any pod of the workload: the PodMonitor is
+    not picked up (its labels are not the ones Prometheus selects) or selects nothing."""
+    leaders = monitoring.leader_pods(scope.namespace, scope.workload)
+    up = f"up{matchers(namespace=scope.namespace, **scope.workload.series)}"
+    return Alert(
+        "LwsgenLeadersNotScraped",
+        f"count by (namespace) ({leaders})\nunless on (namespace)\ncount by (namespace) ({up})",
+        "10m",
+        "critical",
+        f"Prometheus scrapes no pod of {scope.what}",
+        f"{scope.what} has leader pods but Prometheus has no scrape target among its pods: its PodMonitor is not "
+        "picked up or selects nothing, so every record, alert, dashboard panel and autoscaler reading them is blind.",
+        runbook("LwsgenLeadersNotScraped"),
+        scope.role,
+    )
+
+
 RESTARTS = 3  # recreations (or engine restarts) within the hour that make a group "restarting"
 
 
@@ -282,7 +300,7 @@ def alert_groups(ctx: Context) -> tuple[AlertGroup, ...]:
         alerts.append(_group_not_whole(scope, runbook))
         alerts.append(_restarting(scope, runbook))
         if caps.metrics:
-            alerts.append(_scrape_down(scope, runbook))
+            alerts += [_scrape_down(scope, runbook), _not_scraped(scope, runbook)]
         alerts += _capacity(scope, caps, settings, runbook)
         alerts += [a for a in (_preempting(scope, caps, settings, runbook),) if a is not None]
         alerts += [a for a in (_nccl_failed(scope, runbook),) if a is not None]

@@ -32,7 +32,7 @@ def matchers(**labels: str) -> str:
     return "{" + ", ".join(f"{key}={json.dumps(value)}" for key, value in labels.items()) + "}"
 
 
-def _leader_pods(namespace: str, workload: Workload) -> str:
+def leader_pods(namespace: str, workload: Workload) -> str:
     """kube_pod_labels of the workload's leader pods (kube-state-metrics' names for their labels)."""
     leader = {f"label_{naming.series_label(k)}": v for k, v in workload.leader_only} or {KSM_WORKER: "0"}
     return f"kube_pod_labels{matchers(namespace=namespace, **workload.ksm, **leader)}"
@@ -62,7 +62,7 @@ def gpu_rule(namespace: str, workload: Workload) -> RecordingRule:
     pod names (an LWS named <name>-1 has pods that look like group 1 of <name>). DCGM's own
     namespace/pod labels are used whether the exporter is scraped with honorLabels or not."""
     pods = f"kube_pod_labels{matchers(namespace=namespace, **workload.ksm)}"
-    leaders = _leader_pods(namespace, workload)
+    leaders = leader_pods(namespace, workload)
     kept = ", ".join(ksm_keys(workload))
     pod_labels, group_labels = f"namespace, pod, {kept}", f"namespace, {kept}"
     dcgm = (
@@ -92,7 +92,7 @@ def router_rule(namespace: str, name: str, metric: str) -> RecordingRule:
     leader pod of this LWS, so an HPA over the leaders (or KEDA's sum over groups divided by their
     count) reads the pool's average. Leaders come from kube_pod_labels, as in gpu_rule."""
     gauge = ROUTER_GAUGES[metric]
-    renamed = _lws_labels(_leader_pods(namespace, single(name)), single(name))
+    renamed = _lws_labels(leader_pods(namespace, single(name)), single(name))
     pool = f"max by (namespace) ({gauge}{matchers(namespace=namespace, name=name)})"
     expr = f"max by ({', '.join(record_labels(single(name)))}) (\n{renamed}\n* on (namespace) group_left ()\n{pool}\n)"
     return RecordingRule(f"namespace_pod:{gauge}:pool", expr, autoscaling=metric)
