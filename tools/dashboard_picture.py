@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 
 import yaml  # noqa: E402
+
 from test_alerts import World  # noqa: E402
 from test_dashboard import Series, _dashboard, _records  # noqa: E402
 
@@ -140,7 +141,9 @@ def backfill(world: World, board: dict, work: Path, end: int) -> tuple[Path, Pat
     (work / "input.om").write_text(openmetrics(series, end), encoding="utf-8")
     data = work / "data"
     promtool = shutil.which("promtool") or "/usr/bin/promtool"
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(work / "input.om"), str(data)], check=True)
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(work / "input.om"), str(data)], check=True
+    )
     config = work / "prometheus.yml"
     config.write_text("global: {scrape_interval: 1m}\n", encoding="utf-8")
     return data, config
@@ -178,6 +181,11 @@ def picture(example: str, out: Path) -> None:
             prom.stop()
 
 
+def _legend(text: str, labels: dict[str, str]) -> str:
+    """Grafana's legend format: {{label}} is the series' label."""
+    return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: labels.get(m.group(1), ""), text)
+
+
 def draw(plt, board: dict, prom: Prometheus, start: int, end: int, out: Path) -> None:
     panels = board["panels"]
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
@@ -201,7 +209,7 @@ def draw(plt, board: dict, prom: Prometheus, start: int, end: int, out: Path) ->
             for result in prom.range(expr, start, end):
                 xs = [(float(t) - start) / 60 for t, _ in result["values"]]
                 ys = [float(v) for _, v in result["values"]]
-                legend = re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: result["metric"].get(m.group(1), ""), target["legendFormat"])
+                legend = _legend(target["legendFormat"], result["metric"])
                 axes.plot(xs, ys, linewidth=1.2, label=legend)
         axes.set_xlabel("minutes", color="#8e8e8e", fontsize=7)
         axes.set_ylim(bottom=0)
