@@ -161,8 +161,8 @@ def _metrics_down(world: World, alert: dict) -> list[dict]:
 
 
 def _not_scraped(world: World, alert: dict) -> list[dict]:
-    """The leader pods exported by kube-state-metrics and no `up` of the workload: fires; the
-    leader's scrape up (or down, but there): silent."""
+    """The leader pod Running (kube-state-metrics) and no `up` of the workload: fires; the leader's
+    scrape up (or down, but there), or the leader Pending (no address, so no target): silent."""
     lws = world.workload(alert["labels"].get("role"))
     if world.isvc:
         pods = [(name, template["metadata"]["labels"]) for name, template in world.isvc_head()]
@@ -171,11 +171,17 @@ def _not_scraped(world: World, alert: dict) -> list[dict]:
     leader, leader_labels = pods[0]
     hold = _seconds(alert["for"])
     steps = hold // 60 + 3
-    state = (world.kube_pod_labels(leader, leader_labels), f"1x{steps}")
+    phase = {"namespace": world.namespace, "pod": leader, "phase": "Running"}
+    state = [
+        (world.kube_pod_labels(leader, leader_labels), f"1x{steps}"),
+        (_series("kube_pod_status_phase", phase), f"1x{steps}"),
+    ]
     found = [_expected(alert, {"namespace": world.namespace}, _annotations(alert, {}))]
-    tests = [_case([state], alert, hold + 120, found)]
+    tests = [_case(state, alert, hold + 120, found)]
     up = {"namespace": world.namespace, "pod": leader, **world.scraped(leader_labels)}
-    tests.append(_case([state, (_series("up", up), f"0x{steps}")], alert, hold + 120, []))
+    tests.append(_case([*state, (_series("up", up), f"0x{steps}")], alert, hold + 120, []))
+    pending = [state[0], (_series("kube_pod_status_phase", phase), f"0x{steps}")]
+    tests.append(_case(pending, alert, hold + 120, []))
     return tests
 
 
@@ -214,12 +220,16 @@ def _autoscaler_at_max(world: World, alert: dict) -> list[dict]:
     """kube-state-metrics' series of the HPA (internal/store/horizontalpodautoscaler.go@v2.20.0): its
     replicas, and its metric's target and current value labelled by the metric's name as the HPA
     names it (a Pods metric's, or KEDA's s0-<trigger> External metric) and target type average."""
-    hpa = next((o for o in world.objects if o["kind"] == "HorizontalPodAutoscaler"), None)
+    # the rendered autoscaler whose HPA the alert names (a role's own, in a DisaggregatedSet)
+    named = 'horizontalpodautoscaler="{}"'
+    hpas = [o for o in world.objects if o["kind"] == "HorizontalPodAutoscaler"]
+    hpa = next((o for o in hpas if named.format(o["metadata"]["name"]) in alert["expr"]), None)
     if hpa is not None:
         name, most = hpa["metadata"]["name"], hpa["spec"]["maxReplicas"]
         metric = hpa["spec"]["metrics"][0]["pods"]["metric"]["name"]
     else:  # KEDA's HPA for the ScaledObject (keda-hpa-<name>), its first trigger s0-prometheus
-        scaled = next(o for o in world.objects if o["kind"] == "ScaledObject")
+        scaled_objects = [o for o in world.objects if o["kind"] == "ScaledObject"]
+        scaled = next(o for o in scaled_objects if named.format(f"keda-hpa-{o['metadata']['name']}") in alert["expr"])
         name, most = f"keda-hpa-{scaled['metadata']['name']}", scaled["spec"]["maxReplicaCount"]
         metric = f"s0-{scaled['spec']['triggers'][0]['type']}"
     hold = _seconds(alert["for"])

@@ -1,5 +1,6 @@
 """A render's calls run down the layers, as its imports do (tools/calltrace.py): no function of a
-lower stage calls into a higher one, except the ground floor's registry calling the rules it holds."""
+lower stage calls into a higher one. Calls from the ground floor up are callbacks (the registry
+running the rules registered with it, a record's method), not imports, and are not counted."""
 
 import importlib.util
 

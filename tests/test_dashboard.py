@@ -35,21 +35,17 @@ SIDECAR_LABEL = ("grafana_dashboard", "1")  # the Grafana Helm chart's sidecar d
 RATE_INTERVAL = "5m"  # what Grafana puts for $__rate_interval at a 15 s scrape
 BUCKETS = ("0.05", "0.1", "0.5", "1", "5", "+Inf")
 SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^{}]*)\}")
-# kube-state-metrics v2.20.0 (docs/metrics/workload/horizontalpodautoscaler-metrics.md, job-metrics.md)
-# and llm-d-router v0.10.0 (pkg/epp/metrics/llm_d_router_metrics.go): the per-object series read
-PER_OBJECT = (
-    "kube_horizontalpodautoscaler_status_current_replicas",
-    "kube_horizontalpodautoscaler_status_desired_replicas",
-    "kube_horizontalpodautoscaler_spec_max_replicas",
-    "kube_horizontalpodautoscaler_status_target_metric",
-    "kube_horizontalpodautoscaler_spec_target_metric",
-    "kube_job_status_failed",
+# kube-state-metrics v2.20.0 internal/store/horizontalpodautoscaler.go (replicas; each metric's target
+# and current value labelled metric_name and metric_target_type) and llm-d-router v0.10.0
+# pkg/epp/metrics/llm_d_router_metrics.go (the pool's gauges, labelled name): the per-object series
+HPA_REPLICAS = ("status_current_replicas", "status_desired_replicas", "spec_max_replicas")
+HPA_METRICS = ("status_target_metric", "spec_target_metric")
+POOL_GAUGES = (
     "llm_d_epp_average_queue_size",
     "llm_d_epp_average_kv_cache_utilization",
     "llm_d_epp_average_running_requests",
     "llm_d_epp_flow_control_queue_size",
 )
-MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|!~|=)\s*"((?:[^"\\]|\\.)*)"')
 
 
 def _dashboard(example: str) -> tuple[dict, dict]:
@@ -101,11 +97,6 @@ def test_grafanas_schema_refuses_what_grafana_would_not_read(tmp_path):
     run = _check([tmp_path / "bad.json"])
     assert run.returncode == 1
     assert "unexpected field 'legend'" in run.stdout and "unexpected field 'query'" in run.stdout
-
-
-def _labels(matchers: str) -> dict[str, str]:
-    """A selector's equality matchers: the labels a series it selects carries."""
-    return {name: json.loads(f'"{value}"') for name, op, value in MATCHER.findall(matchers) if op == "="}
 
 
 class Series:
@@ -161,18 +152,38 @@ class Series:
                 self.add(_series(f"{metric}_sum", base), "0+1x40")
                 self.add(_series(f"{metric}_count", base), f"0+{len(BUCKETS)}x40")
 
-    def per_object(self, metric: str, labels: dict[str, str]) -> None:
-        """kube-state-metrics' series of an HPA or a Job and the endpoint picker's pool gauges, labelled
-        as the selector matches them, when the metric is one those exporters have."""
-        if metric in PER_OBJECT:
-            self.add(_series(metric, labels), "0+1x40")
+    def autoscalers(self) -> None:
+        """kube-state-metrics' series of each HPA the rendered objects make: lwsgen's, or the one KEDA
+        makes of a ScaledObject (keda-hpa-<name>, its triggers' External metrics s<i>-<type>)."""
+        namespace = self.world.namespace
+        hpas = []
+        for o in self.world.objects:
+            if o["kind"] == "HorizontalPodAutoscaler":
+                hpas.append((o["metadata"]["name"], [m["pods"]["metric"]["name"] for m in o["spec"]["metrics"]]))
+            elif o["kind"] == "ScaledObject":
+                metrics = [f"s{i}-{t['type']}" for i, t in enumerate(o["spec"]["triggers"])]
+                hpas.append((f"keda-hpa-{o['metadata']['name']}", metrics))
+        for name, metrics in hpas:
+            labels = {"namespace": namespace, "horizontalpodautoscaler": name}
+            for series in HPA_REPLICAS:
+                self.add(_series(f"kube_horizontalpodautoscaler_{series}", labels), "2x40")
+            for metric in metrics:
+                target = {**labels, "metric_name": metric, "metric_target_type": "average"}
+                for series in HPA_METRICS:
+                    self.add(_series(f"kube_horizontalpodautoscaler_{series}", target), "1x40")
 
-    def of(self, runtime: str, exprs: list[str]) -> list[dict]:
+    def pools(self) -> None:
+        """The endpoint picker's gauges of each rendered InferencePool."""
+        for pool in (o for o in self.world.objects if o["kind"] == "InferencePool"):
+            labels = {"namespace": self.world.namespace, "name": pool["metadata"]["name"]}
+            for gauge in POOL_GAUGES:
+                self.add(_series(gauge, labels), "1x40")
+
+    def of(self, runtime: str) -> list[dict]:
         self.pod_state()
         self.engine(runtime)
-        for expr in exprs:
-            for metric, matchers in SELECTOR.findall(expr):
-                self.per_object(metric, _labels(matchers))
+        self.autoscalers()
+        self.pools()
         return [{"series": s, "values": v} for s, v in self.out.items()]
 
 
@@ -186,8 +197,7 @@ def _promtool_case(world: World, queries: list[tuple[str, str]], tmp_path: Path)
     probes = [{"alert": f"DashboardQueryEmpty{i}", "expr": f"absent({e})"} for i, e in enumerate(exprs)]
     groups = [*groups, {"name": "dashboard", "rules": probes}]
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}, sort_keys=False), encoding="utf-8")
-    rule_exprs = [r["expr"] for g in _records(world) for r in g["rules"]]
-    series = Series(world).of(world.profile.runtime, rule_exprs + exprs)
+    series = Series(world).of(world.profile.runtime)
     checks = [{"eval_time": "30m", "alertname": p["alert"], "exp_alerts": []} for p in probes]
     case = {
         "rule_files": ["rules.yaml"],
@@ -227,6 +237,47 @@ def test_a_query_no_series_answers_is_caught(example, tmp_path):
         assert run.returncode == 1 and "DashboardQueryEmpty0" in said, said[-2000:]
 
 
+def _single_with_request_rate(example: str) -> bool:
+    titles = {t for t, _ in _queries(_dashboard(example)[1])}
+    return "Request rate" in titles and not World(example).profile.roles
+
+
+def _silent(tmp_path: Path, alerts: dict[str, str], entries: list[dict]) -> subprocess.CompletedProcess:
+    """promtool over `entries`: each alert (name: expr) must stay silent at 30 minutes."""
+    groups = [{"name": "dashboard", "rules": [{"alert": name, "expr": expr} for name, expr in alerts.items()]}]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
+    checks = [{"eval_time": "30m", "alertname": name, "exp_alerts": []} for name in alerts]
+    test = {"interval": "1m", "input_series": entries, "alert_rule_test": checks}
+    case = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [test]}
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(case), encoding="utf-8")
+    return subprocess.run(
+        [tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True, cwd=tmp_path
+    )
+
+
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if _single_with_request_rate(e)])
+def test_the_request_rate_counts_the_served_model_once(example, tmp_path):
+    """Each scraped pod's finished-request counter rises by one a minute (Series): the panel shows the
+    scraped pods' count over 60 per second, not more (Triton's composing models counted too) or less."""
+    world = World(example)
+    queries = _queries(_dashboard(example)[1])
+    [query] = [q.replace("$__rate_interval", RATE_INTERVAL) for t, q in queries if t == "Request rate"]
+    series = Series(world)
+    entries = series.of(world.profile.runtime)
+    expected = sum(1 for _, labels in series.pods if _scraped(world, labels)) / 60
+    alerts = {"RateOff": f"abs(({query}) - {expected}) > {expected / 20}", "RateMissing": f"absent({query})"}
+    run = _silent(tmp_path, alerts, entries)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+
+
+def _scraped(world: World, labels: dict) -> bool:
+    try:
+        world.scraped(labels)
+    except AssertionError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_record_a_panel_reads_is_in_the_rule_set(example):
     """Names exist: every recorded series a query reads is a record of the example's PrometheusRule."""
@@ -244,7 +295,7 @@ def test_the_groups_panel_counts_whole_groups_only(tmp_path):
     world = World(example)
     [ready] = [q for t, q in _queries(_dashboard(example)[1]) if t == "Groups ready" and "kube_pod_status_ready" in q]
     series = Series(world)
-    entries = series.of(world.profile.runtime, [])
+    entries = series.of(world.profile.runtime)
     last = series.pods[-1][0]
     entries = [
         {**e, "values": "0x40"}

@@ -45,8 +45,8 @@ OWN_LAYERS = {"cli", "batch", "render_cache", "pipeline", "platforms", "__main__
 def package_of(module: str) -> str:
     """The layer a module belongs to: its stage package, an own top-level layer, or the ground floor."""
     parts = module.split(".")
-    if len(parts) > 2 or (len(parts) == 2 and parts[1] in OWN_LAYERS):
-        return parts[1]
+    if len(parts) > 2 or (len(parts) == 2 and (parts[1] in OWN_LAYERS or (PACKAGE / parts[1]).is_dir())):
+        return parts[1]  # a stage's own module, its package's __init__, or an own top-level layer
     return "ground floor"
 
 

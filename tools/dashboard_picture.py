@@ -134,10 +134,9 @@ class Prometheus:
 
 
 def backfill(world: World, board: dict, work: Path, end: int) -> tuple[Path, Path]:
-    queries = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
     rules = _records(world)
     (work / "rules.yaml").write_text(yaml.safe_dump({"groups": rules}, sort_keys=False), encoding="utf-8")
-    series = Series(world).of(world.profile.runtime, [r["expr"] for g in rules for r in g["rules"]] + queries)
+    series = Series(world).of(world.profile.runtime)
     (work / "input.om").write_text(openmetrics(series, end), encoding="utf-8")
     data = work / "data"
     promtool = shutil.which("promtool") or "/usr/bin/promtool"

@@ -91,18 +91,22 @@ def _scrape_down(scope: Scope, runbook) -> Alert:
 
 
 def _not_scraped(scope: Scope, runbook) -> Alert:
-    """Leader pods exist and Prometheus has no target for any pod of the workload: the PodMonitor is
-    not picked up (its labels are not the ones Prometheus selects) or selects nothing."""
+    """Running leader pods and no scrape target for any pod of the workload: Prometheus does not use
+    the PodMonitor (its namespace or label selector for monitors, not for rules), may not list the
+    namespace's pods, or the PodMonitor selects none. Pending pods have no address, so Prometheus
+    makes no target for them (discovery/kubernetes/pod.go): only Running leaders count."""
     leaders = monitoring.leader_pods(scope.namespace, scope.workload)
+    running = f"kube_pod_status_phase{matchers(namespace=scope.namespace, phase='Running')} == 1"
     up = f"up{matchers(namespace=scope.namespace, **scope.workload.series)}"
+    running_leaders = f"{leaders}\n  * on (namespace, pod) group_left ()\n  ({running})"
     return Alert(
         "LwsgenLeadersNotScraped",
-        f"count by (namespace) ({leaders})\nunless on (namespace)\ncount by (namespace) ({up})",
+        f"count by (namespace) (\n  {running_leaders}\n)\nunless on (namespace)\ncount by (namespace) ({up})",
         "10m",
         "critical",
         f"Prometheus scrapes no pod of {scope.what}",
-        f"{scope.what} has leader pods but Prometheus has no scrape target among its pods: its PodMonitor is not "
-        "picked up or selects nothing, so every record, alert, dashboard panel and autoscaler reading them is blind.",
+        f"{scope.what} has running leader pods but Prometheus has no scrape target among its pods: its PodMonitor "
+        "is not used or selects nothing, so every record, alert, dashboard panel and autoscaler reading them is blind.",
         runbook("LwsgenLeadersNotScraped"),
         scope.role,
     )
@@ -221,20 +225,21 @@ def _preempting(scope: Scope, caps: Capabilities, settings, runbook) -> Alert | 
     )
 
 
-def _autoscaler_at_max(ctx: Context, settings, runbook) -> Alert | None:
-    profile, scaling = ctx.profile, ctx.profile.autoscaling
-    if not scaling.enabled or ctx.roles is not None:
+def _autoscaler_at_max(scope: Scope, settings, runbook) -> Alert | None:
+    """The autoscaler of the workload (a role's own, in a DisaggregatedSet) at its maximum."""
+    profile, scaling = scope.ctx.profile, scope.ctx.profile.autoscaling
+    if not scaling.enabled:
         return None
-    name = hpa_name(ctx)
+    name = hpa_name(scope.ctx)
     sel = matchers(namespace=profile.namespace, horizontalpodautoscaler=name)
     # kube-state-metrics v2.20.0 internal/store/horizontalpodautoscaler.go: the target and the current
     # value of each metric, labelled metric_name and metric_target_type (lines 53, 194, 255)
-    metric = "on (namespace, horizontalpodautoscaler, metric_name, metric_target_type)"
-    hpa = "on (namespace, horizontalpodautoscaler)"
+    same_metric = "on (namespace, horizontalpodautoscaler, metric_name, metric_target_type)"
+    same_hpa = "on (namespace, horizontalpodautoscaler)"
     expr = (
-        f"(\n  kube_horizontalpodautoscaler_status_current_replicas{sel}\n  >= {hpa}\n"
-        f"  kube_horizontalpodautoscaler_spec_max_replicas{sel}\n)\nand {hpa}\n"
-        f"(\n  kube_horizontalpodautoscaler_status_target_metric{sel}\n  > {metric}\n"
+        f"(\n  kube_horizontalpodautoscaler_status_current_replicas{sel}\n  >= {same_hpa}\n"
+        f"  kube_horizontalpodautoscaler_spec_max_replicas{sel}\n)\nand {same_hpa}\n"
+        f"(\n  kube_horizontalpodautoscaler_status_target_metric{sel}\n  > {same_metric}\n"
         f"  kube_horizontalpodautoscaler_spec_target_metric{sel}\n)"
     )
     return Alert(
@@ -242,10 +247,11 @@ def _autoscaler_at_max(ctx: Context, settings, runbook) -> Alert | None:
         expr,
         settings.hold_for,
         "warning",
-        f"The autoscaler of {profile.name} is at its maximum",
+        f"The autoscaler of {scope.what} is at its maximum",
         f"{name} has run {scaling.max_replicas} groups (autoscaling.maxReplicas) for {settings.hold_for} with its "
         "metric still above its target: requests queue; raise maxReplicas if the cluster has the nodes.",
         runbook("LwsgenAutoscalerAtMax"),
+        scope.role,
     )
 
 
@@ -303,8 +309,8 @@ def alert_groups(ctx: Context) -> tuple[AlertGroup, ...]:
             alerts += [_scrape_down(scope, runbook), _not_scraped(scope, runbook)]
         alerts += _capacity(scope, caps, settings, runbook)
         alerts += [a for a in (_preempting(scope, caps, settings, runbook),) if a is not None]
-        alerts += [a for a in (_nccl_failed(scope, runbook),) if a is not None]
-    alerts += [a for a in (_autoscaler_at_max(ctx, settings, runbook), _download_failed(ctx, runbook)) if a]
+        alerts += [a for a in (_nccl_failed(scope, runbook), _autoscaler_at_max(scope, settings, runbook)) if a]
+    alerts += [a for a in (_download_failed(ctx, runbook),) if a is not None]
     return (AlertGroup(f"lwsgen.{ctx.profile.namespace}.{ctx.profile.name}.alerts", tuple(alerts)),)
 
 

@@ -20,7 +20,9 @@ from lwsgen.derive.monitoring import GPU_RECORD, ksm_keys, matchers
 from lwsgen.records import Record
 from lwsgen.runtimes.base import Capabilities
 
-RATE = "$__rate_interval"  # Grafana's window for rate(): at least four scrape intervals
+# Grafana's window for rate(): four times the data source's scrape interval (its setting, which
+# should be monitoring.interval) or more
+RATE = "$__rate_interval"
 SCHEMA_VERSION = 41  # Grafana 12's dashboard model
 WIDTH, HEIGHT, COLUMNS = 12, 8, 2  # Grafana's grid is 24 wide
 
@@ -115,7 +117,8 @@ def _engine_panels(caps: Capabilities, sel: str) -> list[Panel]:
 
 
 def _autoscaler_panel(ctx: Context) -> Panel | None:
-    if not ctx.profile.autoscaling.enabled or ctx.roles is not None:
+    """The workload's autoscaler (a role's own, in a DisaggregatedSet), from kube-state-metrics."""
+    if not ctx.profile.autoscaling.enabled:
         return None
     sel = matchers(namespace=ctx.profile.namespace, horizontalpodautoscaler=alerts.hpa_name(ctx))
     queries = tuple(
@@ -141,10 +144,8 @@ def rows(ctx: Context) -> tuple[Row, ...]:
             served = {label: runtimes.served_name(scope.ctx.profile)} if label else {}
             engine_sel = matchers(namespace=scope.namespace, **scope.workload.series, **served)
             panels += _record_panels(caps, sel) + _engine_panels(caps, engine_sel)
+        panels += [p for p in (_autoscaler_panel(scope.ctx),) if p is not None]
         out.append(Row(scope.what[:1].upper() + scope.what[1:], tuple(panels)))
-    autoscaler = _autoscaler_panel(ctx)
-    if autoscaler is not None:
-        out.append(Row("Autoscaling", (autoscaler,)))
     return tuple(out)
 
 
@@ -231,4 +232,6 @@ def grafana_dashboard(ctx: Context, kind) -> Dashboard | None:
     meta = ctx.meta(
         kind, f"{profile.name}-dashboard", labels=dict(settings.labels), annotations=dict(settings.annotations)
     )
-    return Dashboard(meta, f"{profile.name}.json", board(ctx))
+    # the sidecar writes every dashboard ConfigMap's keys as files into one folder: a key named by the
+    # namespace too, so two namespaces' profiles of one name do not overwrite each other
+    return Dashboard(meta, f"{profile.namespace}-{profile.name}.json", board(ctx))

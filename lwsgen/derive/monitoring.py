@@ -28,8 +28,9 @@ ADAPTER_FILE = "prometheus-adapter-rules.yaml"
 
 
 def matchers(**labels: str) -> str:
-    # json.dumps writes a PromQL string literal (Go escapes) for any value, quotes and backslashes too
-    return "{" + ", ".join(f"{key}={json.dumps(value)}" for key, value in labels.items()) + "}"
+    # json.dumps writes a PromQL string literal (Go escapes) for any value, quotes and backslashes too;
+    # characters beyond U+FFFF stay as they are (JSON's surrogate-pair escapes are no PromQL escape)
+    return "{" + ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in labels.items()) + "}"
 
 
 def leader_pods(namespace: str, workload: Workload) -> str:
