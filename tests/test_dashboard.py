@@ -319,3 +319,13 @@ def test_the_groups_panel_counts_whole_groups_only(tmp_path):
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(case), encoding="utf-8")
     run = subprocess.run([tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+def test_two_namespaces_profiles_of_one_name_are_two_dashboard_files(render, minimal):
+    """The Grafana sidecar writes every dashboard ConfigMap's keys as files into one folder."""
+    keys = []
+    for namespace in ("team-a", "team-b"):
+        profile = {**minimal, "namespace": namespace, "monitoring": {"enabled": True}}
+        [cm] = yaml.safe_load_all(render(profile).files["grafana-dashboard.yaml"])
+        keys += list(cm["data"])
+    assert len(set(keys)) == 2, keys

@@ -104,3 +104,16 @@ def test_adapter_and_keda_queries_are_valid_promql(tmp_path):
     groups = [{"name": "queries", "rules": [{"record": f"check:query:{i}", "expr": e} for i, e in enumerate(exprs)]}]
     proc = _promtool("check", "rules", str(_write_rules(tmp_path, groups)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.tools
+def test_a_served_name_beyond_the_basic_plane_still_makes_valid_promql(render, tmp_path):
+    """Triton's records and dashboard select the served model by name: a name with an emoji (beyond
+    U+FFFF) is written as it is, not as JSON's surrogate-pair escapes, which PromQL refuses."""
+    profile = yaml.safe_load((REPO / "profiles" / "triton-llama3-405b.yaml").read_text())
+    profile["model"]["servedName"] = "ensemble-\U0001f680"
+    rendered = render(profile)
+    groups = yaml.safe_load(rendered.files["prometheusrule.yaml"])["spec"]["groups"]
+    proc = _promtool("check", "rules", str(_write_rules(tmp_path, groups)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ensemble-\U0001f680" in rendered.files["grafana-dashboard.yaml"]

@@ -27,10 +27,14 @@ GPU_RECORD = "namespace_pod:dcgm_fi_dev_gpu_util:avg_group"
 ADAPTER_FILE = "prometheus-adapter-rules.yaml"
 
 
+def promql_string(value: str) -> str:
+    """A PromQL string literal (Go's escapes) of any value, quotes and backslashes too: JSON's, with
+    characters beyond U+FFFF as they are (JSON's surrogate-pair escapes are no PromQL escape)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 def matchers(**labels: str) -> str:
-    # json.dumps writes a PromQL string literal (Go escapes) for any value, quotes and backslashes too;
-    # characters beyond U+FFFF stay as they are (JSON's surrogate-pair escapes are no PromQL escape)
-    return "{" + ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in labels.items()) + "}"
+    return "{" + ", ".join(f"{key}={promql_string(value)}" for key, value in labels.items()) + "}"
 
 
 def leader_pods(namespace: str, workload: Workload) -> str:
@@ -113,7 +117,7 @@ def _expr(rule: RecordingRule, namespace: str, workload: Workload, model: str) -
         on_leader = ("label_join(", f', "pod", "-", "{NAME_SERIES_LABEL}", "{GROUP_SERIES_LABEL}")')
     return (
         rule.expr.replace("{sel_model}", matchers(namespace=namespace, **series, model=model))
-        .replace("{sel_composing}", matchers(namespace=namespace, **series)[:-1] + f", model!={json.dumps(model)}}}")
+        .replace("{sel_composing}", matchers(namespace=namespace, **series)[:-1] + f", model!={promql_string(model)}}}")
         .replace("{sel}", matchers(namespace=namespace, **series))
         .replace("{by}", ", ".join(record_labels(workload)))
         .replace("{leader_pod[}", on_leader[0])
