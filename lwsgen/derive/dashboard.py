@@ -59,13 +59,23 @@ def _groups_panel(scope: alerts.Scope) -> Panel:
     )
     return Panel(
         "Groups ready",
-        f"Groups with all {scope.size} pods ready, and groups with any pod: a gap is a group forming or broken.",
+        f"Groups with all {scope.size} pods ready, groups with any pod, and the groups wanted (the replicas, or "
+        "the autoscaler's desired): a gap is a group forming, broken or waiting for nodes.",
         "short",
         (
             Query(f"count({ready_per_group} >= {scope.size})", "ready"),
             Query(f"count(count by (namespace, {keys}) ({pods}))", "with pods"),
+            _desired(scope.ctx),
         ),
     )
+
+
+def _desired(ctx: Context) -> Query:
+    """The groups wanted: the autoscaler's desired replicas, or the profile's fixed replicas."""
+    if ctx.profile.autoscaling.enabled:
+        sel = matchers(namespace=ctx.profile.namespace, horizontalpodautoscaler=alerts.hpa_name(ctx))
+        return Query(f"kube_horizontalpodautoscaler_status_desired_replicas{sel}", "desired")
+    return Query(f"vector({ctx.profile.replicas})", "desired")
 
 
 def _gpu_panel(sel: str) -> Panel:
