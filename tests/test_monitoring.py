@@ -74,9 +74,10 @@ def test_every_runtime_record_is_scoped_to_this_namespace_and_lws(render, name):
     for alert in groups[2]["rules"]:  # every series an alert reads is this namespace's and this LWS's
         selectors = [part.split("}", 1)[0] for part in alert["expr"].split("{")[1:]]
         assert all('namespace="team-a"' in s for s in selectors), alert["alert"]
-        # a pod-level series (readiness, creation) by namespace alone is joined on this LWS's pods by name
+        # a pod-level series (readiness, phase, creation) by namespace alone is joined on this LWS's pods by name
         by_pod = [s for s in selectors if "demo" not in s]
-        assert all(s in ('namespace="team-a"', 'namespace="team-a", condition="true"') for s in by_pod), alert
+        alone = ('namespace="team-a"', 'namespace="team-a", condition="true"', 'namespace="team-a", phase="Running"')
+        assert all(s in alone for s in by_pod), alert
         assert not by_pod or "* on (namespace, pod)" in alert["expr"], alert["alert"]
     for rule in groups[0]["rules"]:
         selectors = [part for part in rule["expr"].split("{")[1:]]
