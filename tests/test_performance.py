@@ -2,7 +2,7 @@
 
 import gc
 import os
-import statistics
+import resource
 import subprocess
 import sys
 import time
@@ -18,10 +18,14 @@ EXAMPLES = sorted(PROFILES.glob("*.yaml"))
 # time measured beside it: machines of the class differ twofold in speed (10 ms and 20 ms per
 # profile were both seen), so the guard compares against the machine it runs on.
 RENDER_PER_PROFILE_IN_REFERENCE_RUNS = 1.9
-HELP_MS = 40.0  # `python -m lwsgen --help`, a new process
-# A cold `lwsgen render` of one profile, new process, minus importing yaml, jinja2 and jsonschema_rs
-# (the floor lwsgen cannot go below): imports, validators, templates, parse-back, write.
-OWN_COLD_MS = 35.0
+# A new process's own cost, in CPU time (a busy machine delays a process but hardly adds to the CPU it
+# uses), as a multiple of a calibration run beside it, interleaved, so a slower or busier machine moves
+# both: `python -m lwsgen --help` over a bare `python -c pass`, and a cold `lwsgen render` of one
+# profile over importing yaml, jinja2 and jsonschema_rs (the floor lwsgen cannot go below; the rest is
+# imports, validators, templates, parse-back, write). Measured at 7720065 on the 2-core machine class,
+# quiet and with a CI run beside it (load 4.5): help 0.31-0.41, render 0.61-0.72.
+HELP_OWN_PER_BARE_PYTHON = 0.4
+RENDER_OWN_PER_FLOOR = 0.7
 
 # New processes write and read bytecode, as an installed package has it (pip compiles it), whatever
 # the caller's environment says.
@@ -37,9 +41,27 @@ def _machine_speed() -> None:
 
 
 def _ms(work) -> float:
-    start = time.perf_counter()
+    """CPU milliseconds of this process doing `work`: waiting for a busy CPU does not count."""
+    start = time.process_time()
     work()
-    return (time.perf_counter() - start) * 1e3
+    return (time.process_time() - start) * 1e3
+
+
+def _child_ms(command: list[str]) -> float:
+    """CPU milliseconds (user and system) of a new process running `command` to its end."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, check=True, capture_output=True, env=COMPILED)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
+
+
+def _own_cost(commands: dict[str, list[str]], rounds: int) -> dict[str, float]:
+    """Each command's fastest CPU time over interleaved rounds, so machine noise hits them all alike."""
+    fastest: dict[str, float] = {}
+    for _ in range(rounds):
+        for name, command in commands.items():
+            fastest[name] = min(fastest.get(name, float("inf")), _child_ms(command))
+    return fastest
 
 
 @pytest.mark.quiet
@@ -60,27 +82,24 @@ def test_rendering_a_profile_stays_within_3x_of_its_measured_cost():
 def test_a_cold_render_stays_within_3x_of_its_measured_cost(tmp_path):
     render = [sys.executable, "-m", "lwsgen", "render", str(EXAMPLES[0]), "-o", str(tmp_path)]
     floor = [sys.executable, "-c", "import yaml, jinja2, jsonschema_rs"]
-    subprocess.run(
-        render, check=True, capture_output=True, env=COMPILED
-    )  # fills the template and schema caches, as any second run finds them
-    fastest = {}
-    for _ in range(7):  # interleaved, so machine noise hits both; the minimum is the steadiest figure
-        for name, command in (("render", render), ("floor", floor)):
-            start = time.perf_counter()
-            subprocess.run(command, check=True, capture_output=True, env=COMPILED)
-            fastest[name] = min(fastest.get(name, float("inf")), (time.perf_counter() - start) * 1e3)
-    own = fastest["render"] - fastest["floor"]
-    assert own < 3 * OWN_COLD_MS, f"{own:.0f} ms over the {fastest['floor']:.0f} ms its libraries take to import"
+    _child_ms(render)  # fills the template and schema caches, as any second run finds them
+    fastest = _own_cost({"render": render, "floor": floor}, rounds=7)
+    ratio = (fastest["render"] - fastest["floor"]) / fastest["floor"]
+    assert ratio < 3 * RENDER_OWN_PER_FLOOR, (
+        f"{fastest['render'] - fastest['floor']:.0f} ms CPU over the {fastest['floor']:.0f} ms its libraries "
+        f"take to import ({ratio:.2f} times)"
+    )
 
 
 @pytest.mark.quiet
 def test_help_stays_within_3x_of_its_measured_cost():
-    runs = []
-    for _ in range(5):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "lwsgen", "--help"], check=True, capture_output=True, env=COMPILED)
-        runs.append((time.perf_counter() - start) * 1e3)
-    assert statistics.median(runs) < 3 * HELP_MS, f"{statistics.median(runs):.0f} ms"
+    help_ = [sys.executable, "-m", "lwsgen", "--help"]
+    bare = [sys.executable, "-c", "pass"]
+    fastest = _own_cost({"help": help_, "bare": bare}, rounds=5)
+    ratio = (fastest["help"] - fastest["bare"]) / fastest["bare"]
+    assert ratio < 3 * HELP_OWN_PER_BARE_PYTHON, (
+        f"{fastest['help'] - fastest['bare']:.0f} ms CPU over a bare Python's {fastest['bare']:.0f} ({ratio:.2f} times)"
+    )
 
 
 def test_schemas_and_validators_are_compiled_once_per_process():
