@@ -82,3 +82,51 @@ def test_unreadable_file(tmp_path):
     with pytest.raises(ProblemsError) as err:
         load_mapping(tmp_path / "missing.yaml", "missing.yaml")
     assert err.value.problems[0].text().startswith("missing.yaml:0:0: cannot read")
+
+
+# Values whose reading differs from a plain conversion of the node: YAML 1.1's octal and sexagesimal
+# integers, yes/no/on/off, floats, timestamps, merge keys, explicit tags, aliases, non-string keys.
+TRICKY = [
+    "a: 0755\nb: -012\nc: 0\nd: -0\ne: 1_000\nf: +5\ng: 0x1F\nh: 0b101\ni: 1:30\nj: 12\n",
+    "a: yes\nb: No\nc: on\nd: OFF\ne: true\nf: False\ng: ~\nh: null\ni:\n",
+    "a: 1.5\nb: .inf\nc: -.Inf\nd: .nan\ne: 1e3\nf: 2001-12-14\ng: 2001-12-14t21:59:43.10-05:00\n",
+    "base: &b {x: 1, y: [1, 2]}\nmerged:\n  <<: *b\n  y: 3\nalias: *b\nlist: [*b, *b]\n",
+    "a: !!str 12\nb: !!int '7'\nc: !!float '1'\nd: !!bool 'yes'\ne: !!binary aGVsbG8=\nf: !!null ''\n",
+    "? [1, 2]\n: list key\n1: int key\ntrue: bool key\n~: null key\n'q': quoted\n",
+    "a: !!set {x, y}\nb: !!omap [{k: 1}, {j: 2}]\nc: !!pairs [{k: 1}]\nd: ''\ne: '0755'\nf: \"\\u00e9\"\n",
+]
+
+
+def _read(text: str) -> tuple:
+    """What load_documents makes of text: each document's data and positions, or the problems."""
+    from lwsgen.load.source import load_documents
+
+    try:
+        return tuple((src.data, src.values_at, src.keys_at) for src in load_documents(text, "x.yaml"))
+    except ProblemsError as err:
+        return tuple(p.text() for p in err.problems)
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_reading_is_what_pyyamls_safe_constructor_makes_of_it(text, monkeypatch):
+    """The fast conversion (source._to_data) against SafeLoader's own construction, which it replaced:
+    the same data, positions and problems (a merge that repeats a key, an unhashable key)."""
+    from lwsgen.load import source
+
+    fast = _read(text)
+    monkeypatch.setattr(source, "_to_data", lambda loader, node: loader.construct_document(node))
+    assert fast == _read(text)
+
+
+def test_data_of_every_rendered_file_is_what_pyyamls_safe_loader_constructs():
+    import yaml
+
+    from conftest import REPO
+    from lwsgen.load.source import load_documents
+
+    files = sorted(REPO.glob("out/*/*.yaml"))
+    assert len(files) > 100
+    for file in files:
+        text = file.read_text()
+        expected = [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc is not None]
+        assert [src.data for src in load_documents(text, str(file))] == expected, file

@@ -20,8 +20,9 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="session")
 def loopback_plane(tmp_path_factory):
     """A second control plane whose pods get loopback IPs (kwok --cidr 127.244.0.1/16): a process bound
-    to a pod's IP is that pod's server, for the tests that run real servers behind real pods."""
-    plane = ControlPlane(tmp_path_factory.mktemp("loopback-plane"), pod_cidr="127.244.0.1/16")
+    to a pod's IP is that pod's server, for the tests that run real servers behind real pods. Without
+    KServe (its tests run on the first plane)."""
+    plane = ControlPlane(tmp_path_factory.mktemp("loopback-plane"), pod_cidr="127.244.0.1/16", kserve=False)
     try:
         yield plane.start()
     finally:

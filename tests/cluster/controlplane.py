@@ -6,6 +6,8 @@ v0.10.0) with its webhooks served on 127.0.0.1 and registered by URL."""
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import os
 import shutil
 import signal
@@ -44,9 +46,11 @@ def binary(name: str) -> str:
 
 
 class ControlPlane:
-    def __init__(self, root: Path, pod_cidr: str = "10.244.0.1/16"):
+    def __init__(self, root: Path, pod_cidr: str = "10.244.0.1/16", kserve: bool = True):
         self.root = root
         self.pod_cidr = pod_cidr  # where kwok gives pods their IPs
+        self.kserve_kinds = kserve  # KServe's CRDs (~6.5 MB of the ~9 installed)
+        self.with_kserve = kserve and KSERVE_MANAGER.exists()  # its controllers: make kserve builds them
         self.logs = root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.processes: dict[str, subprocess.Popen] = {}
@@ -66,7 +70,7 @@ class ControlPlane:
         self._kwok()
         self.install_crds()
         self._lws()
-        if KSERVE_MANAGER.exists():  # make kserve: not part of make cluster
+        if self.with_kserve:
             self._kserve()
         return self
 
@@ -215,13 +219,16 @@ class ControlPlane:
     def install_crds(self) -> None:
         from tests.conftest import SHARED
 
-        for path in sorted((SHARED / "crds").glob("*.y*ml")):
-            for crd in load_all(path.read_text()):
-                if crd.get("kind") == "CustomResourceDefinition":
-                    crd["metadata"].pop("creationTimestamp", None)
-                    crd.pop("status", None)
-                    self.admin.apply(crd)
-        for crd in self.admin.list("apiextensions.k8s.io/v1", "CustomResourceDefinition"):
+        paths = sorted((SHARED / "crds").glob("*.y*ml"))
+        self.apply_crds([p for p in paths if self.kserve_kinds or not p.name.startswith("serving.kserve.io_")])
+
+    def apply_crds(self, paths: list[Path]) -> None:
+        """Every CRD of the files, applied one after another (applied four at a time they took twice as
+        long: the server rebuilds its OpenAPI document per CRD), then each waited for until established."""
+        crds = [crd for path in paths for crd in _crds(path)]
+        for crd in crds:
+            self.admin.apply(copy.deepcopy(crd))
+        for crd in crds:
             name = crd["metadata"]["name"]
             wait_for(f"CRD {name} established", lambda n=name: _established(self.admin, n))
 
@@ -279,14 +286,7 @@ class ControlPlane:
     def _kserve_manager(self, kubeconfig: Path, tmp: Path) -> None:
         """KServe's InferenceService controller (cmd/manager), with the CRDs it watches beside those of
         ../shared/crds; it reads inferenceservice-config at start (installed by _kserve)."""
-        for path in sorted((KSERVE_CONFIG / "isvc-crds").glob("*.yaml")):
-            for crd in load_all(path.read_text()):
-                if crd and crd.get("kind") == "CustomResourceDefinition":
-                    crd["metadata"].pop("creationTimestamp", None)
-                    crd.pop("status", None)
-                    self.admin.apply(crd)
-                    name = crd["metadata"]["name"]
-                    wait_for(f"CRD {name} established", lambda n=name: _established(self.admin, n))
+        self.apply_crds(sorted((KSERVE_CONFIG / "isvc-crds").glob("*.yaml")))
         health = free_port()
         argv = [
             binary("kserve-manager"), "--metrics-addr", "0", "--health-probe-addr", f"127.0.0.1:{health}",
@@ -295,6 +295,19 @@ class ControlPlane:
         env = {"POD_NAMESPACE": KSERVE_NAMESPACE, "TMPDIR": str(tmp), "KUBECONFIG": str(kubeconfig)}
         self.spawn("kserve-manager", argv, env)  # config.GetConfig reads KUBECONFIG (no flag)
         wait_for("KServe's InferenceService controller is healthy", lambda: _healthy(health, self.alive), attempts=600)
+
+
+@functools.cache
+def _crds(path: Path) -> tuple[dict, ...]:
+    """The CustomResourceDefinitions of a file as the server takes them, read once per session (a
+    second control plane installs the same ~9 MB)."""
+    crds = []
+    for crd in load_all(path.read_text()):
+        if crd.get("kind") == "CustomResourceDefinition":
+            crd["metadata"].pop("creationTimestamp", None)
+            crd.pop("status", None)
+            crds.append(crd)
+    return tuple(crds)
 
 
 def _healthy(port: int, alive) -> bool:
