@@ -88,4 +88,7 @@ def config(exec_dir: str) -> str:
         if delay and stage["spec"]["resourceRef"]["kind"] == "Pod":
             delay["durationMilliseconds"] = min(delay.get("durationMilliseconds", 0), 200)
             delay.pop("jitterDurationMilliseconds", None)
+            # upstream's pod-delete waits a random part of the grace period (up to deletionTimestamp),
+            # as a process slow to end on SIGTERM would: a rolling update of two groups took ~2 min
+            delay.pop("jitterDurationFrom", None)
     return yaml.safe_dump_all([*stages, execs], sort_keys=False)
