@@ -208,14 +208,15 @@ $(KSERVE_STAMP): tools/cluster/build_kserve.sh tools/cluster/module_source.sh te
 kserve: $(KSERVE_STAMP)
 
 ## test-cluster: every example (and its variants) applied to the real control plane of make cluster, on fake GPU
-## nodes kwok keeps Ready, the LLMInferenceService example reconciled by KServe's own controller (make kserve);
-## each example prints <example> PASS|FAIL with what failed
-test-cluster: cluster kserve vllm-cpu
+## nodes kwok keeps Ready, the LLMInferenceService example reconciled by KServe's own controller (make kserve),
+## the scale-to-zero example's ScaledObject by KEDA's operator (make keda); each example prints
+## <example> PASS|FAIL with what failed
+test-cluster: cluster kserve keda vllm-cpu
 	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" PATH="$(CURDIR)/$(BIN):$$PATH" \
 	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist -m cluster tests/cluster
 
 ## keda: KEDA's operator v2.21.0 and its CRDs, built once from the proxy's source archive (pinned by SHA-256,
-## tools/cluster/build_keda.sh) and cached; ~11 min cold, so not part of make cluster (CI's time)
+## tools/cluster/build_keda.sh) and cached; ~11 min cold; make test-cluster needs it
 KEDA_STAMP := $(CLUSTER_BIN)/.keda-$(shell cat tools/cluster/build_keda.sh tools/cluster/module_source.sh tests/cluster/gomod/keda.mk | cksum | cut -d' ' -f1)
 $(KEDA_STAMP): tools/cluster/build_keda.sh tools/cluster/module_source.sh tests/cluster/gomod/keda.mk
 	mkdir -p $(CLUSTER_BIN)

@@ -28,7 +28,7 @@ from tests.cluster.metrics import PROMETHEUS, _exited, _ok
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.skipif(
-        not (BIN / "keda-operator").exists(), reason="KEDA's operator: make keda builds it (~11 min cold; not in CI)"
+        not (BIN / "keda-operator").exists(), reason="KEDA's operator: make keda builds it (make test-cluster does)"
     ),
 ]
 
