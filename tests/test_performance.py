@@ -23,9 +23,10 @@ RENDER_PER_PROFILE_IN_REFERENCE_RUNS = 1.9
 # both: `python -m lwsgen --help` over a bare `python -c pass`, and a cold `lwsgen render` of one
 # profile over importing yaml, jinja2 and jsonschema_rs (the floor lwsgen cannot go below; the rest is
 # imports, validators, templates, parse-back, write). Measured at 7720065 on the 2-core machine class,
-# quiet and with a CI run beside it (load 4.5): help 0.31-0.41, render 0.61-0.72.
-HELP_OWN_PER_BARE_PYTHON = 0.4
-RENDER_OWN_PER_FLOOR = 0.7
+# quiet (help 0.35-0.50, render 0.49-0.62) and with a CI run beside it (0.31-0.41, 0.61-0.72): the
+# medians. CPU time does not see a wait (a sleep, an fsync per file, a network call).
+HELP_OWN_PER_BARE_PYTHON = 0.38
+RENDER_OWN_PER_FLOOR = 0.6
 
 # New processes write and read bytecode, as an installed package has it (pip compiles it), whatever
 # the caller's environment says.

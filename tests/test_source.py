@@ -94,6 +94,11 @@ TRICKY = [
     "a: !!str 12\nb: !!int '7'\nc: !!float '1'\nd: !!bool 'yes'\ne: !!binary aGVsbG8=\nf: !!null ''\n",
     "? [1, 2]\n: list key\n1: int key\ntrue: bool key\n~: null key\n'q': quoted\n",
     "a: !!set {x, y}\nb: !!omap [{k: 1}, {j: 2}]\nc: !!pairs [{k: 1}]\nd: ''\ne: '0755'\nf: \"\\u00e9\"\n",
+    # two bad values: the problem reported is the one SafeLoader's order of construction meets first
+    "a: [!!bool maybe]\nb: !!int x\n",
+    "a: [!foo x]\nb: !!bool maybe\n",
+    "a: {[1]: 2}\nb: !!bool maybe\n",
+    "a: {x: [!foo y]}\nb: [1, {c: !!int z}]\n",
 ]
 
 

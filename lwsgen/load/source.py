@@ -234,10 +234,20 @@ def _to_data(loader, node: yaml.Node) -> Any:
     return loader.construct_object(node, deep=True)
 
 
+def _read_node(loader, node: yaml.Node) -> Any:
+    """The fast conversion; where it fails, SafeLoader's own construction of the whole document, whose
+    order says which of several bad values is reported (and whose stack use is the one bounds allow)."""
+    try:
+        return _to_data(loader, node)
+    except Exception:  # noqa: BLE001 - re-raised, as SafeLoader raises it, by the construction below
+        loader.constructed_objects, loader.recursive_objects = {}, {}
+        return loader.construct_document(node)
+
+
 def _construct(loader, node: yaml.Node, file: str, limit: int, characters: int = bounds.MAX_EXPANDED_BYTES) -> Any:
     _node_budget(node, file, limit, characters)
     try:
-        return _to_data(loader, node)
+        return _read_node(loader, node)
     except (KeyError, TypeError) as err:  # a tag whose constructor cannot read the value (!!bool maybe)
         mark = node.start_mark
         message = f"a value YAML cannot read as its tag says ({type(err).__name__}: {str(err)[:80]}); quote it"

@@ -167,7 +167,10 @@ def _judge_all(api: Api, namespace: str, original: Path, root: Path, edits: list
                 shutil.rmtree(work)
                 continue
             verdict = Verdict(edit.name, 0, [])
-            pending.append((verdict, work, threads.submit(server_side, work, verdict), pool.submit(validate, work)))
+            # the pool forks its workers at its first submit: before any server thread exists, so no
+            # worker starts with a lock a thread held (the import lock, OpenSSL's)
+            validated = pool.submit(validate, work)
+            pending.append((verdict, work, threads.submit(server_side, work, verdict), validated))
             while len(pending) > 6 or (pending and index == len(edits) - 1):
                 verdicts.append(_judged(*pending.pop(0)))
         verdicts += [_judged(*waiting) for waiting in pending]
