@@ -135,3 +135,13 @@ def test_data_of_every_rendered_file_is_what_pyyamls_safe_loader_constructs():
         text = file.read_text()
         expected = [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc is not None]
         assert [src.data for src in load_documents(text, str(file))] == expected, file
+
+
+@pytest.mark.parametrize(
+    "value", ["!!int ''", "!!int '-'", "!!float ''", "!!timestamp x", "!!bool maybe", "[!!int '']"]
+)
+def test_a_value_its_tag_cannot_read_is_a_located_problem_not_an_internal_error(tmp_path, value):
+    """PyYAML's constructors fail on these with IndexError or AttributeError, which reached the CLI as
+    an internal error (exit 3)."""
+    [problem] = _problems(tmp_path, f"name: demo\nnode:\n  gpus: {value}\n".encode())
+    assert problem.startswith("p.yaml:3:") and "cannot read as its tag says" in problem and "quote it" in problem

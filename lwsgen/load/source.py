@@ -244,28 +244,45 @@ def _read_node(loader, node: yaml.Node) -> Any:
         return loader.construct_document(node)
 
 
+_PROBE = yaml.SafeLoader("")  # constructs one scalar at a time to find the one that failed
+
+
+def _unreadable(node: yaml.Node, error: type) -> yaml.Node:
+    """The first scalar in the text whose tag's constructor fails as the document's construction did
+    (the document itself if none does): where the problem is shown."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, yaml.ScalarNode):
+            try:
+                _PROBE.construct_object(current)
+            except error:
+                return current
+            except Exception:  # noqa: BLE001, S112 - another kind of failure: not the one reported
+                continue
+            finally:
+                _PROBE.constructed_objects.clear()
+        elif isinstance(current, yaml.MappingNode):
+            pending += reversed([part for pair in current.value for part in pair])
+        elif isinstance(current, yaml.SequenceNode):
+            pending += reversed(current.value)
+    return node
+
+
 def _construct(loader, node: yaml.Node, file: str, limit: int, characters: int = bounds.MAX_EXPANDED_BYTES) -> Any:
     _node_budget(node, file, limit, characters)
     try:
         return _read_node(loader, node)
-    except (KeyError, TypeError) as err:  # a tag whose constructor cannot read the value (!!bool maybe)
-        mark = node.start_mark
-        message = f"a value YAML cannot read as its tag says ({type(err).__name__}: {str(err)[:80]}); quote it"
-        raise ProblemsError([Problem(file, mark.line + 1, mark.column + 1, "", message, "bad-value")]) from None
-    except ValueError as err:  # Python refuses integers of more than 4300 digits
-        mark = node.start_mark
-        raise ProblemsError(
-            [
-                Problem(
-                    file,
-                    mark.line + 1,
-                    mark.column + 1,
-                    "",
-                    (f"a value YAML cannot read as a number ({str(err).split(':')[0]})"),
-                    "bad-number",
-                )
-            ]
-        ) from None
+    # a tag whose constructor cannot read the value: !!bool maybe, !!int "" (IndexError), !!timestamp x
+    # (AttributeError: its pattern did not match), an integer of more than 4300 digits (ValueError)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
+        mark = _unreadable(node, type(err)).start_mark
+        if isinstance(err, ValueError):
+            message, code = f"a value YAML cannot read as a number ({str(err).split(':')[0]})", "bad-number"
+        else:
+            kind = f"{type(err).__name__}: {str(err)[:80]}"
+            message, code = f"a value YAML cannot read as its tag says ({kind}); quote it", "bad-value"
+        raise ProblemsError([Problem(file, mark.line + 1, mark.column + 1, "", message, code)]) from None
     finally:  # the constructor's per-document state, as its construct_document leaves it
         loader.constructed_objects, loader.recursive_objects = {}, {}
 
