@@ -278,10 +278,11 @@ def _construct(loader, node: yaml.Node, file: str, limit: int, characters: int =
     except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:
         mark = _unreadable(node, type(err)).start_mark
         if isinstance(err, ValueError):
-            message, code = f"a value YAML cannot read as a number ({str(err).split(':')[0]})", "bad-number"
+            code = "bad-number"
+            message = f"a value YAML cannot read as a number ({str(err).split(':')[0]})"
         else:
-            kind = f"{type(err).__name__}: {str(err)[:80]}"
-            message, code = f"a value YAML cannot read as its tag says ({kind}); quote it", "bad-value"
+            code = "bad-value"
+            message = f"a value YAML cannot read as its tag says ({type(err).__name__}: {str(err)[:80]}); quote it"
         raise ProblemsError([Problem(file, mark.line + 1, mark.column + 1, "", message, code)]) from None
     finally:  # the constructor's per-document state, as its construct_document leaves it
         loader.constructed_objects, loader.recursive_objects = {}, {}
