@@ -47,6 +47,7 @@ class Resource:
         return base + (f"/{name}" if name else "")
 
 
+# libyaml's parser: the pure-Python one costs more than the hand-edit suite's two judges together
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

@@ -26,7 +26,7 @@ import yaml
 
 from lwsgen.cli import main
 from tests import readonce
-from tests.cluster.api import Api, ApiError
+from tests.cluster.api import LOADER, Api, ApiError
 from tests.cluster.lwsmanifests import KUSTOMIZE
 from tests.test_validate_deletions import DUMPER, key_paths  # the deletion suite's own walk and emitter
 
@@ -37,9 +37,6 @@ NOT_OBJECTS = (*KUSTOMIZE_INPUTS, "prometheus-adapter-rules.yaml", "eksctl-nodeg
 
 
 MEMORY = "/dev/shm"
-
-# libyaml's parser: the pure-Python one costs more than the two judges together
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @functools.lru_cache(maxsize=64)
