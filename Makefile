@@ -213,7 +213,7 @@ kserve: $(KSERVE_STAMP)
 ## <example> PASS|FAIL with what failed
 test-cluster: cluster kserve keda vllm-cpu
 	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" PATH="$(CURDIR)/$(BIN):$$PATH" \
-	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist -m cluster tests/cluster
+	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist --durations=12 -m cluster tests/cluster
 
 ## keda: KEDA's operator v2.21.0 and its CRDs, built once from the proxy's source archive (pinned by SHA-256,
 ## tools/cluster/build_keda.sh) and cached; ~11 min cold; make test-cluster needs it
@@ -228,7 +228,7 @@ keda: $(KEDA_STAMP)
 ## test-keda: KEDA's operator reconciles the scale-to-zero example's ScaledObject on the real control plane
 test-keda: cluster keda
 	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" PATH="$(CURDIR)/$(BIN):$$PATH" \
-	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist -m cluster tests/cluster/test_keda.py
+	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist --durations=12 -m cluster tests/cluster/test_keda.py
 
 ## test-all: every suite (CI runs this)
 test-all: test test-slow test-groupsim test-engines test-image test-cluster fuzz-quick

@@ -26,7 +26,7 @@ from tests.cluster.pki import SERVER_NAMES, Pki
 BIN = Path(os.environ.get("LWSGEN_CLUSTER_BIN", Path(__file__).resolve().parents[2] / ".tools/cluster/bin"))
 SERVICE_RANGE = "10.0.0.0/24"  # nothing is routed there: Services only need ClusterIPs allocated
 KWOK_NODE = "kwok.x-k8s.io/node"
-STOP_GRACE = 5.0
+STOP_GRACE = 1.0
 KSERVE_MANAGER = BIN / "llmisvc-manager"
 KSERVE_CONFIG = BIN.parent / "kserve-config"  # tools/cluster/build_kserve.sh
 KSERVE_NAMESPACE = "kserve"
