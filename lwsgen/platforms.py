@@ -45,6 +45,13 @@ AUTOSCALER_CLASS = ("serving.kserve.io/autoscalerClass", "none")
 ISVC_APP_LABEL = "app"
 # On head and worker pods both (components/predictor.go#L498-L512, #L533-L545).
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
+# The pods' generation label, in the Services' names: <name>-head-<generation> selects the head,
+# <name>-workers-<generation> the workers, both publishing not-ready addresses
+# (constants.go#L62, #L765-L774; reconcilers/service/service_reconciler.go#L195-L240).
+ISVC_GENERATION_LABEL = "isvc.generation"
+# In the runtime's spec.annotations, vLLM's own multi-node launch in place of Ray: then the group is
+# pipeline pods of tensor GPUs each (constants.go#L743-L744; components/predictor.go#L608-L620, #L759-L766).
+EXECUTOR_BACKEND = ("multinode/executor-backend", "mp")
 # GPU resource names the webhook knows without an annotation (constants.go#L309-L322).
 KNOWN_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "intel.com/gpu", "habana.ai/gaudi")
 
@@ -79,6 +86,14 @@ def isvc_head_app(name: str) -> str:
 
 def isvc_worker_app(name: str) -> str:
     return f"isvc.{name}-predictor-worker"
+
+
+def isvc_head_service(name: str, generation: str) -> str:
+    return f"{name}-head-{generation}"
+
+
+def isvc_worker_service(name: str, generation: str) -> str:
+    return f"{name}-workers-{generation}"
 
 
 def data_per_pod(profile: Profile) -> int:

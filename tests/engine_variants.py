@@ -12,6 +12,11 @@ VLLM_CPU = {
     "dp": ("vllm-qwen3-235b-a22b", {"parallelism": {"data": 2, "tensor": 1, "expert": False}}),
     # the example as it is (expert parallel on), over a tiny Qwen3 MoE
     "dp-expert": ("vllm-qwen3-235b-a22b", {"parallelism": {"data": 2, "tensor": 1, "expert": True}}),
+    # KServe's InferenceService on its mp backend: the head and one worker Deployment, vLLM's own launch
+    "isvc-native": (
+        "vllm-llama31-405b-kserve-isvc",
+        {"parallelism": {"tensor": 1, "pipeline": 2}, "launch": {"mode": "native"}},
+    ),
 }
 VLLM_CPU_EXTRA_ARGS = ["--max-num-seqs", "2"]
 

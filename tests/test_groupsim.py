@@ -51,6 +51,8 @@ VARIANTS = {
     "vllm-ray": ("vllm-llama31-405b", {"launch": {"mode": "ray"}}),
     "aphrodite-0.6": ("aphrodite-llama31-70b", {"runtimeVersion": "0.6.5"}),  # the old server module, on Ray
     "llamacpp-b6123": ("llamacpp-llama31-70b", {"image": "registry.example.com/ml/llama.cpp-rpc-cuda:b6123"}),
+    # KServe's mp backend: vLLM's own launch on an InferenceService's head and worker Deployments
+    "isvc-native": ("vllm-llama31-405b-kserve-isvc", {"launch": {"mode": "native"}}),
 }
 # model.source: the pods wait for the download Job's marker on the shared claim
 DELIVERY = [("sglang-deepseek-r1", "model_arrives_late")]
@@ -60,6 +62,7 @@ VARIANT_CELLS = [
     ("aphrodite-0.6", "together"),
     ("llamacpp-b6123", "together"),
     ("llamacpp-b6123", "worker_dies"),
+    ("isvc-native", "together"),
     ("vllm-ray", "node_lost"),
     ("llamacpp-b6123", "node_lost"),
 ]
@@ -193,6 +196,18 @@ def test_native_nodes_rendezvous_at_the_leaders_master_port_and_only_the_leader_
         assert _flag(node["argv"], "--master-port") == "29501"
         assert "--distributed-executor-backend" not in node["argv"]
     assert nodes[0]["hostname"] == f"{example}-0"
+
+
+def test_isvc_native_nodes_rendezvous_at_kserves_head_service(table):
+    """launch.mode native on an InferenceService: the head (node rank 0) and its one worker (1) meet
+    at the head's headless Service, named from the labels KServe puts on the pods."""
+    outcome = table[("isvc-native", "together")]
+    nodes = sorted(_records(outcome, "vllm"), key=lambda r: r["rank"])
+    assert [(r["rank"], r["world"], r["headless"]) for r in nodes] == [(0, 2, False), (1, 2, True)]
+    example = VARIANTS["isvc-native"][0]
+    for node in nodes:
+        assert _flag(node["argv"], "--master-addr") == f"{example}-head-1.inference.svc.cluster.local"
+        assert "--distributed-executor-backend" not in node["argv"]
 
 
 def test_vllm_data_parallel_pods_take_their_ranks_from_their_index(table):

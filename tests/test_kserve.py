@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from conftest import MINIMAL, REPO, SHARED, tool
+from groupsim.kubeenv import container_env, expand_command
 from lwsgen import platforms
-from lwsgen.output import validate
+from lwsgen.output import kserve, validate
 from lwsgen.output.inventory import inventory
 from lwsgen.output.parse import parse
 from lwsgen.pipeline import render_profile
@@ -77,7 +78,16 @@ def _one(objects: list[dict], kind: str) -> dict:
         ({"autoscaling": {"enabled": True}}, "autoscaling.enabled", "'none' autoscaler"),
         ({"service": {"type": "LoadBalancer"}}, "service.type", "KServe creates the Services"),
         ({"replicas": 2}, "replicas", "exactly one head"),
-        ({"launch": {"mode": "native"}}, "launch.mode", "no node rank"),
+        (  # KServe's mp backend: a worker Deployment's pods have no index for --node-rank
+            {"launch": {"mode": "native"}, "parallelism": {"tensor": 8, "pipeline": 3}},
+            "launch.mode",
+            "the 2 pods of KServe's worker Deployment have no index",
+        ),
+        (  # ... and gives each pod tensor GPUs (components/predictor.go#L759-L766)
+            {"launch": {"mode": "native"}, "parallelism": {"tensor": 4, "pipeline": 4}},
+            "parallelism.tensor",
+            "KServe's mp backend gives each pod tensor GPUs (4)",
+        ),
         ({"parallelism": {"tensor": 8}}, "parallelism", "a one-pod group needs no workerSpec"),
         ({"platform": "kserve", "parallelism": {"tensor": 8}}, "parallelism", "one pod holds this group"),
         ({"parallelism": {"tensor": 1, "data": 16}}, "parallelism.data", "use platform kserve for data"),
@@ -167,6 +177,39 @@ def test_kserve_sizes_the_examples_groups_as_lwsgen_does():
     per_node = int(runtime["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
     nodes = math.ceil(runtime["tensorParallelSize"] * runtime["pipelineParallelSize"] / per_node)
     assert nodes == isvc.profile.group_size == 2
+
+
+def test_launch_native_on_an_isvc_is_kserves_mp_backend_with_its_service_names(render):
+    """launch.mode native: the runtime asks for KServe's mp backend, which gives each pod tensor GPUs
+    and sizes the group as pipeline pods (components/predictor.go#L759-L766), and vLLM's own launch
+    gets from the kubelet's expansion of the labels KServe puts on its pods the names of the headless
+    Services KServe makes, <name>-head-<generation> and <name>-workers-<generation>
+    (constants.go#L765-L774): the rank, the size and the master address each pod runs with."""
+    objects = _objects(render(_profile(launch={"mode": "native"})))
+    runtime = _one(objects, "ServingRuntime")
+    assert runtime["spec"]["annotations"] == {"multinode/executor-backend": "mp"}
+    sizes = runtime["spec"]["workerSpec"]
+    deployments = kserve.isvc_deployments([_one(objects, "InferenceService")], [runtime])
+    runs = []
+    for deployment in deployments:
+        template = deployment["spec"]["template"]
+        labels = {**template["metadata"]["labels"], "isvc.generation": "3"}  # KServe's, on its pods
+        pod = {"metadata": {"namespace": "team", "labels": labels}, "spec": template["spec"]}
+        container = template["spec"]["containers"][0]
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == str(sizes["tensorParallelSize"])
+        env = container_env(
+            container, pod, prepend=[], field_values={"status.podIP": "10.0.0.9"}, secret_values={},
+            config_map_values={},
+        )  # fmt: skip
+        args = expand_command(container["args"], env)
+        runs.append((dict(zip(args, args[1:], strict=False)), "--headless" in args, dict(env)))
+    (head, head_headless, head_env), (worker, worker_headless, _) = runs
+    assert head["--nnodes"] == worker["--nnodes"] == str(sizes["pipelineParallelSize"])
+    assert (head["--node-rank"], worker["--node-rank"]) == ("0", "1")
+    assert head["--master-addr"] == worker["--master-addr"] == "demo-head-3.team.svc.cluster.local"
+    assert head_env["LWSGEN_WORKER_ADDRESS"] == "demo-workers-3.team.svc.cluster.local"  # the head's wait
+    assert (head_headless, worker_headless) == (False, True)
+    assert "ray" not in runtime["spec"]["containers"][0]["args"]
 
 
 def test_the_isvc_says_what_kserve_would_otherwise_skip_or_refuse():
@@ -332,6 +375,26 @@ def test_validate_refuses_what_kserves_webhooks_refuse_in_a_hand_edit(tmp_path, 
     edited.write_text(text.replace(edit[0], edit[1], 1), encoding="utf-8")
     assert main(["validate", str(directory)]) == 1
     assert says in capsys.readouterr().out
+
+
+def test_validate_holds_a_hand_edited_mp_runtime_to_the_gpus_kserve_gives(tmp_path, capsys):
+    """KServe's mp backend sets each pod's GPUs to tensorParallelSize: a hand edit of the worker's GPUs
+    alone is a pod the controller would resize under the engine."""
+    from lwsgen.cli import main
+
+    profile = tmp_path / "native.yaml"
+    profile.write_text(yaml.safe_dump(_profile(launch={"mode": "native"})), encoding="utf-8")
+    assert main(["render", str(profile), "-o", str(tmp_path / "out")]) == 0
+    directory = tmp_path / "out" / "demo"
+    assert main(["validate", str(directory)]) == 0
+    capsys.readouterr()
+    edited = directory / "inferenceservice.yaml"
+    text = edited.read_text(encoding="utf-8")
+    worker = text.index("  workerSpec:")
+    edited.write_text(text[:worker] + text[worker:].replace("nvidia.com/gpu: '8'", "nvidia.com/gpu: '4'"), "utf-8")
+    assert main(["validate", str(directory)]) == 1
+    out = capsys.readouterr().out
+    assert "KServe's mp backend gives each pod tensorParallelSize (8) GPUs, and this container asks for 4" in out
 
 
 def test_explain_names_the_pods_and_the_front_door_kserve_makes():

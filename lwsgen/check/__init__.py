@@ -33,7 +33,8 @@ def typed(src: Source) -> tuple[Profile, list[Problem]]:
     profile = from_data(schema.with_defaults(src.data))
     if profile.platform != "lws":  # KServe's Services are its own, ClusterIP (llmisvc/workload.go#L112-L180)
         profile = profile._replace(service=profile.service._replace(type="ClusterIP"))
-    if profile.platform == "kserve-isvc":  # a Deployment's worker has no node rank: Ray forms the group
+    if profile.platform == "kserve-isvc" and profile.launch.mode != "native":
+        # Ray forms the group unless the profile asks for vLLM's own launch (KServe's mp backend)
         profile = profile._replace(launch=profile.launch._replace(mode="ray"))
     problems = sizebound.problems(profile, src)
     if problems:  # before any work that grows with the groups

@@ -78,13 +78,6 @@ UNSUPPORTED: tuple[tuple[tuple[str, ...], tuple[str, ...], Any, str], ...] = (
         1,
         "a multi-node InferenceService runs exactly one head (one group): use platform kserve for several groups",
     ),
-    (
-        ("launch", "mode"),
-        (ISVC,),
-        "ray",
-        "the worker Deployment's pods have no node rank for vLLM's native launch (--node-rank), so lwsgen "
-        "forms an InferenceService's group with Ray: leave launch.mode out",
-    ),
 )
 
 
@@ -193,6 +186,30 @@ def _isvc_layout(profile: Profile, src: Source) -> list[Problem]:
             "(constants.go#L309-L322): use one of them"
         )
         return [src.problem(("node", "gpuResource"), message, "kserve-refuses")]
+    return []
+
+
+def _isvc_native(profile: Profile, src: Source) -> list[Problem]:
+    """launch.mode native: KServe's mp backend sizes the group as pipeline pods of tensor GPUs
+    (components/predictor.go#L759-L766), and its worker Deployment's pods have no index to give
+    vLLM as --node-rank: one worker, whose rank is 1, is the group lwsgen can launch."""
+    if profile.launch.mode != "native":
+        return []
+    par, gpus = profile.parallelism, profile.node.gpus
+    if par.tensor != gpus:
+        message = (
+            f"KServe's mp backend gives each pod tensor GPUs ({par.tensor}) and sizes the group as pipeline pods "
+            f"(components/predictor.go#L759-L766): set tensor to the node's GPUs ({gpus}), or leave launch.mode "
+            "out (Ray)"
+        )
+        return [src.problem(("parallelism", "tensor"), message, "kserve-refuses")]
+    if par.pipeline != 2:
+        message = (
+            f"vLLM's own launch needs each pod's --node-rank, and the {par.pipeline - 1} pods of KServe's worker "
+            "Deployment have no index to take it from: with launch.mode native a group is the head and one "
+            "worker (pipeline 2); leave launch.mode out to form the group with Ray"
+        )
+        return [src.problem(("launch", "mode"), message, "not-on-platform")]
     return []
 
 
@@ -330,7 +347,7 @@ def check(profile: Profile, src: Source) -> list[Problem]:
     if profile.platform == KSERVE:
         layout = _llmisvc_layout(profile, src) if whole else []
         return problems + layout + _llmisvc_model(profile, src)
-    layout = _isvc_layout(profile, src) if whole else []
+    layout = (_isvc_layout(profile, src) or _isvc_native(profile, src)) if whole else []
     return problems + layout + _isvc_model(profile, src) + _devices(profile, src)
 
 

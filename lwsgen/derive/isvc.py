@@ -3,12 +3,15 @@ InferenceService that names it, which KServe runs as a head Deployment <name>-pr
 worker Deployment <name>-predictor-worker (kserve/kserve@v0.20.0
 pkg/controller/v1beta1/inferenceservice/components/predictor.go#L187-L239).
 
-The engine is lwsgen's vLLM over Ray, in the profile's image, from lwsgen's own pod builder: the
-runtime holds the containers (named as KServe looks them up) and their volumes, the
-InferenceService the pod-level fields, the model's storageUri and the sizes (as fields: KServe's
-webhook refuses them as env). lwsgen's Ray scripts read the group size and the head's address that
-LeaderWorkerSet would give; here they come from what KServe's controller injects: RAY_NODE_COUNT
-and HEAD_SVC (components/predictor.go#L624-L677)."""
+The engine is lwsgen's vLLM, in the profile's image, from lwsgen's own pod builder: the runtime
+holds the containers (named as KServe looks them up) and their volumes, the InferenceService the
+pod-level fields, the model's storageUri and the sizes (as fields: KServe's webhook refuses them as
+env). lwsgen's launch scripts read the group size, the pod's index and the head's address that
+LeaderWorkerSet would give. Over Ray (the default) they come from what KServe's controller injects:
+RAY_NODE_COUNT and HEAD_SVC (components/predictor.go#L624-L677). With launch.mode native (KServe's
+mp backend, the runtime's spec.annotations) the group is the head and one worker (check/platform.py),
+so the size and index are known here, and both pods name the head's and the worker's headless
+Services from their own labels (the service's name and generation), which KServe puts on them."""
 
 from lwsgen import platforms
 from lwsgen.derive import workload
@@ -27,6 +30,7 @@ WORKER_ENV = (
 
 class ServingRuntime(Record):
     meta: Meta
+    annotations: dict[str, str] | None  # spec.annotations, where KServe reads the executor backend
     model_format: str
     head: Container
     head_pod: Pod  # its volumes
@@ -61,6 +65,31 @@ def _through(engine: Container, name: str, exported: str, env: tuple[EnvVar, ...
     return engine._replace(name=name, command=("/bin/bash", "-c", exported, script), env=(*engine.env, *env))
 
 
+def _isvc_address(service) -> str:
+    """A headless Service of this InferenceService, named from the pod's own labels (kubelet's $(VAR))."""
+    return f"{service('$(LWSGEN_ISVC_NAME)', '$(LWSGEN_ISVC_GENERATION)')}.$(POD_NAMESPACE).svc.cluster.local"
+
+
+def _group_env(index: int) -> tuple[EnvVar, ...]:
+    """What LeaderWorkerSet would give lwsgen's native launch (await-leader.sh), for a group of the
+    head (index 0) and one worker (1); before the engine's own env, which the kubelet expands in order."""
+    own = (
+        EnvVar("LWSGEN_ISVC_NAME", field_path=f"metadata.labels['{platforms.ISVC_LABEL}']"),
+        EnvVar("LWSGEN_ISVC_GENERATION", field_path=f"metadata.labels['{platforms.ISVC_GENERATION_LABEL}']"),
+        EnvVar("POD_NAMESPACE", field_path="metadata.namespace"),
+        EnvVar("LWS_GROUP_SIZE", "2"),
+        EnvVar("LWS_WORKER_INDEX", str(index)),
+        EnvVar("LWS_LEADER_ADDRESS", _isvc_address(platforms.isvc_head_service)),
+    )
+    if index == 0:  # the worker's Service: the head waits for and watches its one worker there (lib.sh)
+        return (*own, EnvVar("LWSGEN_WORKER_ADDRESS", _isvc_address(platforms.isvc_worker_service)))
+    return own
+
+
+def _native(engine: Container, name: str, index: int) -> Container:
+    return engine._replace(name=name, env=(*_group_env(index), *engine.env))
+
+
 def inferenceservice(ctx: Context, kind) -> KServeIsvc | None:
     profile = ctx.profile
     if profile.platform != platforms.KSERVE_ISVC:
@@ -68,12 +97,17 @@ def inferenceservice(ctx: Context, kind) -> KServeIsvc | None:
     par = profile.parallelism
     leader = workload.role_pod(ctx, "leader", ctx.parts.leader)
     worker = workload.role_pod(ctx, "worker", ctx.parts.worker)
-    head = _through(leader.containers[0], platforms.ISVC_HEAD_CONTAINER, HEAD_ENV)
-    namespace = EnvVar("POD_NAMESPACE", field_path="metadata.namespace")
-    joiner = _through(worker.containers[0], platforms.ISVC_WORKER_CONTAINER, WORKER_ENV, (namespace,))
-    runtime = ServingRuntime(
-        ctx.meta(kind, profile.name), MODEL_FORMAT, head, leader, joiner, worker, par.tensor, par.pipeline
-    )
+    if profile.launch.mode == "native":
+        head = _native(leader.containers[0], platforms.ISVC_HEAD_CONTAINER, 0)
+        joiner = _native(worker.containers[0], platforms.ISVC_WORKER_CONTAINER, 1)
+        backend = dict((platforms.EXECUTOR_BACKEND,))
+    else:
+        head = _through(leader.containers[0], platforms.ISVC_HEAD_CONTAINER, HEAD_ENV)
+        namespace = EnvVar("POD_NAMESPACE", field_path="metadata.namespace")
+        joiner = _through(worker.containers[0], platforms.ISVC_WORKER_CONTAINER, WORKER_ENV, (namespace,))
+        backend = None
+    meta = ctx.meta(kind, profile.name)
+    runtime = ServingRuntime(meta, backend, MODEL_FORMAT, head, leader, joiner, worker, par.tensor, par.pipeline)
     modes = dict((platforms.DEPLOYMENT_MODE, platforms.AUTOSCALER_CLASS))
     pod_labels = {k: v for k, v in leader.labels.items() if k in profile.pod_labels}
     service = InferenceService(

@@ -6,6 +6,7 @@ in schemas/ hold the objects' shape; these hold what the webhooks decide."""
 from collections.abc import Iterator
 from typing import Any
 
+from lwsgen import platforms
 from lwsgen.problems import Finding
 
 SIZE_ENV = ("TENSOR_PARALLEL_SIZE", "PIPELINE_PARALLEL_SIZE")
@@ -104,6 +105,34 @@ def engine_sizes(obj: dict[str, Any]) -> Iterator[Finding]:
         yield from _sizes_match(spec, flags, ("spec", "workerSpec"), "workerSpec")
 
 
+def mp_gpus(obj: dict[str, Any]) -> Iterator[Finding]:
+    """lwsgen's own: on KServe's mp backend the controller sets each pod's GPUs to tensorParallelSize
+    (components/predictor.go#L759-L766, deployment_reconciler.go#L91-L134), over what the containers
+    ask for: a pod sized otherwise runs an engine on GPUs it was not sized for."""
+    spec = obj["spec"]
+    annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
+    worker = spec.get("workerSpec")
+    key, mp = platforms.EXECUTOR_BACKEND
+    if annotations.get(key) != mp or not isinstance(worker, dict):
+        return
+    tensor = worker.get("tensorParallelSize", 1)
+    sides = [
+        (("spec", "containers"), spec.get("containers")),
+        (("spec", "workerSpec", "containers"), worker.get("containers")),
+    ]
+    for at, containers in sides:
+        for index, container in enumerate(containers or []):
+            limits = (container.get("resources") or {}).get("limits") if isinstance(container, dict) else None
+            gpus = {k: v for k, v in (limits or {}).items() if k in platforms.KNOWN_GPU_RESOURCES}
+            for name, value in gpus.items():
+                if str(value) != str(tensor):
+                    message = (
+                        f"KServe's mp backend gives each pod tensorParallelSize ({tensor}) GPUs, and this container "
+                        f"asks for {value}: set {name} to {tensor}, or tensorParallelSize to the GPUs of a pod"
+                    )
+                    yield Finding((*at, index, "resources", "limits", name), message)
+
+
 def _size_env(container: Any, at: tuple) -> Iterator[Finding]:
     env = container.get("env") if isinstance(container, dict) else None
     for index, var in enumerate(env or []):
@@ -182,5 +211,5 @@ def _both(*rules):
 RULES = {
     "LLMInferenceService": _both(llm_inference_service, lwsgen_pods, engine_sizes),
     "InferenceService": inference_service,
-    "ServingRuntime": _both(serving_runtime, engine_sizes),
+    "ServingRuntime": _both(serving_runtime, engine_sizes, mp_gpus),
 }

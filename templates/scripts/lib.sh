@@ -114,7 +114,13 @@ answers() {
 }
 
 # LeaderWorkerSet names worker i of a group <leader pod>-<i>; its address is the leader's with that name.
+# A group of a head and one worker elsewhere (KServe's InferenceService) names that worker's
+# address in LWSGEN_WORKER_ADDRESS.
 worker_address() {
+  if [ -n "${LWSGEN_WORKER_ADDRESS:-}" ]; then
+    printf '%s' "$LWSGEN_WORKER_ADDRESS"
+    return
+  fi
   local leader=${LWS_LEADER_ADDRESS:?set by LeaderWorkerSet}
   printf '%s-%s.%s' "${leader%%.*}" "$1" "${leader#*.}"
 }

@@ -131,6 +131,8 @@ def isvc_made(api: Api, namespace: str, objects: list[dict], nodes: int, problem
             problems.append(f"{name}: KServe computed (nodes, GPUs) {computed}; lwsgen's group is {nodes} x {gpus}")
         if name.endswith("-worker") and not env.get("HEAD_SVC"):
             problems.append(f"{name}: no HEAD_SVC, which lwsgen's worker joins the Ray head by")
+        elif name.endswith("-worker"):
+            _native_addresses(real, env, seen.get(predicted[0]["metadata"]["name"]), namespace, problems)
     head_name = predicted[0]["metadata"]["name"] if predicted else ""
     if head_name not in seen:
         return None
@@ -141,6 +143,33 @@ def isvc_made(api: Api, namespace: str, objects: list[dict], nodes: int, problem
     if len(pods) != 1:
         problems.append(f"the PodMonitor's selector ({query}) selects {len(pods)} pods, one head expected")
     return pods or None
+
+
+def _expanded_env(deployment: dict, namespace: str) -> dict[str, str]:
+    """A Deployment's pod's first container's env as the kubelet would build it (its labels, its namespace)."""
+    template = deployment["spec"]["template"]
+    pod = {"metadata": {**template["metadata"], "namespace": namespace}, "spec": template["spec"]}
+    container = template["spec"]["containers"][0]
+    env = kubeenv.container_env(
+        container, pod, prepend=[], field_values={"status.podIP": "10.0.0.9"}, secret_values={},
+        config_map_values={},
+    )  # fmt: skip
+    return dict(env)
+
+
+def _native_addresses(worker: dict, env: dict, head: dict | None, namespace: str, problems: list[str]) -> None:
+    """launch.mode native (KServe's mp backend): the addresses lwsgen's pods build from the labels on
+    the pods KServe made are the headless Services KServe told its worker of (HEAD_SVC, WORKER_SVC)."""
+    ours = _expanded_env(worker, namespace)
+    if "LWS_LEADER_ADDRESS" not in ours:
+        return  # over Ray: the worker reads HEAD_SVC itself
+    suffix = f".{namespace}.svc.cluster.local"
+    if ours["LWS_LEADER_ADDRESS"] != f"{env['HEAD_SVC']}{suffix}":
+        said = ours["LWS_LEADER_ADDRESS"]
+        problems.append(f"the worker's master address is {said}, KServe's HEAD_SVC {env['HEAD_SVC']}")
+    said = _expanded_env(head, namespace).get("LWSGEN_WORKER_ADDRESS") if head else None
+    if said != f"{env.get('WORKER_SVC')}{suffix}":
+        problems.append(f"the head waits for its worker at {said}, KServe's WORKER_SVC is {env.get('WORKER_SVC')}")
 
 
 def _same_set(predicted: dict, real: dict, problems: list[str]) -> None:

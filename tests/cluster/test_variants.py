@@ -21,6 +21,7 @@ VARIANTS = (
     "sglang-prefill-decode-placed",  # a DisaggregatedSet of two slices, each kept in one rack (ExclusiveSlice)
     "kserve-pipeline",  # an LLMInferenceService of one stage per pod, with the preset KServe does not ship
     "kserve-exclusive-topology",  # two groups of KServe's LeaderWorkerSet, a zone each (KServe copies the annotation)
+    "kserve-isvc-native",  # an InferenceService on KServe's mp backend: vLLM's own launch, no Ray
 )
 # Not yet (docs/development.md): volcano-gang (no Volcano scheduler: the module proxy refuses its releases).
 
@@ -29,7 +30,9 @@ VARIANTS = (
 def test_variant(cluster, case, tmp_path):
     if case.startswith("kserve") and not cluster.kserve:
         pytest.skip("make kserve builds KServe's LLMInferenceService controller")
-    problems = flow.run(cluster, rendered_in(CASES / case / "profile.yaml", f"v-{case}", tmp_path, case))
+    example = rendered_in(CASES / case / "profile.yaml", f"v-{case}", tmp_path, case)
+    isvc = (example.out_dir / "inferenceservice.yaml").exists()
+    problems = (flow.inference_service if isvc else flow.run)(cluster, example)
     dead = cluster.alive()
     assert not dead, dead
     assert not problems, "\n".join(problems)

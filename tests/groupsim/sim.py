@@ -258,7 +258,10 @@ class Simulation:
         threading.Thread(target=self._run_pod, args=(pod, volumes), daemon=True).start()
 
     def publish(self, pod: Pod) -> None:
-        self.network.publish(pod.fqdn, pod.ip)
+        if pod.subdomain:  # a Deployment's pod has no name of its own in DNS
+            self.network.publish(pod.fqdn, pod.ip)
+        for service in kserve_services(pod):
+            self.network.publish(f"{service}.{pod.namespace}.svc.{DOMAIN}", pod.ip)
 
     def _run_pod(self, pod: Pod, volumes: dict[str, Path]) -> None:
         for container in pod.init_containers:
@@ -469,6 +472,8 @@ class Simulation:
         self.kill_pod(pod)
         if pod.subdomain:
             self.network.unpublish(pod.fqdn)
+        for service in kserve_services(pod):
+            self.network.unpublish(f"{service}.{pod.namespace}.svc.{DOMAIN}")
 
     def kill_pod(self, pod: Pod) -> None:
         """The pod is gone at once (its node died, or it was force-deleted): every process SIGKILLed."""
@@ -574,6 +579,31 @@ def load(directory: Path) -> list[dict[str, Any]]:
     return objects + kserve_sets(objects)
 
 
+# On the LeaderWorkerSet the simulator runs a KServe InferenceService's Deployments as: no LWS
+# webhook touches those pods (no LWS_* env, no LWS labels).
+MADE_BY = "groupsim.lwsgen.dev/made-by"
+ISVC_GENERATION = "1"  # an InferenceService's first generation, on its pods' isvc.generation label
+
+
+def kserve_services(pod: Pod) -> list[str]:
+    """The headless Services KServe makes for an InferenceService's head and worker pods, which
+    publish not-ready addresses: <isvc>-head-<generation> and <isvc>-workers-<generation>, selecting
+    by the app and isvc.generation labels (kserve/kserve@v0.20.0
+    pkg/controller/v1beta1/inferenceservice/reconcilers/service/service_reconciler.go#L195-L240,
+    pkg/constants/constants.go#L765-L774)."""
+    from lwsgen import platforms
+
+    isvc, generation = pod.labels.get(platforms.ISVC_LABEL), pod.labels.get(platforms.ISVC_GENERATION_LABEL)
+    if not isvc or not generation:
+        return []
+    app = pod.labels.get(platforms.ISVC_APP_LABEL)
+    if app == platforms.isvc_head_app(isvc):
+        return [platforms.isvc_head_service(isvc, generation)]
+    if app == platforms.isvc_worker_app(isvc):
+        return [platforms.isvc_worker_service(isvc, generation)]
+    return []
+
+
 # What KServe's controller injects into an InferenceService's containers
 # (kserve/kserve@v0.20.0 pkg/controller/v1beta1/inferenceservice/components/predictor.go#L624-L677).
 def _isvc_env(isvc: str, nodes: int, gpus: str, tensor: int, pipeline: int, head: str | None) -> list[dict]:
@@ -582,16 +612,16 @@ def _isvc_env(isvc: str, nodes: int, gpus: str, tensor: int, pipeline: int, head
     if head is None:
         env |= {"MODEL_NAME": isvc, "MODEL_DIR": "/mnt/models"}
     else:
-        env |= {"ISVC_NAME": isvc, "HEAD_SVC": head, "WORKER_SVC": f"{isvc}-workers-1"}
+        env |= {"ISVC_NAME": isvc, "HEAD_SVC": head, "WORKER_SVC": f"{isvc}-workers-{ISVC_GENERATION}"}
     return [{"name": k, "value": str(v)} for k, v in env.items()]
 
 
 def kserve_sets(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What KServe makes of an LLMInferenceService, the LeaderWorkerSet <name>-kserve-mn of lwsgen's
     pods (lwsgen/output/kserve.py), and of an InferenceService, its head and worker Deployments: run
-    here as one group of their pods, the head first, with the env KServe's controller adds and the
-    head's headless Service (<isvc>-head-<generation>, publishNotReadyAddresses) as the head pod's
-    own name, which resolves as that Service does once the pod exists."""
+    here as one group of their pods, the head first, with the env KServe's controller adds, the
+    labels it puts on the pods (isvc.generation) and its headless Services (kserve_services), which
+    resolve once their pod exists."""
     from lwsgen import platforms
     from lwsgen.output import kserve
 
@@ -612,19 +642,31 @@ def kserve_sets(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         nodes = -(-tensor * pipeline // int(gpus))
         lws_name = f"{name}-predictor"
         leader, follower = copy.deepcopy(head["spec"]["template"]), copy.deepcopy(worker["spec"]["template"])
+        for template in (leader, follower):
+            template["metadata"]["labels"][platforms.ISVC_GENERATION_LABEL] = ISVC_GENERATION
+        if runtime_annotations(runtimes, isvc).get(platforms.EXECUTOR_BACKEND[0]) == platforms.EXECUTOR_BACKEND[1]:
+            nodes = pipeline  # mp: pipeline pods of tensor GPUs (components/predictor.go#L759-L766)
         leader["spec"]["containers"][0]["env"] += _isvc_env(name, nodes, gpus, tensor, pipeline, None)
-        head_pod = f"{lws_name}-0.{lws_name}"
-        follower["spec"]["containers"][0]["env"] += _isvc_env(name, nodes, gpus, tensor, pipeline, head_pod)
+        head_service = platforms.isvc_head_service(name, ISVC_GENERATION)
+        follower["spec"]["containers"][0]["env"] += _isvc_env(name, nodes, gpus, tensor, pipeline, head_service)
         out.append(
             {
                 "apiVersion": "leaderworkerset.x-k8s.io/v1",
                 "kind": "LeaderWorkerSet",
                 "metadata": {"name": lws_name, "namespace": isvc["metadata"].get("namespace", "default")}
-                | {"labels": dict(isvc["metadata"].get("labels", {}))},
+                | {"labels": dict(isvc["metadata"].get("labels", {})), "annotations": {MADE_BY: "kserve-isvc"}},
                 "spec": {"leaderWorkerTemplate": {"size": nodes, "leaderTemplate": leader, "workerTemplate": follower}},
             }
         )
     return out
+
+
+def runtime_annotations(runtimes: list[dict[str, Any]], isvc: dict[str, Any]) -> dict[str, str]:
+    """The spec.annotations of the ServingRuntime an InferenceService names (where KServe reads its
+    executor backend: components/predictor.go#L608)."""
+    name = isvc["spec"]["predictor"]["model"]["runtime"]
+    runtime = next(r for r in runtimes if r["metadata"]["name"] == name)
+    return runtime["spec"].get("annotations") or {}
 
 
 def group_key(lws: str, namespace: str, group: int) -> str:
@@ -674,12 +716,17 @@ def role_sets(sim: Simulation) -> list[dict[str, Any]]:
     return made
 
 
+def _deployments(lws: dict[str, Any]) -> bool:
+    return (lws["metadata"].get("annotations") or {}).get(MADE_BY) == "kserve-isvc"
+
+
 def group_pods(lws: dict[str, Any], size: int | None = None, group: int = 0) -> list[tuple[str, dict, dict, list]]:
     """What the LWS controller and its pod webhook make of one group, as the simulator assumes it:
     (pod name, labels, the pod template it comes from, the env the webhook prepends), leader first."""
     name, namespace = lws["metadata"]["name"], lws["metadata"].get("namespace", "default")
     template = lws["spec"]["leaderWorkerTemplate"]
     size = size or template.get("size", 1)
+    deployments = _deployments(lws)
     pods = []
     for worker in range(size):
         side = (
@@ -689,6 +736,9 @@ def group_pods(lws: dict[str, Any], size: int | None = None, group: int = 0) -> 
         )
         pod_name = f"{name}-{group}" if worker == 0 else f"{name}-{group}-{worker}"
         labels = dict(side["metadata"].get("labels", {}))
+        if deployments:  # KServe's Deployments: the pod's own labels and env only
+            pods.append((pod_name, labels, side, []))
+            continue
         labels |= {
             "leaderworkerset.sigs.k8s.io/name": name,
             "leaderworkerset.sigs.k8s.io/group-index": str(group),
@@ -704,7 +754,7 @@ def lws_group(sim: Simulation, size: int | None = None, group: int = 0, lws: dic
     lws = lws or sim.find("LeaderWorkerSet")
     name, namespace = lws["metadata"]["name"], lws["metadata"].get("namespace", "default")
     return [
-        sim.add_pod(pod_name, namespace, labels, side, name, prepend)
+        sim.add_pod(pod_name, namespace, labels, side, None if _deployments(lws) else name, prepend)
         for pod_name, labels, side, prepend in group_pods(lws, size, group)
     ]
 
