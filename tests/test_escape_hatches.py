@@ -728,6 +728,13 @@ def test_a_template_adds_a_validated_kind_to_the_kustomization(render, tmp_path)
     assert "poddisruptionbudget.yaml" in objects["kustomization.yaml"]["resources"]
 
 
+def test_a_templates_leading_zero_number_is_the_octal_kubernetes_reads(render, tmp_path):
+    """YAML 1.1, which the API server's reader and PyYAML follow: 010 is 8. lwsgen wrote 10 before."""
+    _templates(tmp_path, poddisruptionbudget=PDB.replace("maxUnavailable: 1", "maxUnavailable: 010"))
+    pdb = objects_of(render(_with(templates="hatch-templates")))["poddisruptionbudget.yaml"]
+    assert pdb["spec"]["maxUnavailable"] == 8
+
+
 def test_a_template_replaces_lwsgens_and_keeps_what_it_derives(render, tmp_path):
     service = (
         (REPO / "templates" / "service.yaml.j2")

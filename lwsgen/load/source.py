@@ -202,7 +202,7 @@ def _node_budget(node: yaml.Node, file: str, limit: int, characters: int = bound
 _STR, _INT, _BOOL, _NULL, _MAP, _SEQ = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "map", "seq"))
 
 
-def _decimal(value: str) -> bool:
+def plain_decimal(value: str) -> bool:
     """A plain decimal PyYAML reads as int(value): YAML 1.1 reads a leading 0 as octal, '_' and '+' are
     its own to strip; those go through its constructor."""
     digits = value[1:] if value.startswith("-") else value
@@ -222,7 +222,7 @@ def _to_data(loader, node: yaml.Node) -> Any:
             return node.value
         if tag == _NULL:
             return None
-        if tag == _INT and _decimal(node.value):
+        if tag == _INT and plain_decimal(node.value):
             return int(node.value)
         if tag == _BOOL and node.value in ("true", "false"):
             return node.value == "true"

@@ -5,6 +5,7 @@ from typing import Any
 import yaml
 
 from lwsgen.derive.kinds import BY_KEY
+from lwsgen.load.source import plain_decimal
 from lwsgen.output import emit
 from lwsgen.records import Record
 
@@ -54,7 +55,7 @@ def _to_python(node: yaml.Node) -> Any:
         return node.value
     if tag == _NULL:
         return None
-    if tag == _INT and node.value.lstrip("-").isdigit():
+    if tag == _INT and plain_decimal(node.value):  # not 0755: YAML 1.1 reads that as octal (493)
         return int(node.value)
     if tag == _BOOL and node.value in ("true", "false"):
         return node.value == "true"
