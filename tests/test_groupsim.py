@@ -63,13 +63,15 @@ VARIANT_CELLS = [
     ("llamacpp-b6123", "together"),
     ("llamacpp-b6123", "worker_dies"),
     ("isvc-native", "together"),
+    ("isvc-native", "head_node_lost"),
+    ("vllm-llama31-405b-kserve-isvc", "head_node_lost"),
     ("vllm-ray", "node_lost"),
     ("llamacpp-b6123", "node_lost"),
 ]
 # Scenario by scenario across the runtimes, so the Ray clusters (the heaviest pods) are spread over
 # the run instead of starting all at once; the Indexed Job (16 torch processes) last, near alone.
 ORDER = [*(s.__name__ for s in scenarios.LWS_SCENARIOS), "roles_together", "model_arrives_late", "single_pod"]
-ORDER += ["mpijob_passes"]
+ORDER += ["head_node_lost", "mpijob_passes"]
 ORDER += ["mpijob_fails"]
 ORDER += ["indexed_job_pod_missing", "indexed_job_passes", "indexed_job_fails"]
 
@@ -206,7 +208,7 @@ def test_isvc_native_nodes_rendezvous_at_kserves_head_service(table):
     assert [(r["rank"], r["world"], r["headless"]) for r in nodes] == [(0, 2, False), (1, 2, True)]
     example = VARIANTS["isvc-native"][0]
     for node in nodes:
-        assert _flag(node["argv"], "--master-addr") == f"{example}-head-1.inference.svc.cluster.local"
+        assert _flag(node["argv"], "--master-addr") == f"{example}-head-1.inference.svc"
         assert "--distributed-executor-backend" not in node["argv"]
 
 

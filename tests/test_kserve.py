@@ -206,8 +206,8 @@ def test_launch_native_on_an_isvc_is_kserves_mp_backend_with_its_service_names(r
     (head, head_headless, head_env), (worker, worker_headless, _) = runs
     assert head["--nnodes"] == worker["--nnodes"] == str(sizes["pipelineParallelSize"])
     assert (head["--node-rank"], worker["--node-rank"]) == ("0", "1")
-    assert head["--master-addr"] == worker["--master-addr"] == "demo-head-3.team.svc.cluster.local"
-    assert head_env["LWSGEN_WORKER_ADDRESS"] == "demo-workers-3.team.svc.cluster.local"  # the head's wait
+    assert head["--master-addr"] == worker["--master-addr"] == "demo-head-3.team.svc"
+    assert head_env["LWSGEN_WORKER_ADDRESS"] == "demo-workers-3.team.svc"  # the head's wait
     assert (head_headless, worker_headless) == (False, True)
     assert "ray" not in runtime["spec"]["containers"][0]["args"]
 
@@ -337,6 +337,11 @@ def test_the_pods_survive_kserves_merge_with_its_data_parallel_preset(tmp_path):
             "vllm-deepseek-r1-kserve",
             ("value: WARN", "value: '{{ .Name }}'"),
             "KServe renders this as a Go template",
+        ),
+        (  # lwsgen's own: KServe takes the InferenceService's sizes over the runtime's
+            "vllm-llama31-405b-kserve-isvc",
+            ("      tensorParallelSize: 8\n", "      tensorParallelSize: 4\n"),
+            "spec.predictor.workerSpec.tensorParallelSize: KServe takes tensorParallelSize 4 over the runtime's 8",
         ),
         (
             "vllm-llama31-405b-kserve-isvc",

@@ -18,14 +18,12 @@ from lwsgen.derive import workload
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Container, EnvVar, Meta, Pod
 from lwsgen.records import Record
+from lwsgen.runtimes import launchers
 from lwsgen.runtimes.base import SCRIPTS_MOUNT
 
 MODEL_FORMAT = "huggingface"  # the format KServe's own multi-node runtime serves (runtime autoSelect off)
 HEAD_ENV = 'export LWS_GROUP_SIZE="${RAY_NODE_COUNT:?set by KServe}"; exec /bin/bash "$0" "$@"'
-WORKER_ENV = (
-    'export LWS_LEADER_ADDRESS="${HEAD_SVC:?set by KServe}.${POD_NAMESPACE:?}.svc.cluster.local"; '
-    'exec /bin/bash "$0" "$@"'
-)
+WORKER_ENV = 'export LWS_LEADER_ADDRESS="${HEAD_SVC:?set by KServe}.${POD_NAMESPACE:?}.svc"; exec /bin/bash "$0" "$@"'
 
 
 class ServingRuntime(Record):
@@ -66,8 +64,9 @@ def _through(engine: Container, name: str, exported: str, env: tuple[EnvVar, ...
 
 
 def _isvc_address(service) -> str:
-    """A headless Service of this InferenceService, named from the pod's own labels (kubelet's $(VAR))."""
-    return f"{service('$(LWSGEN_ISVC_NAME)', '$(LWSGEN_ISVC_GENERATION)')}.$(POD_NAMESPACE).svc.cluster.local"
+    """A headless Service of this InferenceService, named from the pod's own labels (kubelet's $(VAR)),
+    completed by the pod's DNS search path whatever the cluster's domain (as LeaderWorkerSet's addresses are)."""
+    return f"{service('$(LWSGEN_ISVC_NAME)', '$(LWSGEN_ISVC_GENERATION)')}.$(POD_NAMESPACE).svc"
 
 
 def _group_env(index: int) -> tuple[EnvVar, ...]:
@@ -81,13 +80,16 @@ def _group_env(index: int) -> tuple[EnvVar, ...]:
         EnvVar("LWS_WORKER_INDEX", str(index)),
         EnvVar("LWS_LEADER_ADDRESS", _isvc_address(platforms.isvc_head_service)),
     )
+    # Two Deployments, not a group LeaderWorkerSet recreates: each pod watches the other (await-leader.sh)
+    own = (*own, EnvVar("LWSGEN_WATCH_EACH_OTHER", "1"))
     if index == 0:  # the worker's Service: the head waits for and watches its one worker there (lib.sh)
         return (*own, EnvVar("LWSGEN_WORKER_ADDRESS", _isvc_address(platforms.isvc_worker_service)))
     return own
 
 
 def _native(engine: Container, name: str, index: int) -> Container:
-    return engine._replace(name=name, env=(*_group_env(index), *engine.env))
+    ports = engine.ports if index else (*engine.ports, launchers.beacon_port())  # the worker watches the head's
+    return engine._replace(name=name, env=(*_group_env(index), *engine.env), ports=ports)
 
 
 def inferenceservice(ctx: Context, kind) -> KServeIsvc | None:
@@ -104,7 +106,8 @@ def inferenceservice(ctx: Context, kind) -> KServeIsvc | None:
     else:
         head = _through(leader.containers[0], platforms.ISVC_HEAD_CONTAINER, HEAD_ENV)
         namespace = EnvVar("POD_NAMESPACE", field_path="metadata.namespace")
-        joiner = _through(worker.containers[0], platforms.ISVC_WORKER_CONTAINER, WORKER_ENV, (namespace,))
+        watch = EnvVar("LWSGEN_WATCH_EACH_OTHER", "1")  # the worker watches the head's port (ray-worker.sh)
+        joiner = _through(worker.containers[0], platforms.ISVC_WORKER_CONTAINER, WORKER_ENV, (namespace, watch))
         backend = None
     meta = ctx.meta(kind, profile.name)
     runtime = ServingRuntime(meta, backend, MODEL_FORMAT, head, leader, joiner, worker, par.tensor, par.pipeline)

@@ -13,6 +13,7 @@ from typing import Any
 
 from lwsgen import platforms, registry
 from lwsgen.check.pods import OWN_VOLUMES
+from lwsgen.jsondata import dig
 from lwsgen.naming import LWS_NAME_LABEL, SCRIPTS_HASH_ANNOTATION, SET_NAME_LABEL, scripts_digest
 from lwsgen.output import podneeds
 from lwsgen.output.inventory import RECORD_MATCH, Inventory
@@ -241,6 +242,30 @@ def kserve_group_is_whole(service: dict[str, Any], inv: Inventory) -> Iterator[F
     if lws is None:
         return iter(())
     return (e._replace(path=_on_service(tuple(e.path))) for e in _lws(lws, inv.names, inv.scaled, inv.image_versions))
+
+
+ISVC_SIZES = ("tensorParallelSize", "pipelineParallelSize")
+
+
+@registry.rule("cross-object", scope=SET, kinds=("InferenceService",))
+def isvc_sizes_are_its_runtimes(service: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
+    """KServe takes an InferenceService's workerSpec sizes over those of the ServingRuntime it names
+    (kserve/kserve@v0.20.0 components/predictor.go#L569-L576) and sizes the pods from them: they must be
+    the runtime's, which the engine's flags and (on the mp backend) the pods' GPUs are held to."""
+    predictor = dig(service, "spec", "predictor")
+    worker = predictor.get("workerSpec") if isinstance(predictor, dict) else None
+    runtime = inv.named["ServingRuntime"].get(dig(predictor, "model", "runtime"))
+    if not isinstance(worker, dict) or runtime is None:
+        return
+    theirs = dig(runtime, "spec", "workerSpec")
+    for field in ISVC_SIZES:
+        said = dig(theirs, field)
+        if field in worker and worker[field] != said:
+            message = (
+                f"KServe takes {field} {worker[field]} over the runtime's {said}, which its engine's flags and "
+                "pods are sized for: change both"
+            )
+            yield Finding(("spec", "predictor", "workerSpec", field), message)
 
 
 @registry.rule("cross-object", scope=SET, kinds=("DisaggregatedSet",))

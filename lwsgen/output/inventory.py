@@ -89,7 +89,7 @@ def inventory(objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_vers
         sets=ds_rules.sets_of(objects_by_file),
         named={
             kind: {dig(o, "metadata", "name"): o for o in _of(everything, kind)}
-            for kind in ("Service", "InferencePool")
+            for kind in ("Service", "InferencePool", "ServingRuntime")
         },
         workloads=(
             *(o for o in everything if o.get("kind") in ("Deployment", "Job")),

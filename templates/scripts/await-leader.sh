@@ -9,6 +9,7 @@
 # only at its next step, SGLang's collectives wait on it): with a beacon (LWSGEN_BEACON_PORT) each
 # worker answers on it from its start, the leader waits for every beacon before the engine and
 # then watches them, and exits 1 when one is gone for 3 polls (lib.sh beacon, beacons_answer).
+# Where no controller recreates the group (LWSGEN_WATCH_EACH_OTHER), the worker watches the leader too.
 set -euo pipefail
 if [ "${LWS_WORKER_INDEX:-0}" = 0 ]; then LWSGEN_ROLE=leader; else LWSGEN_ROLE=worker; fi
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -29,7 +30,16 @@ leader_answers() {
   status="the leader ${LWS_LEADER_ADDRESS} does not accept connections on port ${LWSGEN_LEADER_PORT} yet"
   answers "$LWS_LEADER_ADDRESS" "$LWSGEN_LEADER_PORT"
 }
+leader_beacon_answers() {
+  status="the leader ${LWS_LEADER_ADDRESS} does not answer on port ${LWSGEN_BEACON_PORT}"
+  beacon_answers "$LWS_LEADER_ADDRESS"
+}
+# Pods that no controller recreates as a group (KServe's head and worker Deployments) watch each
+# other: the leader answers on a beacon too, and the worker stops its engine when the leader is gone.
+watch_each_other=""
+[ -z "${LWSGEN_WATCH_EACH_OTHER:-}" ] || [ -z "${LWSGEN_BEACON_PORT:-}" ] || watch_each_other=1
 if [ "$LWSGEN_ROLE" = leader ]; then
+  [ -z "$watch_each_other" ] || beacon
   wait_until workers_resolve
   [ -z "${LWSGEN_BEACON_PORT:-}" ] || wait_until beacons_answer
 else
@@ -47,5 +57,8 @@ if [ -n "${LWSGEN_API_KEY_FLAG:-}" ]; then
 fi
 if [ "$LWSGEN_ROLE" = leader ] && [ -n "${LWSGEN_BEACON_PORT:-}" ] && (( LWS_GROUP_SIZE > 1 )); then
   supervise beacons_answer "$@"
+fi
+if [ "$LWSGEN_ROLE" = worker ] && [ -n "$watch_each_other" ]; then
+  supervise leader_beacon_answers "$@"
 fi
 exec "$@"

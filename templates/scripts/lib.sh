@@ -63,23 +63,31 @@ wait_until() {
   done
 }
 
-# supervise CHECK CMD...: run CMD (the engine) and watch the group with CHECK every poll. When
-# CHECK fails LWSGEN_WATCH_FAILURES (default 3) polls in a row, a member of the group is gone:
-# stop the engine and exit 1, so that LeaderWorkerSet (RecreateGroupOnPodRestart) recreates the
-# group instead of leaving it serving on fewer pods. The engine's own exit status is passed on;
-# SIGTERM is passed to the engine.
+# supervise CHECK CMD...: run CMD (the engine) and watch the group with CHECK (watch_engine); the
+# engine's own exit status is passed on; SIGTERM is passed to the engine.
 supervise() {
-  local check=$1 failures=0
+  local check=$1 code=0
   shift
   "$@" &
   engine=$!
+  watch_engine "$check" || code=$?
+  log "the engine exited with status ${code}"
+  exit "$code"
+}
+
+# watch_engine CHECK: poll CHECK every LWSGEN_POLL_SECONDS while the engine ($engine) runs, and
+# return the engine's status when it ends. When CHECK fails LWSGEN_WATCH_FAILURES (default 3) polls
+# in a row, a member of the group is gone: stop the engine and exit 1, so that LeaderWorkerSet
+# (RecreateGroupOnPodRestart) recreates the group instead of leaving it serving on fewer pods (a
+# Deployment's pod, KServe's, restarts and joins the next group).
+watch_engine() {
+  local check=$1 failures=0 code=0
   while :; do
     nap "${LWSGEN_POLL_SECONDS:-5}"
     if ! kill -0 "$engine" 2>/dev/null; then
-      local code=0
       wait "$engine" || code=$?
-      log "the engine exited with status ${code}"
-      exit "$code"
+      engine=""
+      return "$code"
     fi
     if "$check"; then
       failures=0
@@ -88,7 +96,7 @@ supervise() {
     failures=$((failures + 1))
     log "watch: ${status} (${failures} of ${LWSGEN_WATCH_FAILURES:-3})"
     if (( failures >= ${LWSGEN_WATCH_FAILURES:-3} )); then
-      log "the group lost a member (${status}); stopping the engine so LeaderWorkerSet recreates the group"
+      log "the group lost a member (${status}); stopping the engine so the group forms anew"
       kill -TERM "$engine" 2>/dev/null || true
       # an engine blocked on the lost member (mpirun ending its remote daemons) gets LWSGEN_STOP_SECONDS
       timeout "${LWSGEN_STOP_SECONDS:-30}" tail --pid="$engine" -f /dev/null 2>/dev/null || kill -KILL "$engine" 2>/dev/null || true

@@ -18,6 +18,12 @@ ray_head_answers() {
   answers "$LWS_LEADER_ADDRESS" "$LWSGEN_RAY_PORT" && bounded ray health-check --address "$address" >/dev/null 2>&1
 }
 wait_until ray_head_answers
+# A worker no controller recreates with its head (KServe's InferenceService: two Deployments) watches
+# the head's port: a head lost without a word (its node gone) leaves Ray retrying it for minutes.
+ray_head_alive() {
+  status="the Ray head at ${address} does not accept connections"
+  answers "$LWS_LEADER_ADDRESS" "$LWSGEN_RAY_PORT"
+}
 # `ray start --block` that fails at once (the head went away between the check and the join) is
 # retried within the rendezvous bound; one that ran for a while ended because this node's Ray
 # processes died, and its status is final (the group is recreated).
@@ -28,7 +34,11 @@ while :; do
   ray start --address="$address" --block &
   engine=$!
   code=0
-  wait "$engine" || code=$?
+  if [ -n "${LWSGEN_WATCH_EACH_OTHER:-}" ]; then
+    watch_engine ray_head_alive || code=$?
+  else
+    wait "$engine" || code=$?
+  fi
   engine=""
   if (( code == 0 || SECONDS - joined >= ${LWSGEN_JOIN_SETTLE_SECONDS:-30} || SECONDS >= deadline )); then
     log "ray start exited with status ${code}"

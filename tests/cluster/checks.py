@@ -163,7 +163,7 @@ def _native_addresses(worker: dict, env: dict, head: dict | None, namespace: str
     ours = _expanded_env(worker, namespace)
     if "LWS_LEADER_ADDRESS" not in ours:
         return  # over Ray: the worker reads HEAD_SVC itself
-    suffix = f".{namespace}.svc.cluster.local"
+    suffix = f".{namespace}.svc"  # the rest from the pod's DNS search path
     if ours["LWS_LEADER_ADDRESS"] != f"{env['HEAD_SVC']}{suffix}":
         said = ours["LWS_LEADER_ADDRESS"]
         problems.append(f"the worker's master address is {said}, KServe's HEAD_SVC {env['HEAD_SVC']}")

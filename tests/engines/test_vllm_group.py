@@ -93,8 +93,9 @@ def _metrics(story: Story, simulation: sim.Simulation, prom: prometheus.Promethe
         story.cell("metrics", False, f"not one series per group: {found}")
         return
     peaks = peaks_under_load(simulation, prom, group[0], model, series, seconds=25, join=120)
-    # one group: its records whatever their group label (an InferenceService's pods have no LWS group index)
-    values = {name: max((v for (n, _), v in peaks.items() if n == name), default=0.0) for name in series}
+    # group 0's records; an InferenceService's pods have no LeaderWorkerSet group index to record by
+    group = "" if any(o.get("kind") == "InferenceService" for o in simulation.objects) else "0"
+    values = {name: peaks.get((name, group), 0.0) for name in series}
     running, waiting = (
         values["namespace_pod:vllm_num_requests_running:sum"],
         values["namespace_pod:vllm_num_requests_waiting:sum"],

@@ -79,6 +79,9 @@ RAY_DETECTOR = {
     "RAY_health_check_period_ms": "1000",
     "RAY_health_check_failure_threshold": "3",
     "RAY_health_check_timeout_ms": "1000",  # a node lost without a word answers no check: each times out
+    # how long a node's Ray processes retry a lost head before they end (default 60 s, the same file), which
+    # `ray start --block` on a worker then ends with (ray-worker.sh): the head_node_lost scenario
+    "RAY_gcs_rpc_server_reconnect_timeout_s": "10",
 }
 
 
@@ -246,7 +249,15 @@ def node_lost(directory: Path) -> Outcome:
     return _lose_a_worker(directory, sim.Simulation.freeze_pod)
 
 
-def _lose_a_worker(directory: Path, lose: Callable[[sim.Simulation, sim.Pod], None]) -> Outcome:
+@timed
+def head_node_lost(directory: Path) -> Outcome:
+    """KServe's InferenceService: the head and the worker are two Deployments, which no controller
+    recreates as a group. The head's node is lost without a word (as node_lost): the worker must
+    notice and exit non-zero, so that its Deployment restarts it to join the head that replaces it."""
+    return _lose_a_worker(directory, sim.Simulation.freeze_pod, lost=0)
+
+
+def _lose_a_worker(directory: Path, lose: Callable[[sim.Simulation, sim.Pod], None], lost: int = -1) -> Outcome:
     with _simulation(directory) as simulation:
         group = sim.lws_group(simulation)
         for pod in group:
@@ -255,14 +266,15 @@ def _lose_a_worker(directory: Path, lose: Callable[[sim.Simulation, sim.Pod], No
         if not formed.passed:
             return formed
         time.sleep(2)
-        lose(simulation, group[-1])
-        lost = time.monotonic()
-        survivors = [c for p in group[:-1] for c in p.containers]
+        gone = group[lost]
+        lose(simulation, gone)
+        since = time.monotonic()
+        survivors = [c for p in group if p is not gone for c in p.containers]
         bound = wall(GROUP_FAILS)
-        while time.monotonic() - lost < bound:
+        while time.monotonic() - since < bound:
             failed = [c for c in survivors if c.exit_code not in (None, 0)]
             if failed:
-                taken = failed[0].exited - lost
+                taken = failed[0].exited - since
                 return Outcome(
                     True,
                     f"{failed[0].pod.name}/{failed[0].name} exited {failed[0].exit_code} {taken:.1f} s after",
@@ -270,10 +282,11 @@ def _lose_a_worker(directory: Path, lose: Callable[[sim.Simulation, sim.Pod], No
                     _logs(group),
                 )
             time.sleep(0.2)
-        leader = group[0].containers[0].log
-        counting = "timing-only miss (the leader's watch was counting): " if "watch: " in leader else ""
+        watcher = group[-1 if lost == 0 else 0].containers[0].log
+        counting = "timing-only miss (the watch was counting): " if "watch: " in watcher else ""
+        who = "the head" if lost == 0 else "a worker"
         return Outcome(
-            False, f"{counting}the rest of the group still runs {bound:.0f} s after a worker was lost", 0, _logs(group)
+            False, f"{counting}the rest of the group still runs {bound:.0f} s after {who} was lost", 0, _logs(group)
         )
 
 

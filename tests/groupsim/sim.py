@@ -590,17 +590,16 @@ def kserve_services(pod: Pod) -> list[str]:
     publish not-ready addresses: <isvc>-head-<generation> and <isvc>-workers-<generation>, selecting
     by the app and isvc.generation labels (kserve/kserve@v0.20.0
     pkg/controller/v1beta1/inferenceservice/reconcilers/service/service_reconciler.go#L195-L240,
-    pkg/constants/constants.go#L765-L774)."""
-    from lwsgen import platforms
-
-    isvc, generation = pod.labels.get(platforms.ISVC_LABEL), pod.labels.get(platforms.ISVC_GENERATION_LABEL)
+    pkg/constants/constants.go#L62, #L755-L774). KServe's names as literals here, not lwsgen's
+    constants: the simulator holds lwsgen to KServe, not to itself."""
+    isvc, generation = pod.labels.get("serving.kserve.io/inferenceservice"), pod.labels.get("isvc.generation")
     if not isvc or not generation:
         return []
-    app = pod.labels.get(platforms.ISVC_APP_LABEL)
-    if app == platforms.isvc_head_app(isvc):
-        return [platforms.isvc_head_service(isvc, generation)]
-    if app == platforms.isvc_worker_app(isvc):
-        return [platforms.isvc_worker_service(isvc, generation)]
+    app = pod.labels.get("app")
+    if app == f"isvc.{isvc}-predictor":
+        return [f"{isvc}-head-{generation}"]
+    if app == f"isvc.{isvc}-predictor-worker":
+        return [f"{isvc}-workers-{generation}"]
     return []
 
 
@@ -642,12 +641,12 @@ def kserve_sets(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         nodes = -(-tensor * pipeline // int(gpus))
         lws_name = f"{name}-predictor"
         leader, follower = copy.deepcopy(head["spec"]["template"]), copy.deepcopy(worker["spec"]["template"])
-        for template in (leader, follower):
-            template["metadata"]["labels"][platforms.ISVC_GENERATION_LABEL] = ISVC_GENERATION
-        if runtime_annotations(runtimes, isvc).get(platforms.EXECUTOR_BACKEND[0]) == platforms.EXECUTOR_BACKEND[1]:
+        for template in (leader, follower):  # components/predictor.go#L214, #L541
+            template["metadata"]["labels"]["isvc.generation"] = ISVC_GENERATION
+        if runtime_annotations(runtimes, isvc).get("multinode/executor-backend") == "mp":  # constants.go#L743-L744
             nodes = pipeline  # mp: pipeline pods of tensor GPUs (components/predictor.go#L759-L766)
         leader["spec"]["containers"][0]["env"] += _isvc_env(name, nodes, gpus, tensor, pipeline, None)
-        head_service = platforms.isvc_head_service(name, ISVC_GENERATION)
+        head_service = f"{name}-head-{ISVC_GENERATION}"  # constants.go#L765-L768
         follower["spec"]["containers"][0]["env"] += _isvc_env(name, nodes, gpus, tensor, pipeline, head_service)
         out.append(
             {
