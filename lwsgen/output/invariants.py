@@ -254,16 +254,18 @@ def isvc_sizes_are_its_runtimes(service: dict[str, Any], inv: Inventory) -> Iter
     the runtime's, which the engine's flags and (on the mp backend) the pods' GPUs are held to."""
     predictor = dig(service, "spec", "predictor")
     worker = predictor.get("workerSpec") if isinstance(predictor, dict) else None
-    runtime = inv.named["ServingRuntime"].get(dig(predictor, "model", "runtime"))
+    name = dig(predictor, "model", "runtime")
+    runtime = inv.named["ServingRuntime"].get(name) if isinstance(name, str) else None
     if not isinstance(worker, dict) or runtime is None:
         return
     theirs = dig(runtime, "spec", "workerSpec")
     for field in ISVC_SIZES:
         said = dig(theirs, field)
         if field in worker and worker[field] != said:
+            runtime_says = f"the runtime's {said}" if said is not None else "the runtime, which does not say it"
             message = (
-                f"KServe takes {field} {worker[field]} over the runtime's {said}, which its engine's flags and "
-                "pods are sized for: change both"
+                f"KServe takes {field} {worker[field]} over {runtime_says}, for which its engine's flags and pods "
+                f"are sized: write the runtime's value here, or change the profile and render again"
             )
             yield Finding(("spec", "predictor", "workerSpec", field), message)
 

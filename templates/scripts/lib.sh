@@ -133,11 +133,12 @@ worker_address() {
   printf '%s-%s.%s' "${leader%%.*}" "$1" "${leader#*.}"
 }
 
-# beacon: a listener on LWSGEN_BEACON_PORT that answers each connection with one byte as long as
-# this container runs, on a port no engine uses, so the leader can watch this pod without touching
-# the engine's own ports (an rpc-server serves one client at a time). A node that loses power or its
-# link sends no FIN: the leader's connect or read then times out, which is what the watch counts;
-# the byte tells a real answer from a local proxy's accept (a mesh sidecar). IPv4 and IPv6 both.
+# beacon: a listener on LWSGEN_BEACON_PORT that answers each connection with the byte 1 and this
+# run's token, as long as this container runs, on a port no engine uses, so the leader can watch this
+# pod without touching the engine's own ports (an rpc-server serves one client at a time). A node that
+# loses power or its link sends no FIN: the leader's connect or read then times out, which is what the
+# watch counts; the byte tells a real answer from a local proxy's accept (a mesh sidecar), the token a
+# container restarted in place (same IP) from the one that joined the group. IPv4 and IPv6 both.
 # Exits 1, saying why, when the listener does not start (the port taken, on hostNetwork).
 beacon() {
   : "${LWSGEN_BEACON_PORT:?}"
@@ -160,13 +161,14 @@ def orphaned():
         time.sleep(1)
     os._exit(0)
 threading.Thread(target=orphaned, daemon=True).start()
+answer = b"1" + sys.argv[3].encode() + b"\n"
 while True:
     client = server.accept()[0]
     try:
-        client.sendall(b"1")
+        client.sendall(answer)
     except OSError:
         pass
-    client.close()' "$LWSGEN_BEACON_PORT" "$$" >"$ready" &
+    client.close()' "$LWSGEN_BEACON_PORT" "$$" "${HOSTNAME:-pod}.$$.$(date +%s%N)" >"$ready" &
   local pid=$! i
   for ((i = 0; i < 100; i++)); do
     if grep -q listening "$ready" 2>/dev/null; then
@@ -181,19 +183,51 @@ while True:
   exit 1
 }
 
-# beacon_answers HOST: whether HOST's beacon answers with its byte within 3 s. A worker's address is
-# looked up once, when it first answers, and then watched by IP: a slow DNS is not a lost member, and
-# a replaced pod has a new IP (the group is recreated then anyway).
-declare -A beacon_ips=()
-beacon_answers() {
-  local ip=${beacon_ips[$1]:-}
-  if [ -z "$ip" ]; then
-    read -r ip _ < <(timeout 3 getent hosts "$1" 2>/dev/null || true) || true
-    [ -n "$ip" ] || return 1
+# addresses HOST: every address HOST resolves to (at most 3 s), one per line.
+addresses() { timeout 3 getent ahosts "$1" 2>/dev/null | awk '!seen[$1]++ {print $1}' || true; }
+
+# watched_answers HOST PORT: whether HOST's PORT accepts a connection within 3 s. HOST is looked up
+# once, when one of its addresses first answers, and then watched by that IP: a slow DNS, or a name
+# that still lists a pod that is gone beside its replacement, is not a lost member; a replaced pod has
+# a new IP, so the one watched stops answering.
+declare -A watched_ips=()
+watched_answers() {
+  local ip=${watched_ips[$1]:-} candidate
+  if [ -n "$ip" ]; then
+    timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$ip" "$2" 2>/dev/null
+    return
   fi
-  timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" && read -r -n 1 -t 3 byte <&3 && [ "$byte" = 1 ]' _ "$ip" "${LWSGEN_BEACON_PORT:?}" \
-    2>/dev/null || return 1
-  beacon_ips[$1]=$ip
+  for candidate in $(addresses "$1"); do
+    if timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$candidate" "$2" 2>/dev/null; then
+      watched_ips[$1]=$candidate
+      return 0
+    fi
+  done
+  return 1
+}
+
+# beacon_answers HOST: whether HOST's beacon answers with its byte within 3 s, and with the token it
+# gave first (a container restarted in place gives another). HOST is looked up and watched as by
+# watched_answers.
+declare -A beacon_ips=() beacon_tokens=()
+beacon_answers() {
+  local ip=${beacon_ips[$1]:-} candidate said
+  local -a candidates=("$ip")
+  [ -n "$ip" ] || mapfile -t candidates < <(addresses "$1")
+  for candidate in "${candidates[@]}"; do
+    [ -n "$candidate" ] || continue
+    said=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" || exit 1; IFS= read -r -t 3 line <&3; printf %s "$line"' \
+      _ "$candidate" "${LWSGEN_BEACON_PORT:?}" 2>/dev/null) || said=""
+    [ "${said:0:1}" = 1 ] || continue
+    if [ -n "${beacon_tokens[$1]+set}" ] && [ "${beacon_tokens[$1]}" != "${said:1}" ]; then
+      status="${1} restarted (its beacon answers for another run)"
+      return 1
+    fi
+    beacon_tokens[$1]=${said:1}
+    beacon_ips[$1]=$candidate
+    return 0
+  done
+  return 1
 }
 
 # beacons_answer: whether every worker of this group answers on its beacon (wait_until or supervise).

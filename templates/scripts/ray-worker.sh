@@ -22,7 +22,7 @@ wait_until ray_head_answers
 # the head's port: a head lost without a word (its node gone) leaves Ray retrying it for minutes.
 ray_head_alive() {
   status="the Ray head at ${address} does not accept connections"
-  answers "$LWS_LEADER_ADDRESS" "$LWSGEN_RAY_PORT"
+  watched_answers "$LWS_LEADER_ADDRESS" "$LWSGEN_RAY_PORT"
 }
 # `ray start --block` that fails at once (the head went away between the check and the join) is
 # retried within the rendezvous bound; one that ran for a while ended because this node's Ray

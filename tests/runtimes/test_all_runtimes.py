@@ -9,6 +9,7 @@ from conftest import TRITON_UNTABLED, VLLM_UNTABLED, lws_of, merged, objects_of
 from lwsgen import runtimes
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
+from runtimes.scripts import bin_dir, fake
 
 IMAGES = {
     "triton-trtllm": "nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3",
@@ -129,3 +130,38 @@ def test_rules_read_only_metrics_the_runtime_declares(name):
     }
     assert read == set(caps.metrics)
     assert [r.autoscaling for r in caps.rules if r.autoscaling] == list(caps.autoscaling_metrics[1:])
+
+
+def test_a_beacon_answering_for_another_run_is_a_member_that_restarted(tmp_path):
+    """lib.sh's beacon_answers keeps the token a member's beacon gave first: the same address and port
+    answering for another run (a container restarted in place, which keeps its pod's IP) is a member
+    gone, as a silent one is. Two Deployments (KServe's) have no controller that sees it otherwise."""
+    import socket
+    import threading
+
+    from lwsgen import resources
+
+    server = socket.create_server(("127.0.0.1", 0))
+    answers = iter([b"1run-a\n", b"1run-a\n", b"1run-b\n"])
+
+    def serve():
+        for answer in answers:
+            client = server.accept()[0]
+            client.sendall(answer)
+            client.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    bins = bin_dir(tmp_path)
+    fake(bins, "getent", 'echo "127.0.0.1 $2"')
+    (tmp_path / "lib.sh").write_text(resources.script("lib.sh"))
+    (tmp_path / "calls").touch()
+    check = "source lib.sh; for i in 1 2 3; do "
+    check += 'if beacon_answers head.ns.svc; then echo answers; else echo "gone: $status"; fi; done'
+    env = {"PATH": f"{bins}:/usr/bin:/bin", "CALLS": str(tmp_path / "calls")}
+    env |= {"LWSGEN_BEACON_PORT": str(server.getsockname()[1]), "LWSGEN_RENDEZVOUS_TIMEOUT": "30"}
+    proc = subprocess.run(["/bin/bash", "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    thread.join(5)
+    server.close()
+    lines = proc.stdout.splitlines()
+    assert lines == ["answers", "answers", "gone: head.ns.svc restarted (its beacon answers for another run)"], proc
