@@ -52,6 +52,9 @@ ISVC_GENERATION_LABEL = "isvc.generation"
 # In the runtime's spec.annotations, vLLM's own multi-node launch in place of Ray: then the group is
 # pipeline pods of tensor GPUs each (constants.go#L743-L744; components/predictor.go#L608-L620, #L759-L766).
 EXECUTOR_BACKEND = ("multinode/executor-backend", "mp")
+# The group's sizes, as workerSpec fields of the runtime and the InferenceService (the service's
+# taken over the runtime's: components/predictor.go#L561-L576).
+ISVC_SIZE_FIELDS = ("tensorParallelSize", "pipelineParallelSize")
 # GPU resource names the webhook knows without an annotation (constants.go#L309-L322).
 KNOWN_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "intel.com/gpu", "habana.ai/gaudi")
 

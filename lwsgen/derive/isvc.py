@@ -23,6 +23,10 @@ from lwsgen.runtimes.base import SCRIPTS_MOUNT
 
 MODEL_FORMAT = "huggingface"  # the format KServe's own multi-node runtime serves (runtime autoSelect off)
 HEAD_ENV = 'export LWS_GROUP_SIZE="${RAY_NODE_COUNT:?set by KServe}"; exec /bin/bash "$0" "$@"'
+NAMESPACE = EnvVar("POD_NAMESPACE", field_path="metadata.namespace")
+# Two Deployments, not a group LeaderWorkerSet recreates: the worker watches the head (ray-worker.sh,
+# await-leader.sh), and natively the head its worker
+WATCH_EACH_OTHER = EnvVar("LWSGEN_WATCH_EACH_OTHER", "1")
 WORKER_ENV = 'export LWS_LEADER_ADDRESS="${HEAD_SVC:?set by KServe}.${POD_NAMESPACE:?}.svc"; exec /bin/bash "$0" "$@"'
 
 
@@ -75,13 +79,12 @@ def _group_env(index: int) -> tuple[EnvVar, ...]:
     own = (
         EnvVar("LWSGEN_ISVC_NAME", field_path=f"metadata.labels['{platforms.ISVC_LABEL}']"),
         EnvVar("LWSGEN_ISVC_GENERATION", field_path=f"metadata.labels['{platforms.ISVC_GENERATION_LABEL}']"),
-        EnvVar("POD_NAMESPACE", field_path="metadata.namespace"),
+        NAMESPACE,
         EnvVar("LWS_GROUP_SIZE", "2"),
         EnvVar("LWS_WORKER_INDEX", str(index)),
         EnvVar("LWS_LEADER_ADDRESS", _isvc_address(platforms.isvc_head_service)),
+        WATCH_EACH_OTHER,
     )
-    # Two Deployments, not a group LeaderWorkerSet recreates: each pod watches the other (await-leader.sh)
-    own = (*own, EnvVar("LWSGEN_WATCH_EACH_OTHER", "1"))
     if index == 0:  # the worker's Service: the head waits for and watches its one worker there (lib.sh)
         return (*own, EnvVar("LWSGEN_WORKER_ADDRESS", _isvc_address(platforms.isvc_worker_service)))
     return own
@@ -105,9 +108,8 @@ def inferenceservice(ctx: Context, kind) -> KServeIsvc | None:
         backend = dict((platforms.EXECUTOR_BACKEND,))
     else:
         head = _through(leader.containers[0], platforms.ISVC_HEAD_CONTAINER, HEAD_ENV)
-        namespace = EnvVar("POD_NAMESPACE", field_path="metadata.namespace")
-        watch = EnvVar("LWSGEN_WATCH_EACH_OTHER", "1")  # the worker watches the head's port (ray-worker.sh)
-        joiner = _through(worker.containers[0], platforms.ISVC_WORKER_CONTAINER, WORKER_ENV, (namespace, watch))
+        worker_env = (NAMESPACE, WATCH_EACH_OTHER)
+        joiner = _through(worker.containers[0], platforms.ISVC_WORKER_CONTAINER, WORKER_ENV, worker_env)
         backend = None
     meta = ctx.meta(kind, profile.name)
     runtime = ServingRuntime(meta, backend, MODEL_FORMAT, head, leader, joiner, worker, par.tensor, par.pipeline)

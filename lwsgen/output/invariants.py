@@ -244,9 +244,6 @@ def kserve_group_is_whole(service: dict[str, Any], inv: Inventory) -> Iterator[F
     return (e._replace(path=_on_service(tuple(e.path))) for e in _lws(lws, inv.names, inv.scaled, inv.image_versions))
 
 
-ISVC_SIZES = ("tensorParallelSize", "pipelineParallelSize")
-
-
 @registry.rule("cross-object", scope=SET, kinds=("InferenceService",))
 def isvc_sizes_are_its_runtimes(service: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     """KServe takes an InferenceService's workerSpec sizes over those of the ServingRuntime it names
@@ -259,7 +256,7 @@ def isvc_sizes_are_its_runtimes(service: dict[str, Any], inv: Inventory) -> Iter
     if not isinstance(worker, dict) or runtime is None:
         return
     theirs = dig(runtime, "spec", "workerSpec")
-    for field in ISVC_SIZES:
+    for field in platforms.ISVC_SIZE_FIELDS:
         said = dig(theirs, field)
         if field in worker and worker[field] != said:
             runtime_says = f"the runtime's {said}" if said is not None else "the runtime, which does not say it"

@@ -104,7 +104,7 @@ def isvc_deployments(services: list[dict[str, Any]], runtimes: list[dict[str, An
         head = _pod(predictor, ISVC_ONLY, runtime.get("containers"), runtime.get("volumes"))
         out.append(_deployment(f"{name}-predictor", namespace, {**labels, "app": platforms.isvc_head_app(name)}, head))
         worker_fields, worker_runtime = predictor.get("workerSpec") or {}, runtime.get("workerSpec") or {}
-        sizes = ("tensorParallelSize", "pipelineParallelSize")
+        sizes = platforms.ISVC_SIZE_FIELDS  # the service's own fields, not the pod's
         worker = _pod(worker_fields, sizes, worker_runtime.get("containers"), worker_runtime.get("volumes"))
         worker_labels = {**labels, "app": platforms.isvc_worker_app(name)}
         out.append(_deployment(f"{name}-predictor-worker", namespace, worker_labels, worker))

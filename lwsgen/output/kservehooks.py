@@ -168,7 +168,7 @@ def inference_service(obj: dict[str, Any]) -> Iterator[Finding]:
             "controller drops the worker"
         )
         yield Finding(("metadata", "annotations"), why)
-    for field in ("tensorParallelSize", "pipelineParallelSize"):
+    for field in platforms.ISVC_SIZE_FIELDS:
         value = worker.get(field)
         if isinstance(value, int) and value < 1:
             yield Finding((*at, "workerSpec", field), f"{field} must be at least 1")
@@ -194,7 +194,7 @@ def serving_runtime(obj: dict[str, Any]) -> Iterator[Finding]:
     if WORKER_CONTAINER not in names:
         why = f"failed to find {WORKER_CONTAINER} in ServingRuntime containers: name the worker's container so"
         yield Finding(("spec", "workerSpec", "containers"), why)
-    for field in ("tensorParallelSize", "pipelineParallelSize"):
+    for field in platforms.ISVC_SIZE_FIELDS:
         value = worker.get(field)
         if isinstance(value, int) and value < 1:
             yield Finding(("spec", "workerSpec", field), f"{field} must be at least 1")

@@ -114,11 +114,14 @@ leader_resolves() {
   resolves "$LWS_LEADER_ADDRESS"
 }
 
+# connects IP PORT: whether something accepts TCP connections on IP's PORT (at most 3 s).
+connects() { timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null; }
+
 # answers HOST PORT: whether HOST resolves and something accepts TCP connections on its PORT (at most 3 s).
 answers() {
   local ip=""
   read -r ip _ < <(timeout 3 getent hosts "$1" 2>/dev/null || true) || true
-  [ -n "$ip" ] && timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$ip" "$2" 2>/dev/null
+  [ -n "$ip" ] && connects "$ip" "$2"
 }
 
 # LeaderWorkerSet names worker i of a group <leader pod>-<i>; its address is the leader's with that name.
@@ -194,11 +197,11 @@ declare -A watched_ips=()
 watched_answers() {
   local ip=${watched_ips[$1]:-} candidate
   if [ -n "$ip" ]; then
-    timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$ip" "$2" 2>/dev/null
+    connects "$ip" "$2"
     return
   fi
   for candidate in $(addresses "$1"); do
-    if timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$candidate" "$2" 2>/dev/null; then
+    if connects "$candidate" "$2"; then
       watched_ips[$1]=$candidate
       return 0
     fi
