@@ -31,6 +31,21 @@ KSERVE_MODEL_DIR = "/mnt/models"  # where KServe mounts a storageUri (constants.
 # ConfigNotFound (config_merge.go#L157-L160); it is looked up in the service's namespace first
 # (config_merge.go#L741-L758).
 PIPELINE_PRESET = "kserve-config-llm-worker-pipeline-parallel"
+# With spec.prefill (P/D) the pipeline-parallel presets are the prefill and decode variants, unshipped too
+# (config_merge.go#L228-L265): role -> the preset a pipeline-parallel role of that name needs.
+PD_PIPELINE_PRESETS = {
+    "prefill": "kserve-config-llm-prefill-worker-pipeline-parallel",
+    "decode": "kserve-config-llm-decode-worker-pipeline-parallel",
+}
+# P/D: KServe makes <name>-kserve-mn-prefill for spec.prefill (workload_multi_node.go#L663-L669) and labels
+# every pod of a workload with its role, `both` without prefill (#L149-L159, #L294-L300; constants.go#L431-L434).
+LLMISVC_PREFILL_SUFFIX = "-prefill"
+LLMD_ROLE_LABEL = "llm-d.ai/role"
+# The decode data-parallel preset puts llm-d's routing sidecar on the leader's port 8000 (an init container
+# named llm-d-routing-sidecar, restartPolicy Always) and sends it on to vLLM on 8001
+# (config/llmisvcconfig/config-llm-decode-worker-data-parallel.yaml#L9-L70, main on 8001 #L71-L76): a
+# decode engine serves on 8001 behind a sidecar on 8000, KServe's or (no preset for a pipeline) lwsgen's.
+LLMISVC_DECODE_ENGINE_PORT = 8001
 
 # --- InferenceService + ServingRuntime (pkg/controller/v1beta1/inferenceservice) ---
 ISVC_HEAD_CONTAINER = "kserve-container"  # pkg/constants/constants.go#L493
@@ -59,8 +74,9 @@ ISVC_SIZE_FIELDS = ("tensorParallelSize", "pipelineParallelSize")
 KNOWN_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "intel.com/gpu", "habana.ai/gaudi")
 
 
-def llmisvc_lws(name: str) -> str:
-    return f"{name}{LLMISVC_LWS_SUFFIX}"
+def llmisvc_lws(name: str, role: str | None = None) -> str:
+    """The LeaderWorkerSet KServe makes: of the service (decode, with prefill), or of its prefill role."""
+    return f"{name}{LLMISVC_LWS_SUFFIX}{LLMISVC_PREFILL_SUFFIX if role == 'prefill' else ''}"
 
 
 def llmisvc_workload_labels(name: str) -> dict[str, str]:

@@ -42,6 +42,12 @@ def _workloads(objects: list[dict]) -> list[dict]:
     return sets
 
 
+def _llmd_role(lws: dict) -> str | None:
+    """The role KServe labels a P/D service's leader pods with (lwsgen/output/kserve.py)."""
+    leader = lws["spec"]["leaderWorkerTemplate"].get("leaderTemplate") or {}
+    return ((leader.get("metadata") or {}).get("labels") or {}).get("llm-d.ai/role")
+
+
 def _pods(lws: dict) -> list[tuple[str, dict]]:
     return [(name, labels) for name, labels, _, _ in sim.group_pods(lws)]
 
@@ -75,7 +81,7 @@ class World:
         sets = _workloads(self.objects)
         if role is None:
             return sets[0]
-        return next(s for s in sets if s["metadata"]["labels"].get(SET_ROLE) == role)
+        return next(s for s in sets if s["metadata"]["labels"].get(SET_ROLE) == role or _llmd_role(s) == role)
 
     def scraped(self, pod_labels: dict) -> dict:
         """The labels a scrape of this pod carries: the PodMonitor's podTargetLabels that select it."""

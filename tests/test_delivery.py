@@ -130,6 +130,30 @@ def test_a_new_revision_or_pod_is_a_new_job_and_a_revision_a_new_directory(rende
     assert f"/models/meta-llama/Llama-3.1-405B-Instruct/{other}" in args
 
 
+def _await_model_jobs(node):
+    """LWSGEN_MODEL_JOB of every await-model init container anywhere in an object."""
+    if isinstance(node, dict):
+        if node.get("name") == "await-model":
+            yield _env(node)["LWSGEN_MODEL_JOB"]
+        for value in node.values():
+            yield from _await_model_jobs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _await_model_jobs(value)
+
+
+@pytest.mark.parametrize("platform", ["lws", "kserve"])
+def test_every_role_waits_for_the_one_job_the_set_emits(render, platform):
+    """A profile with roles emits one download Job, named for the set: each role's pods name that Job
+    (they named a <name>-<role>-model-... Job that does not exist)."""
+    data = yaml.safe_load((REPO / "profiles" / "vllm-deepseek-r1-pd-kserve.yaml").read_text(encoding="utf-8"))
+    data["platform"] = platform
+    rendered = render(data)
+    workload = "llminferenceservice.yaml" if platform == "kserve" else "disaggregatedset.yaml"
+    named = [job for doc in _docs(rendered, workload) for job in _await_model_jobs(doc)]
+    assert len(named) == 4 and set(named) == {_job_name(rendered)}, named
+
+
 def test_before_kubernetes_1_26_the_job_has_no_pod_failure_policy(render):
     [job] = _docs(render(_profile(kubernetesVersion="1.25")), "model-download.yaml")
     assert "podFailurePolicy" not in job["spec"] and job["spec"]["template"]["spec"]["restartPolicy"] == "Never"

@@ -24,7 +24,11 @@ pytestmark = [pytest.mark.tools, pytest.mark.groupsim, pytest.mark.skipif(WHY_NO
 # DisaggregatedSets: every role's group runs at once (roles_together), and each role starts as this
 # example's group does (the same launch scripts, command and image; only engine flags differ:
 # test_each_role_launches_as_the_one_it_copies), whose cells cover the other scenarios.
-ROLES_LAUNCH = {"sglang-deepseek-r1-pd": "sglang-deepseek-r1", "vllm-llama33-70b-pd": "vllm-llama31-405b"}
+ROLES_LAUNCH = {
+    "sglang-deepseek-r1-pd": "sglang-deepseek-r1",
+    "vllm-llama33-70b-pd": "vllm-llama31-405b",
+    "vllm-deepseek-r1-pd-kserve": "vllm-deepseek-r1-kserve",  # KServe's spec.prefill: two LeaderWorkerSets
+}
 ROLES = [(example, "roles_together") for example in sorted(ROLES_LAUNCH)]
 EXAMPLES = sorted(p.name for p in (REPO / "out").iterdir() if p.name not in ROLES_LAUNCH)
 # KServe's: no one-pod variant (a one-pod group is refused on both platforms), and an InferenceService's
@@ -304,25 +308,45 @@ if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
 
 
+def _role_templates(directory: Path) -> list[list[dict]]:
+    """Each role's [leader, worker] pod templates: of a DisaggregatedSet's roles, or of an
+    LLMInferenceService's own workload and its spec.prefill (bare pod specs, wrapped as templates)."""
+    import yaml
+
+    ds = directory / "disaggregatedset.yaml"
+    if ds.exists():
+        roles = yaml.safe_load(ds.read_text(encoding="utf-8"))["spec"]["roles"]
+        return [[r["spec"]["leaderWorkerTemplate"][s] for s in ("leaderTemplate", "workerTemplate")] for r in roles]
+    return [[{"spec": w[s]} for s in ("template", "worker")] for w in _llmisvc_workloads(directory)]
+
+
+def _llmisvc_workloads(directory: Path) -> list[dict]:
+    import yaml
+
+    docs = yaml.safe_load_all((directory / "llminferenceservice.yaml").read_text(encoding="utf-8"))
+    spec = next(d for d in docs if d and d["kind"] == "LLMInferenceService")["spec"]
+    return [spec, *([spec["prefill"]] if "prefill" in spec else [])]
+
+
 @pytest.mark.parametrize("left_out, copied", sorted(ROLES_LAUNCH.items()))
 def test_each_role_launches_as_the_one_it_copies(left_out, copied):
     """Every role's launch scripts are the copied example's (by name and text), as are the
     container commands (the scripts they run) and the engine image."""
     import yaml
 
-    def templates(lwt):
-        return [lwt[side] for side in ("leaderTemplate", "workerTemplate")]
-
     [scripts] = yaml.safe_load_all((REPO / "out" / copied / "configmap.yaml").read_text(encoding="utf-8"))
-    lws = yaml.safe_load((REPO / "out" / copied / "leaderworkerset.yaml").read_text(encoding="utf-8"))
-    commands = {t["spec"]["containers"][0]["command"][-1] for t in templates(lws["spec"]["leaderWorkerTemplate"])}
-    images = {t["spec"]["containers"][0]["image"] for t in templates(lws["spec"]["leaderWorkerTemplate"])}
+    [copied_templates] = _role_templates(REPO / "out" / copied) if "kserve" in copied else [[]]
+    if not copied_templates:
+        lws = yaml.safe_load((REPO / "out" / copied / "leaderworkerset.yaml").read_text(encoding="utf-8"))
+        copied_templates = [lws["spec"]["leaderWorkerTemplate"][s] for s in ("leaderTemplate", "workerTemplate")]
+    commands = {t["spec"]["containers"][0]["command"][-1] for t in copied_templates}
+    images = {t["spec"]["containers"][0]["image"] for t in copied_templates}
     role_scripts = list(yaml.safe_load_all((REPO / "out" / left_out / "configmap.yaml").read_text(encoding="utf-8")))
-    ds = yaml.safe_load((REPO / "out" / left_out / "disaggregatedset.yaml").read_text(encoding="utf-8"))
-    assert len(role_scripts) == len(ds["spec"]["roles"]) == 2
+    roles = _role_templates(REPO / "out" / left_out)
+    assert len(role_scripts) == len(roles) == 2
     for own in role_scripts:
         assert own["data"] and all(scripts["data"].get(name) == text for name, text in own["data"].items())
-    for role in ds["spec"]["roles"]:
-        for template in templates(role["spec"]["leaderWorkerTemplate"]):
+    for templates in roles:
+        for template in templates:
             engine = template["spec"]["containers"][0]
             assert engine["command"][-1] in commands and engine["image"] in images

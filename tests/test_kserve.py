@@ -136,11 +136,114 @@ def test_what_kserve_would_refuse_or_run_otherwise_is_said_at_the_profile_line(s
     assert any(e.startswith(f"{at}: ") and says in e for e in errors), errors
 
 
-def test_roles_on_kserve_are_refused_not_dropped(said):
-    data = yaml.safe_load((REPO / "profiles" / "vllm-llama33-70b-pd.yaml").read_text(encoding="utf-8"))
-    data["platform"] = "kserve"
-    errors, _ = said(data)
-    assert errors and errors[0].startswith("roles: platform kserve has no equivalent"), errors
+PD_EXAMPLE = REPO / "profiles" / "vllm-deepseek-r1-pd-kserve.yaml"
+PD_PIPELINE = REPO / "tests" / "cases" / "valid" / "kserve-pd-pipeline" / "profile.yaml"
+
+
+def _pd(**changes) -> dict:
+    data = yaml.safe_load(PD_EXAMPLE.read_text(encoding="utf-8"))
+    data.update(copy.deepcopy(changes))
+    return data
+
+
+@pytest.mark.parametrize(
+    "changes, at, says",
+    [
+        ({"platform": "kserve-isvc"}, "roles", "an InferenceService has one head and its workers"),
+        (  # a one-pod role is a Deployment of KServe's single-node presets, not a LeaderWorkerSet
+            {"roles": {"prefill": {"parallelism": {"data": 8, "tensor": 1, "expert": True}}, "decode": {}}},
+            "roles.prefill.parallelism",
+            "one pod holds this group",
+        ),
+        (
+            {"roles": {"encode": {}, "prefill": {}, "decode": {}}},
+            "roles.encode",
+            "an LLMInferenceService has a prefill and a decode workload",
+        ),
+        ({"disaggregation": {"slices": 2}}, "disaggregation.slices", "not slices of a DisaggregatedSet"),
+        ({"disaggregation": {"sidecarImage": "x/y:1"}}, "disaggregation.sidecarImage", "decode preset brings"),
+        ({"roles": {"prefill": {"autoscaling": {"enabled": True}}, "decode": {}}}, "roles.prefill.autoscaling.enabled",
+         "scales through its own spec.scaling"),
+        ({"gateway": {"enabled": False}}, "gateway.enabled", "enable it"),
+        ({"name": "x" * 40}, "name", "the LeaderWorkerSet <name>-kserve-mn-prefill KServe makes"),
+    ],
+)  # fmt: skip
+def test_what_kserve_cannot_run_of_roles_is_said_at_the_profile_line(said, changes, at, says):
+    errors, _ = said(_pd(**changes))
+    assert any(e.startswith(f"{at}: ") and says in e for e in errors), errors
+
+
+def _main(pod: dict) -> dict:
+    return next(c for c in pod["containers"] if c["name"] == "main")
+
+
+def _flag(container: dict, flag: str) -> str:
+    args = container["args"]
+    return args[args.index(flag) + 1]
+
+
+def _init_names(pod: dict) -> list[str]:
+    return [c["name"] for c in pod.get("initContainers") or []]
+
+
+def test_roles_on_kserve_are_the_service_and_its_prefill():
+    """decode is the service's own workload, prefill spec.prefill (KServe's P/D sample's shape): each
+    role's engine with NIXL's KV transfer, prefill on the pool's port, decode on 8001 behind the routing
+    sidecar KServe's decode data-parallel preset adds (lwsgen's own would take the same port)."""
+    rendered = render_profile(PD_EXAMPLE)
+    objects = _objects(rendered)
+    service = _one(objects, "LLMInferenceService")
+    spec = service["spec"]
+    for workload in (spec, spec["prefill"]):
+        said = workload["parallelism"]
+        assert said == {"tensor": 1, "data": 16, "dataLocal": 8, "dataRPCPort": 29550, "expert": True}
+        for side in ("template", "worker"):
+            assert "NixlConnector" in _flag(_main(workload[side]), "--kv-transfer-config")
+    assert _flag(_main(spec["template"]), "--port") == str(platforms.LLMISVC_DECODE_ENGINE_PORT)
+    assert _flag(_main(spec["prefill"]["template"]), "--port") == str(platforms.LLMISVC_PORT)
+    assert "routing-sidecar" not in _init_names(spec["template"])  # KServe's preset brings it
+    assert not [o for o in objects if o.get("kind") == "LLMInferenceServiceConfig"]  # both presets ship
+    sets = kserve.workloads([service])[0]
+    name = rendered.profile.name
+    assert set(sets) == {f"{name}-kserve-mn", f"{name}-kserve-mn-prefill"}
+    for lws_name, role in ((f"{name}-kserve-mn", "decode"), (f"{name}-kserve-mn-prefill", "prefill")):
+        template = sets[lws_name]["spec"]["leaderWorkerTemplate"]
+        assert template["size"] == 2
+        assert template["leaderTemplate"]["metadata"]["labels"]["llm-d.ai/role"] == role
+
+
+def test_pipeline_roles_on_kserve_get_the_presets_kserve_lacks_and_lwsgens_sidecar():
+    objects = _objects(render_profile(PD_PIPELINE))
+    presets = {o["metadata"]["name"] for o in objects if o.get("kind") == "LLMInferenceServiceConfig"}
+    assert presets == set(platforms.PD_PIPELINE_PRESETS.values())
+    spec = _one(objects, "LLMInferenceService")["spec"]
+    assert spec["prefill"]["replicas"] == 2 and spec["replicas"] == 1
+    [sidecar] = [c for c in spec["template"]["initContainers"] if c["name"] == "routing-sidecar"]
+    assert "--port=8000" in sidecar["args"] and "--model-server-port=8001" in sidecar["args"]
+    assert _flag(_main(spec["template"]), "--port") == "8001"
+    assert _flag(_main(spec["prefill"]["template"]), "--port") == "8000"
+    assert "routing-sidecar" not in _init_names(spec["prefill"]["template"])
+
+
+def test_each_roles_pods_let_in_the_other_roles_and_the_picker():
+    """NIXL's side channel and transfers, and the decode sidecar's prefill request, go between the two
+    LeaderWorkerSets KServe makes; the pool's port is open to KServe's picker and the Gateway."""
+    rendered = render_profile(PD_EXAMPLE)
+    name = rendered.profile.name
+    policies = {o["metadata"]["name"]: o["spec"] for o in _objects(rendered) if o.get("kind") == "NetworkPolicy"}
+    for role, other in (("prefill", "decode"), ("decode", "prefill")):
+        policy = policies[f"{name}-{role}"]
+        own = {"leaderworkerset.sigs.k8s.io/name": platforms.llmisvc_lws(name, role)}
+        assert policy["podSelector"]["matchLabels"] == own
+        peers = [p.get("podSelector", {}).get("matchLabels") for r in policy["ingress"] for p in r.get("from", [])]
+        assert {"leaderworkerset.sigs.k8s.io/name": platforms.llmisvc_lws(name, other)} in peers
+        picker = next(
+            r
+            for r in policy["ingress"]
+            if platforms.llmisvc_scheduler_labels(name)
+            in [p.get("podSelector", {}).get("matchLabels") for p in r["from"]]
+        )
+        assert picker["ports"][0]["port"] == (platforms.LLMISVC_PORT if role == "decode" else "http")
 
 
 def test_the_same_layout_renders_on_each_platform(render):
@@ -332,6 +435,21 @@ def test_the_pods_survive_kserves_merge_with_its_data_parallel_preset(tmp_path):
             "vllm-deepseek-r1-kserve",
             ("    - name: main\n", "    - name: engine\n"),
             "no container named main",
+        ),
+        (  # spec.prefill is held to the webhook's rules as the service's own workload is
+            "vllm-deepseek-r1-pd-kserve",
+            ("  prefill:\n    replicas: 1\n    parallelism:\n", "  prefill:\n    parallelism:\n      pipeline: 2\n"),
+            "spec.prefill.parallelism.pipeline: cannot set both pipeline parallelism and data parallelism",
+        ),
+        (
+            "vllm-deepseek-r1-pd-kserve",
+            ("      dataLocal: 8\n", "      dataLocal: 4\n"),
+            "spec.prefill.parallelism: parallelism says data-parallel-size-local 4",
+        ),
+        (  # and KServe's LeaderWorkerSet of it as lwsgen's own LeaderWorkerSets are
+            "vllm-deepseek-r1-pd-kserve",
+            ("            port: http\n", "            port: web\n"),
+            "spec.prefill.template.containers[0].startupProbe.httpGet.port: 'web' is not a named port",
         ),
         (
             "vllm-deepseek-r1-kserve",

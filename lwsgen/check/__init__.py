@@ -18,8 +18,8 @@ def check(src: Source) -> tuple[Profile, list[Problem]]:
         raise ProblemsError([src.problem(("base",), message, "base-only")])
     src.data.pop("base", None)  # base: false says nothing the typed profile keeps
     if src.data.get("roles"):
-        if src.data.get("platform", "lws") != "lws":
-            raise ProblemsError([_roles_on_kserve(src)])
+        if src.data.get("platform") == "kserve-isvc":
+            raise ProblemsError([_roles_on_isvc(src)])
         return disaggregation.check(src, typed)
     if src.data.get("disaggregation"):
         message = "takes effect with roles only (prefill and decode): add roles, or leave it out"
@@ -63,10 +63,6 @@ def typed(src: Source) -> tuple[Profile, list[Problem]]:
     return profile, rules.warnings(profile, src)
 
 
-def _roles_on_kserve(src: Source) -> Problem:
-    platform = src.data["platform"]
-    if platform == "kserve-isvc":
-        why = "an InferenceService has one head and its workers, no prefill and decode workloads: use platform kserve"
-    else:  # not yet written: said, never dropped
-        why = "lwsgen does not write an LLMInferenceService's prefill workload (spec.prefill) yet: use platform lws"
-    return src.problem(("roles",), f"platform {platform} has no equivalent: {why}", "not-on-platform")
+def _roles_on_isvc(src: Source) -> Problem:
+    why = "an InferenceService has one head and its workers, no prefill and decode workloads: use platform kserve"
+    return src.problem(("roles",), f"platform kserve-isvc has no equivalent: {why}", "not-on-platform")

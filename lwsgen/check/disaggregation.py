@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lwsgen import naming, registry, runtimes
+from lwsgen import naming, platforms, registry, runtimes
 from lwsgen.check import schema
 from lwsgen.check.roles import RoleSource, role_names
 from lwsgen.load.source import Source
@@ -47,9 +47,11 @@ def _plugin(src: Source):
 def set_problems(src: Source) -> list[Problem]:
     """What no role's own check sees: the set's API, engine, escape hatches and placement."""
     data, out = src.data, []
+    if data.get("platform") == platforms.KSERVE:
+        out += _on_kserve(src)
     version = str((data.get("lws") or {}).get("version", "0.10"))
     major, minor = (int(x) for x in version.split(".")[:2])
-    if (major, minor) < MIN_LWS:
+    if (major, minor) < MIN_LWS and data.get("platform") != platforms.KSERVE:
         message = (
             f"roles need a DisaggregatedSet, which LeaderWorkerSet 0.10 and newer serve (disaggregatedset.x-k8s.io/v1 "
             f"first shipped in v0.10.0); lws.version is {version}: upgrade the controller and set lws.version 0.10"
@@ -74,6 +76,34 @@ def set_problems(src: Source) -> list[Problem]:
         message = "the DisaggregatedSet controller rolls its roles out itself and refuses a partition: leave it out"
         out.append(src.problem(("lws", "partition"), message, "not-with-roles"))
     return out + _placement_problems(src)
+
+
+# What a DisaggregatedSet has and an LLMInferenceService with spec.prefill does not: KServe makes one
+# LeaderWorkerSet per role itself (workload_multi_node.go#L88-L110) and its decode preset brings the
+# routing sidecar (platforms.py).
+NOT_ON_KSERVE = {
+    "slices": "KServe makes one LeaderWorkerSet per role, not slices of a DisaggregatedSet: leave it out",
+    "placement": "KServe places each role's LeaderWorkerSet itself: leave it out (scheduling.exclusiveTopology "
+    "reaches both)",
+    "sidecarImage": "KServe's decode preset brings llm-d's routing sidecar, or lwsgen's default one where no preset "
+    "does: leave it out",
+}
+
+
+def _on_kserve(src: Source) -> list[Problem]:
+    """platform kserve: spec.prefill and the service's own workload as decode; no encode role."""
+    out = []
+    if "encode" in (src.data.get("roles") or {}):
+        message = (
+            "platform kserve has no equivalent: an LLMInferenceService has a prefill and a decode workload "
+            "(spec.prefill and its own), no encoder: use platform lws"
+        )
+        out.append(src.problem(("roles", "encode"), message, "not-on-platform"))
+    for key, why in NOT_ON_KSERVE.items():
+        if key in (src.data.get("disaggregation") or {}):
+            message = f"platform kserve has no equivalent: {why}"
+            out.append(src.problem(("disaggregation", key), message, "not-on-platform"))
+    return out
 
 
 def _placement_problems(src: Source) -> list[Problem]:
@@ -125,6 +155,8 @@ def role_scaling(top: Profile) -> list[Finding]:
     """How roles scale is what the DisaggregatedSet takes: one slice while a role autoscales, no role
     scaling to zero or on the endpoint picker's pool-wide metrics, fixed replicas all zero or none."""
     out, roles = [], top.roles
+    if top.platform == platforms.KSERVE:  # no DisaggregatedSet; KServe refuses the autoscalers (check/platform.py)
+        return out
     scaled = [role for role, p in roles.items() if p.autoscaling.enabled]
     if scaled and top.disaggregation.slices > 1:
         message = (
@@ -159,6 +191,8 @@ def role_scaling(top: Profile) -> list[Finding]:
 def role_names_fit(top: Profile) -> list[Finding]:
     """The name leaves room for the names the DisaggregatedSet gives each role's LeaderWorkerSet, its
     pods' revision labels and its Service."""
+    if top.platform == platforms.KSERVE:
+        return _kserve_names_fit(top)
     out = []
     for role, profile in top.roles.items():
         child = naming.child_lws_name(top.name, top.disaggregation.slices - 1, role)
@@ -173,6 +207,20 @@ def role_names_fit(top: Profile) -> list[Finding]:
             out.append(Finding(("name",), message, "name-too-long"))
             break
     return out
+
+
+def _kserve_names_fit(top: Profile) -> list[Finding]:
+    """The LeaderWorkerSets KServe names <name>-kserve-mn and <name>-kserve-mn-prefill (platforms.py)."""
+    for role, profile in top.roles.items():
+        made = platforms.llmisvc_lws(top.name, role)
+        limit = naming.name_budget(profile.highest_group_index) - (len(made) - len(top.name))
+        if len(top.name) > limit:
+            message = (
+                f"{len(top.name)} characters is too long on platform kserve with roles: at most {limit} fit the "
+                f"LeaderWorkerSet {platforms.llmisvc_lws('<name>', role)} KServe makes"
+            )
+            return [Finding(("name",), message, "name-too-long")]
+    return []
 
 
 def _derived_flag_problems(top: Profile, plugin) -> list[Finding]:

@@ -317,6 +317,8 @@ def _devices(profile: Profile, src: Source) -> list[Problem]:
 def _name(profile: Profile, src: Source) -> list[Problem]:
     """KServe's names are longer than lwsgen's: <name>-kserve-mn as the LeaderWorkerSet (its pods'
     revision label), isvc.<name>-predictor-worker as a pod label (constants.go#L755-L762)."""
+    if getattr(src, "in_set", False):  # a role's: the set's rule judges the names KServe gives each role
+        return []
     if profile.platform == KSERVE:
         limit = naming.name_budget(profile.highest_group_index) - len(platforms.LLMISVC_LWS_SUFFIX)
         made = f"the LeaderWorkerSet {platforms.llmisvc_lws('<name>')}"

@@ -286,7 +286,7 @@ def scopes(ctx: Context) -> list[tuple[Scope, Capabilities]]:
         return [(scope, ctx.caps)]
     out = []
     for role, c in ctx.roles.items():
-        what = f"role {role} of DisaggregatedSet {ctx.profile.name}"
+        what = f"role {role} of {ctx.workload.scale_target[1]} {ctx.profile.name}"
         scope = Scope(namespace, c.workload, c.profile.group_size, budget.budget(c.profile).total, what, role, c)
         out.append((scope, c.caps))
     return out

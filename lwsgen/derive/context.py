@@ -29,6 +29,8 @@ class Workload(Record):
     # name the group, and the ones only its leader carries (empty: a LeaderWorkerSet's, worker index 0)
     group_keys: tuple[str, ...] = ()
     leader_only: tuple[tuple[str, str], ...] = ()
+    service: str | None = None  # a role of an LLMInferenceService (KServe P/D): the service's name
+    more_peers: tuple[dict[str, str], ...] = ()  # and these (the other role of a KServe P/D service)
 
     @property
     def series(self) -> dict[str, str]:
@@ -36,6 +38,11 @@ class Workload(Record):
         keys = (naming.LWS_NAME_LABEL,) if self.set_name is None else (naming.SET_NAME_LABEL, naming.ROLE_LABEL)
         keys = self.group_keys or keys
         return {naming.series_label(k): self.pods[k] for k in keys}
+
+    @property
+    def role_label(self) -> str:
+        """The pod label that names its role: the DisaggregatedSet's, or llm-d's on KServe's pods."""
+        return platforms.LLMD_ROLE_LABEL if self.service is not None else naming.ROLE_LABEL
 
     @property
     def ksm(self) -> dict[str, str]:
@@ -68,6 +75,14 @@ def inference_service(name: str) -> Workload:
     )
 
 
+def role_of_llmisvc(name: str, role: str) -> Workload:
+    """One role of an LLMInferenceService with spec.prefill: the LeaderWorkerSet KServe makes for it,
+    whose pods take any port from either role's pods (NIXL's side channel and transfers, the sidecar's prefill)."""
+    other = platforms.llmisvc_lws(name, "decode" if role == "prefill" else "prefill")
+    lws = single(platforms.llmisvc_lws(name, role))
+    return lws._replace(role=role, more_peers=(naming.own_pods(other),), service=name)
+
+
 def role_of_set(set_name: str, role: str) -> Workload:
     return Workload(
         naming.role_pods(set_name, role),
@@ -90,6 +105,7 @@ class Context(Record):
     workload: Workload
     roles: dict[str, "Context"] | None = None  # a disaggregated profile's set: each role's own context
     kv: Any = None  # runtimes.base.KvTransfer of a role of a disaggregated profile
+    model_job: str | None = None  # a role's: the name of the set's model download Job (derive/delivery.py)
 
     def meta(
         self, kind, name: str, *, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None

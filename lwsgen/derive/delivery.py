@@ -167,7 +167,7 @@ def before_engine(ctx: Context, image: str, claim_mount: Mount) -> tuple[Contain
     if profile.model.source is not None:
         env = (
             plain_env("LWSGEN_MODEL_MARKER", f"{delivery.claim_dir(profile)}/{delivery.MARKER}"),
-            plain_env("LWSGEN_MODEL_JOB", job_name(ctx)),
+            plain_env("LWSGEN_MODEL_JOB", ctx.model_job or job_name(ctx)),
             EnvVar("LWSGEN_NAMESPACE", field_path="metadata.namespace"),
             plain_env("LWSGEN_MODEL_WAIT_SECONDS", plan.download),
         )

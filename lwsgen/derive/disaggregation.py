@@ -8,9 +8,9 @@ both pod templates with the set, role, slice and revision (naming.SET_NAME_LABEL
 selector here is by set and role, never by a LeaderWorkerSet name, so it holds across slices and
 through a rolling update (kubernetes-sigs/lws v0.10.0 pkg/utils/disaggregatedset/utils.go)."""
 
-from lwsgen import naming, runtimes
+from lwsgen import naming, platforms, runtimes
 from lwsgen.derive import delivery, pods, workload
-from lwsgen.derive.context import Context, Workload, role_of_set
+from lwsgen.derive.context import Context, Workload, role_of_llmisvc, role_of_set
 from lwsgen.derive.gateway import Workload as Deployment
 from lwsgen.derive.model import EnvVar, Probe, Resources
 from lwsgen.derive.monitoring import PodMonitor
@@ -19,10 +19,24 @@ from lwsgen.derive.scheduling import placement
 from lwsgen.derive.workload import routes_with_router
 from lwsgen.profile import Profile
 from lwsgen.records import Record
-from lwsgen.runtimes.base import Port
+from lwsgen.runtimes.base import KvTransfer, Port
 from lwsgen.runtimes.sglang import ROUTER_METRICS_PORT, ROUTER_PORT
 
 API_VERSION = "disaggregatedset.x-k8s.io/v1"
+
+
+def _on_kserve(kv: KvTransfer, role: str, profile: Profile) -> KvTransfer:
+    """A role of an LLMInferenceService: prefill serves on the port KServe's pool targets; decode
+    behind a routing sidecar there, KServe's where its data-parallel preset adds one, lwsgen's where
+    the preset is the empty one lwsgen writes (platforms.PD_PIPELINE_PRESETS)."""
+    if role != "decode":
+        return kv._replace(engine_port=platforms.LLMISVC_PORT, sidecar_port=None)
+    by_kserve = profile.parallelism.data > 1
+    return kv._replace(
+        engine_port=platforms.LLMISVC_DECODE_ENGINE_PORT,
+        sidecar_port=platforms.LLMISVC_PORT,
+        sidecar_by_platform=by_kserve,
+    )
 
 
 def role_context(top: Profile, role: str) -> Context:
@@ -30,6 +44,9 @@ def role_context(top: Profile, role: str) -> Context:
     profile = top.roles[role]
     plugin = runtimes.get(profile.runtime)
     kv = plugin.kv_transfer(profile, role, tuple(top.roles))
+    kserve = top.platform == platforms.KSERVE
+    if kserve:
+        kv = _on_kserve(kv, role, profile)
     profile = profile._replace(model=profile.model._replace(extra_args=(*profile.model.extra_args, *kv.args)))
     parts = plugin.parts(profile, serving_port=kv.engine_port) if kv.engine_port else plugin.parts(profile)
     leader = parts.leader._replace(env=(*parts.leader.env, *kv.env), ports=(*parts.leader.ports, *kv.leader_ports))
@@ -42,7 +59,7 @@ def role_context(top: Profile, role: str) -> Context:
         parts,
         naming.object_names(profile.name),
         placement(profile),
-        role_of_set(top.name, role),
+        role_of_llmisvc(top.name, role) if kserve else role_of_set(top.name, role),
         kv=kv,
     )
 
@@ -53,11 +70,20 @@ def set_context(top: Profile) -> Context:
     roles = {role: role_context(top, role) for role in top.roles}
     first = next(iter(roles.values()))
     profile = first.profile._replace(name=top.name)
-    pods = naming.set_pods(top.name)
-    every = Workload(
-        pods, naming.set_leaders(top.name), pods, (), (API_VERSION, "DisaggregatedSet", top.name), top.name
-    )
-    return first._replace(profile=profile, names=naming.object_names(top.name), workload=every, roles=roles)
+    if top.platform == platforms.KSERVE:  # the pods of both LeaderWorkerSets KServe makes
+        pods = {k: v for k, v in platforms.llmisvc_workload_labels(top.name).items() if k != "kserve.io/component"}
+        leaders = platforms.llmisvc_workload_labels(top.name)
+        made = ("serving.kserve.io/v1alpha2", "LLMInferenceService", top.name)
+        every = Workload(pods, leaders, pods, (), made, service=top.name)
+    else:
+        pods = naming.set_pods(top.name)
+        made = (API_VERSION, "DisaggregatedSet", top.name)
+        every = Workload(pods, naming.set_leaders(top.name), pods, (), made, top.name)
+    shared = first._replace(profile=profile, names=naming.object_names(top.name), workload=every)
+    if top.model.source is not None:  # every role's pods wait for the one download Job the set emits
+        job = delivery.job_name(shared)
+        roles = {role: c._replace(model_job=job) for role, c in roles.items()}
+    return shared._replace(roles=roles)
 
 
 class Role(Record):
@@ -75,7 +101,7 @@ class DisaggregatedSet(Record):
 
 
 def disaggregatedset(ctx: Context, kind) -> DisaggregatedSet | None:
-    if ctx.roles is None:
+    if ctx.roles is None or ctx.profile.platform != platforms.LWS:  # KServe's roles: derive/kserve.py
         return None
     roles = tuple(
         Role(role, "External" if c.profile.autoscaling.enabled else None, workload.leaderworkerset(c, kind))

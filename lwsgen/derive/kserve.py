@@ -48,16 +48,25 @@ class Parallelism(Record):
     expert: bool | None = None
 
 
-class LLMInferenceService(Record):
-    meta: Meta
-    model_uri: str
-    model_name: str
+class WorkloadSpec(Record):
+    """What the service's spec (decode, with prefill) and spec.prefill each say of their LeaderWorkerSet."""
+
     replicas: int
     parallelism: Parallelism
     labels: dict[str, str] | None  # the workload's, which KServe puts on its pods
     annotations: dict[str, str] | None
     template: Pod
     worker: Pod
+    # the service's spec.storageInitializer.enabled, placed with its own workload (None: spec.prefill's)
+    storage_initializer: bool | None = None
+
+
+class LLMInferenceService(Record):
+    meta: Meta
+    model_uri: str
+    model_name: str
+    main: WorkloadSpec
+    prefill: WorkloadSpec | None
     router: Router | None
 
 
@@ -67,7 +76,7 @@ class Preset(Record):
 
 class KServeLLM(Record):
     service: LLMInferenceService
-    pipeline_preset: Preset | None
+    presets: tuple[Preset, ...]  # the pipeline-parallel presets KServe v0.20.0 does not ship
 
 
 def _parallelism(ctx: Context) -> Parallelism:
@@ -114,27 +123,39 @@ def _router(ctx: Context) -> Router | None:
     return Router(refs)
 
 
-def llminferenceservice(ctx: Context, kind) -> KServeLLM | None:
+def _workload_spec(ctx: Context) -> WorkloadSpec:
+    """A LeaderWorkerSet's worth of the service: the profile's, or one role's of a P/D profile."""
     profile = ctx.profile
-    if profile.platform != platforms.KSERVE:
-        return None
     leader = workload.role_pod(ctx, "leader", ctx.parts.leader)
     worker = workload.role_pod(ctx, "worker", ctx.parts.worker)
     pod_labels = {k: v for k, v in leader.labels.items() if k in profile.pod_labels}
-    # exclusive topology and Kueue's queue: KServe copies them onto its LeaderWorkerSet (platforms.py)
+    return WorkloadSpec(
+        profile.replicas, _parallelism(ctx), pod_labels or None, leader.annotations, _main(leader), _main(worker)
+    )
+
+
+def _presets(ctx: Context, kind) -> tuple[Preset, ...]:
+    """The unshipped pipeline-parallel preset each pipeline-parallel workload is merged with (platforms.py)."""
+    if ctx.roles is None:
+        pipelined = ctx.profile.parallelism.data == 1
+        return (Preset(ctx.meta(kind, platforms.PIPELINE_PRESET)),) if pipelined else ()
+    return tuple(
+        Preset(ctx.meta(kind, platforms.PD_PIPELINE_PRESETS[role]))
+        for role, role_ctx in ctx.roles.items()
+        if role_ctx.profile.parallelism.data == 1
+    )
+
+
+def llminferenceservice(ctx: Context, kind) -> KServeLLM | None:
+    """The service: the profile's workload, or with roles decode as the service's own and prefill as
+    spec.prefill (KServe makes <name>-kserve-mn and <name>-kserve-mn-prefill of them)."""
+    profile = ctx.profile
+    if profile.platform != platforms.KSERVE:
+        return None
+    main = _workload_spec(ctx.roles["decode"] if ctx.roles else ctx)._replace(storage_initializer=False)
+    prefill = _workload_spec(ctx.roles["prefill"]) if ctx.roles else None
+    # exclusive topology and Kueue's queue: KServe copies them onto its LeaderWorkerSets (platforms.py)
     placed = ctx.placement
     meta = ctx.meta(kind, profile.name, labels=placed.lws_labels, annotations=placed.lws_annotations)
-    service = LLMInferenceService(
-        meta,
-        platforms.model_uri(profile),
-        profile.served_name,
-        profile.replicas,
-        _parallelism(ctx),
-        pod_labels or None,
-        leader.annotations,
-        _main(leader),
-        _main(worker),
-        _router(ctx),
-    )
-    preset = Preset(ctx.meta(kind, platforms.PIPELINE_PRESET)) if profile.parallelism.data == 1 else None
-    return KServeLLM(service, preset)
+    service = LLMInferenceService(meta, platforms.model_uri(profile), profile.served_name, main, prefill, _router(ctx))
+    return KServeLLM(service, _presets(ctx, kind))

@@ -144,7 +144,7 @@ def rule_groups(
     served model, for records of engines that report every model of a repository."""
     groups, workload = [], workload or single(name)
     # a role's records carry its role as a static label too, so promtool tells two roles' rules apart
-    role_label = None if workload.role is None else {naming.series_label(naming.ROLE_LABEL): workload.role}
+    role_label = None if workload.role is None else {naming.series_label(workload.role_label): workload.role}
     if caps.rules:
         groups.append(
             RuleGroup(

@@ -37,7 +37,7 @@ def networkpolicy(ctx: Context, kind) -> NetworkPolicy | None:
         return None
     caps, service = ctx.caps, profile.service
     workload = ctx.workload
-    rules = [Ingress(pods=(workload.peers,))]
+    rules = [Ingress(pods=(workload.peers, *workload.more_peers))]
     # Behind a gateway an internal Service is reached through the Gateway only; a Service the profile
     # exposes itself (LoadBalancer, NodePort) keeps its sources. A role of a set is reached through
     # its router only (which takes the Service's sources).
@@ -90,10 +90,12 @@ def proxy_namespaces(ctx: Context) -> tuple[str, ...]:
 
 
 def _gateway_rules(ctx: Context) -> list[Ingress]:
-    serving = serving_port(ctx).name
+    port = serving_port(ctx)
+    # a sidecar the platform adds is no port of lwsgen's pod, by name: its number
+    serving = port.number if ctx.kv is not None and ctx.kv.sidecar_by_platform else port.name
     picker_ports = tuple(dict.fromkeys((serving, ctx.caps.metrics_port)))
-    if ctx.profile.platform == platforms.KSERVE:  # KServe's own picker (router.scheduler)
-        picker = platforms.llmisvc_scheduler_labels(ctx.profile.name)
+    if ctx.profile.platform == platforms.KSERVE:  # KServe's own picker (router.scheduler), the service's
+        picker = platforms.llmisvc_scheduler_labels(ctx.workload.service or ctx.profile.name)
     else:
         picker = endpoint_picker_pods(ctx.workload.set_name or ctx.profile.name)
     return [

@@ -148,7 +148,7 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
     labels = naming.labels(profile.name, profile.runtime, side, profile.labels)
     if ctx.kv is not None:  # a role of a set: what its router finds it by, and the routing sidecar
         labels, annotations = {**labels, **ctx.kv.labels}, {**annotations, **ctx.kv.annotations}
-        if side == "leader" and ctx.kv.sidecar_port is not None:
+        if side == "leader" and ctx.kv.sidecar_port is not None and not ctx.kv.sidecar_by_platform:
             tools += (routing_sidecar(ctx),)
     return pods.pod(
         profile,

@@ -223,25 +223,29 @@ def group_is_whole(lws: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
 
 
 # The LeaderWorkerSet's pod templates as an LLMInferenceService holds them (bare pod specs).
-_KSERVE_SIDES = {"leaderTemplate": ("spec", "template"), "workerTemplate": ("spec", "worker")}
+_KSERVE_SIDES = {"leaderTemplate": "template", "workerTemplate": "worker"}
 
 
-def _on_service(path: tuple) -> tuple:
-    """A path into the LeaderWorkerSet KServe makes, as the path into the LLMInferenceService it comes from."""
+def _on_service(path: tuple, workload: tuple) -> tuple:
+    """A path into a LeaderWorkerSet KServe makes, as the path into the LLMInferenceService's workload
+    (("spec",), or ("spec", "prefill")) it comes from."""
     if path[:2] == ("spec", "leaderWorkerTemplate") and len(path) > 3 and path[2] in _KSERVE_SIDES:
-        return (*_KSERVE_SIDES[path[2]], *path[4:])
-    return ("spec",)
+        return (*workload, _KSERVE_SIDES[path[2]], *path[4:])
+    return workload
 
 
 @registry.rule("cross-object", scope=SET, kinds=("LLMInferenceService",))
 def kserve_group_is_whole(service: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
-    """The LeaderWorkerSet KServe makes of an LLMInferenceService (output/kserve.py) holds what a
-    LeaderWorkerSet of lwsgen's does: world size, probes on declared ports, mounts on volumes, the
-    ConfigMaps and Secrets of the set, launch scripts that agree with their ConfigMap."""
-    lws = inv.lws.get(platforms.llmisvc_lws(str((service.get("metadata") or {}).get("name"))))
-    if lws is None:
-        return iter(())
-    return (e._replace(path=_on_service(tuple(e.path))) for e in _lws(lws, inv.names, inv.scaled, inv.image_versions))
+    """Each LeaderWorkerSet KServe makes of an LLMInferenceService (output/kserve.py), of its own
+    workload and of spec.prefill, holds what a LeaderWorkerSet of lwsgen's does: world size, probes on
+    declared ports, mounts on volumes, the ConfigMaps and Secrets of the set, launch scripts that agree
+    with their ConfigMap."""
+    name = str((service.get("metadata") or {}).get("name"))
+    for role, workload in ((None, ("spec",)), ("prefill", ("spec", "prefill"))):
+        lws = inv.lws.get(platforms.llmisvc_lws(name, role))
+        if lws is not None:
+            found = _lws(lws, inv.names, inv.scaled, inv.image_versions)
+            yield from (e._replace(path=_on_service(tuple(e.path), workload)) for e in found)
 
 
 @registry.rule("cross-object", scope=SET, kinds=("InferenceService",))

@@ -12,8 +12,12 @@ from typing import Any
 from lwsgen import platforms
 from lwsgen.jsondata import dig
 
-LEADER_COMPONENT = "llminferenceservice-workload-leader"  # workload_multi_node.go#L153-L159
-WORKER_COMPONENT = "llminferenceservice-workload-worker"  # workload_multi_node.go#L139-L148
+# The pods' app.kubernetes.io/component, by the workload they are of (workload_multi_node.go#L139-L159,
+# #L283-L300; constants.go#L443-L448)
+COMPONENTS = {
+    None: ("llminferenceservice-workload-leader", "llminferenceservice-workload-worker"),
+    "prefill": ("llminferenceservice-workload-leader-prefill", "llminferenceservice-workload-worker-prefill"),
+}
 
 
 def _size(spec: dict[str, Any]) -> int:
@@ -29,6 +33,34 @@ def _template(pod_spec: Any, labels: dict[str, str], annotations: Any = None) ->
     return {"metadata": metadata, "spec": pod_spec if isinstance(pod_spec, dict) else {}}
 
 
+def _leaderworkerset(name: str, namespace: Any, spec: dict[str, Any], role: str | None, pd: bool) -> dict[str, Any]:
+    """The LeaderWorkerSet of the service's own workload (role None: decode where pd) or of its
+    spec.prefill, its pods labelled as KServe labels them, the workload's labels and annotations
+    (spec.labels, or spec.prefill.labels) copied over KServe's (#L262-L267, #L393-L400)."""
+    own = dict(spec["labels"]) if isinstance(spec.get("labels"), dict) else {}
+    base = {**platforms.llmisvc_workload_labels(name), **own}
+    leader_component, worker_component = COMPONENTS[role]
+    llmd_role = role or ("decode" if pd else "both")
+    leader = {**base, "app.kubernetes.io/component": leader_component, platforms.LLMD_ROLE_LABEL: llmd_role}
+    worker = {k: v for k, v in base.items() if k != "kserve.io/component"}
+    annotations = spec.get("annotations")  # reach every pod, as the labels do
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": platforms.llmisvc_lws(name, role), "namespace": namespace},
+        "spec": {
+            "replicas": spec.get("replicas", 1),
+            "leaderWorkerTemplate": {
+                "size": _size(spec),
+                "leaderTemplate": _template(spec.get("template"), leader, annotations),
+                "workerTemplate": _template(
+                    spec.get("worker"), {**worker, "app.kubernetes.io/component": worker_component}, annotations
+                ),
+            },
+        },
+    }
+
+
 def workloads(services: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], tuple[dict[str, Any], ...]]:
     """(LeaderWorkerSets by name, Deployments) KServe makes of these LLMInferenceServices."""
     sets, deployments = {}, []
@@ -36,38 +68,25 @@ def workloads(services: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]]
         name, spec = dig(service, "metadata", "name"), service.get("spec") or {}
         if not isinstance(name, str) or not isinstance(spec, dict):
             continue
-        own = dict(spec["labels"]) if isinstance(spec.get("labels"), dict) else {}
-        base = {**platforms.llmisvc_workload_labels(name), **own}  # spec.labels copied over KServe's (#L262-L267)
-        metadata = {"name": platforms.llmisvc_lws(name), "namespace": dig(service, "metadata", "namespace")}
+        namespace = dig(service, "metadata", "namespace")
+        prefill = spec.get("prefill") if isinstance(spec.get("prefill"), dict) else None
         if spec.get("worker") is None:
+            own = dict(spec["labels"]) if isinstance(spec.get("labels"), dict) else {}
+            base = {**platforms.llmisvc_workload_labels(name), **own}
             deployments.append(
                 {
                     "apiVersion": "apps/v1",
                     "kind": "Deployment",
-                    "metadata": {**metadata, "name": f"{name}-kserve"},
+                    "metadata": {"name": f"{name}-kserve", "namespace": namespace},
                     "spec": {"selector": {"matchLabels": base}, "template": _template(spec.get("template"), base)},
                 }
             )
-            continue
-        leader = {**base, "app.kubernetes.io/component": LEADER_COMPONENT}
-        worker = {k: v for k, v in base.items() if k != "kserve.io/component"}
-        sets[metadata["name"]] = {
-            "apiVersion": "leaderworkerset.x-k8s.io/v1",
-            "kind": "LeaderWorkerSet",
-            "metadata": metadata,
-            "spec": {
-                "replicas": spec.get("replicas", 1),
-                "leaderWorkerTemplate": {
-                    "size": _size(spec),
-                    "leaderTemplate": _template(spec.get("template"), leader, spec.get("annotations")),
-                    "workerTemplate": _template(
-                        spec.get("worker"),
-                        {**worker, "app.kubernetes.io/component": WORKER_COMPONENT},
-                        spec.get("annotations"),  # spec.annotations reach every pod, as spec.labels do
-                    ),
-                },
-            },
-        }
+        else:
+            lws = _leaderworkerset(name, namespace, spec, None, prefill is not None)
+            sets[lws["metadata"]["name"]] = lws
+        if prefill is not None and prefill.get("worker") is not None:
+            lws = _leaderworkerset(name, namespace, prefill, "prefill", True)
+            sets[lws["metadata"]["name"]] = lws
     return sets, tuple(deployments)
 
 

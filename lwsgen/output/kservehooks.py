@@ -13,26 +13,38 @@ SIZE_ENV = ("TENSOR_PARALLEL_SIZE", "PIPELINE_PARALLEL_SIZE")
 WORKER_CONTAINER = "worker-container"  # pkg/constants/constants.go#L500; utils/utils.go#L485-L495
 
 
+def _workloads(spec: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]]:
+    """(path, workload) of the service's own workload and of spec.prefill, which KServe treats alike."""
+    yield ("spec",), spec
+    if isinstance(spec.get("prefill"), dict):
+        yield ("spec", "prefill"), spec["prefill"]
+
+
 def llm_inference_service(obj: dict[str, Any]) -> Iterator[Finding]:
-    """pkg/apis/serving/v1alpha2/llm_inference_service_validation.go#L244-L333, validateParallelism."""
-    spec = obj["spec"]
-    par = spec.get("parallelism") or {}
+    """pkg/apis/serving/v1alpha2/llm_inference_service_validation.go#L244-L333, validateParallelismConstraints:
+    validateWorkloadParallelism of spec and of spec.prefill."""
+    for at, workload in _workloads(obj["spec"]):
+        yield from _workload_parallelism(at, workload)
+
+
+def _workload_parallelism(at: tuple, workload: dict[str, Any]) -> Iterator[Finding]:
+    par = workload.get("parallelism") or {}
     if not isinstance(par, dict):
         return
     data, local, pipeline = par.get("data") is not None, par.get("dataLocal") is not None, par.get("pipeline")
-    if spec.get("worker") is not None and not (data or local or pipeline is not None):
+    if workload.get("worker") is not None and not (data or local or pipeline is not None):
         yield Finding(
-            ("spec", "parallelism"),
+            (*at, "parallelism"),
             "when worker is specified, parallelism must be configured for either data parallelism or pipeline "
             "parallelism",
         )
     if pipeline is not None and (data or local):
         why = "cannot set both pipeline parallelism and data parallelism (data or dataLocal) simultaneously"
-        yield Finding(("spec", "parallelism", "pipeline"), why)
+        yield Finding((*at, "parallelism", "pipeline"), why)
     if data and not local:
-        yield Finding(("spec", "parallelism", "dataLocal"), "dataLocal must be set when data is set")
+        yield Finding((*at, "parallelism", "dataLocal"), "dataLocal must be set when data is set")
     if local and not data:
-        yield Finding(("spec", "parallelism", "data"), "data must be set when dataLocal is set")
+        yield Finding((*at, "parallelism", "data"), "data must be set when dataLocal is set")
 
 
 def _templated(node: Any, at: tuple) -> Iterator[Finding]:
@@ -46,18 +58,21 @@ def _templated(node: Any, at: tuple) -> Iterator[Finding]:
         yield Finding(at, "KServe renders this as a Go template (config_merge.go#L607-L722): write it without '{{'")
 
 
+NO_MAIN = "no container named main: KServe's preset adds its own vllm serve container `main` beside these"
+
+
 def lwsgen_pods(obj: dict[str, Any]) -> Iterator[Finding]:
     """What KServe would run besides the pods written: its presets merge into container `main`
     (config/llmisvcconfig/*.yaml); a template or worker without it gets the preset's own `vllm serve`
     container beside its engine."""
     spec = obj["spec"]
-    for side in ("template", "worker"):
-        pod = spec.get(side)
-        if isinstance(pod, dict):
-            names = [c.get("name") for c in pod.get("containers") or [] if isinstance(c, dict)]
-            if "main" not in names:
-                why = "no container named main: KServe's preset adds its own vllm serve container `main` beside these"
-                yield Finding(("spec", side, "containers"), why)
+    for at, workload in _workloads(spec):
+        for side in ("template", "worker"):
+            pod = workload.get(side)
+            if isinstance(pod, dict):
+                names = [c.get("name") for c in pod.get("containers") or [] if isinstance(c, dict)]
+                if "main" not in names:
+                    yield Finding((*at, side, "containers"), NO_MAIN)
     yield from _templated(spec, ("spec",))
 
 
@@ -88,14 +103,15 @@ def engine_sizes(obj: dict[str, Any]) -> Iterator[Finding]:
     flags of the engine lwsgen wrote."""
     spec = obj["spec"]
     if obj["kind"] == "LLMInferenceService":
-        par = spec.get("parallelism") or {}
-        flags = {
-            "--tensor-parallel-size": par.get("tensor"),
-            "--pipeline-parallel-size": par.get("pipeline"),
-            "--data-parallel-size": par.get("data"),
-            "--data-parallel-size-local": par.get("dataLocal"),
-        }
-        yield from _sizes_match(spec.get("template"), flags, ("spec", "parallelism"), "parallelism")
+        for at, workload in _workloads(spec):
+            par = workload.get("parallelism") or {}
+            flags = {
+                "--tensor-parallel-size": par.get("tensor"),
+                "--pipeline-parallel-size": par.get("pipeline"),
+                "--data-parallel-size": par.get("data"),
+                "--data-parallel-size-local": par.get("dataLocal"),
+            }
+            yield from _sizes_match(workload.get("template"), flags, (*at, "parallelism"), "parallelism")
     elif obj["kind"] == "ServingRuntime":
         worker = spec.get("workerSpec") or {}
         flags = {

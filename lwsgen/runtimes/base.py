@@ -184,6 +184,8 @@ class KvTransfer(Record):
     engine_port: int | None = None  # the engine serves here, behind a routing sidecar on sidecar_port
     sidecar_port: int | None = None
     sidecar_args: tuple[str, ...] = ()  # what else the routing sidecar takes (its encoder stage)
+    # the platform puts its own routing sidecar on sidecar_port (KServe's decode preset), not lwsgen
+    sidecar_by_platform: bool = False
 
 
 class RuntimeParts(Record):

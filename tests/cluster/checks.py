@@ -5,6 +5,7 @@ the profile's nodes, the selectors of the Services, monitors and policies, and r
 
 from __future__ import annotations
 
+from lwsgen import platforms
 from tests.cluster.api import Api, wait_for
 from tests.groupsim import kubeenv, sim
 
@@ -29,8 +30,7 @@ def sets_made(api: Api, namespace: str, objects: list[dict], problems: list[str]
         else:
             pairs.append((lws, real))
     for service in (o for o in objects if o["kind"] == "LLMInferenceService"):
-        real = kserve_set(api, namespace, service, problems)
-        if real is not None:
+        for real in kserve_sets(api, namespace, service, problems):
             pairs.append((real, real))  # KServe's own: what it made is what applies
     for ds in (o for o in objects if o["kind"] == "DisaggregatedSet"):
         for role in ds["spec"]["roles"]:
@@ -51,31 +51,65 @@ def sets_made(api: Api, namespace: str, objects: list[dict], problems: list[str]
 HANDLERS = ("httpGet", "exec", "tcpSocket", "grpc")
 
 
-def kserve_set(api: Api, namespace: str, service: dict, problems: list[str]) -> dict | None:
-    """The LeaderWorkerSet KServe's controller made of an LLMInferenceService, held to lwsgen's
-    prediction (lwsgen/output/kserve.py: its name, size and replicas) and to lwsgen's pods after the
-    merge with KServe's preset: lwsgen's command, one handler per probe, no root refused and no
-    capability added by the preset (derive/kserve.py says each)."""
+def kserve_sets(api: Api, namespace: str, service: dict, problems: list[str]) -> list[dict]:
+    """The LeaderWorkerSets KServe's controller made of an LLMInferenceService (its own workload's and,
+    with spec.prefill, the prefill one's), each held to lwsgen's prediction (lwsgen/output/kserve.py:
+    its name, size, replicas and pod labels) and to lwsgen's pods after the merge with KServe's preset:
+    lwsgen's command, one handler per probe, no root refused and no capability added by the preset
+    (derive/kserve.py says each)."""
     from lwsgen.output import kserve
 
-    ((name, predicted),) = kserve.workloads([service])[0].items()
-    real = _wait_quietly(lambda: api.find(LWS, "LeaderWorkerSet", name, namespace), 180)
-    if real is None:
-        status = api.get(service["apiVersion"], "LLMInferenceService", service["metadata"]["name"], namespace)
-        conditions = [
-            (c["type"], c["status"], c.get("message", "")[:200]) for c in status.get("status", {}).get("conditions", [])
-        ]
-        problems.append(f"KServe made no LeaderWorkerSet {name}: its conditions {conditions}")
-        return None
+    made = []
+    workloads = {None: service["spec"], "prefill": service["spec"].get("prefill")}
+    for name, predicted in kserve.workloads([service])[0].items():
+        real = _wait_quietly(lambda n=name: api.find(LWS, "LeaderWorkerSet", n, namespace), 180)
+        if real is None:
+            status = api.get(service["apiVersion"], "LLMInferenceService", service["metadata"]["name"], namespace)
+            conditions = [
+                (c["type"], c["status"], c.get("message", "")[:200])
+                for c in status.get("status", {}).get("conditions", [])
+            ]
+            problems.append(f"KServe made no LeaderWorkerSet {name}: its conditions {conditions}")
+            continue
+        ours = workloads["prefill" if name.endswith(platforms.LLMISVC_PREFILL_SUFFIX) else None]
+        _kserve_set_is_predicted(name, predicted, real, ours, problems)
+        made.append(real)
+    if workloads["prefill"] is not None and (service["spec"].get("router") or {}).get("scheduler") is not None:
+        _picks_prefill_then_decode(api, namespace, service["metadata"]["name"], problems)
+    return made
+
+
+def _picks_prefill_then_decode(api: Api, namespace: str, name: str, problems: list[str]) -> None:
+    """With spec.prefill, KServe's endpoint picker runs its prefill and decode profiles: the config
+    KServe generates when it first makes the picker (scheduler.go#L502-L553), which lwsgen relies on."""
+    deployment = f"{name}-kserve-router-scheduler"
+    found = _wait_quietly(lambda: api.find("apps/v1", "Deployment", deployment, namespace), 120)
+    if found is None:
+        status = api.get("serving.kserve.io/v1alpha2", "LLMInferenceService", name, namespace).get("status", {})
+        conditions = [(c["type"], c["status"], c.get("message", "")[:300]) for c in status.get("conditions", [])]
+        problems.append(f"KServe made no endpoint picker Deployment {deployment}: its conditions {conditions}")
+        return
+    args = [str(a) for c in found["spec"]["template"]["spec"]["containers"] for a in c.get("args") or []]
+    text = "\n".join(args)
+    missing = [f for f in ("prefill-filter", "decode-filter", "disagg-profile-handler") if f"type: {f}" not in text]
+    if missing:
+        problems.append(f"{deployment}: its config has no {', '.join(missing)}: no request goes to prefill first")
+
+
+def _kserve_set_is_predicted(name: str, predicted: dict, real: dict, ours: dict, problems: list[str]) -> None:
     want, have = predicted["spec"], real["spec"]
     size, predicted_size = have["leaderWorkerTemplate"].get("size"), want["leaderWorkerTemplate"]["size"]
     if size != predicted_size:
         problems.append(f"{name}: size {size}, lwsgen predicted {predicted_size}")
     if have.get("replicas") != want.get("replicas"):
         problems.append(f"{name}: replicas {have.get('replicas')}, lwsgen predicted {want.get('replicas')}")
-    for side, ours in (("leaderTemplate", service["spec"]["template"]), ("workerTemplate", service["spec"]["worker"])):
+    for side, pod in (("leaderTemplate", ours["template"]), ("workerTemplate", ours["worker"])):
+        labels = have["leaderWorkerTemplate"][side]["metadata"].get("labels") or {}
+        predicted_labels = want["leaderWorkerTemplate"][side]["metadata"]["labels"]
+        if any(labels.get(k) != v for k, v in predicted_labels.items()):
+            problems.append(f"{name} {side}: pod labels {labels}, lwsgen predicted {predicted_labels}")
         main = next(c for c in have["leaderWorkerTemplate"][side]["spec"]["containers"] if c["name"] == "main")
-        mine = ours["containers"][0]
+        mine = pod["containers"][0]
         if (main.get("command"), main.get("args")) != (mine.get("command"), mine.get("args")):
             problems.append(f"{name} {side}: the merged engine command is not lwsgen's: {main.get('command')}")
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -89,7 +123,20 @@ def kserve_set(api: Api, namespace: str, service: dict, problems: list[str]) -> 
         added = set((security.get("capabilities") or {}).get("add") or ()) - declared
         if added:  # what lwsgen's pod did not say (the profile is warned of the preset's: kserve-adds)
             problems.append(f"{name} {side}: capabilities {sorted(added)} added by KServe, not in lwsgen's pod")
-    return real
+        _serving_ports(name, side, have["leaderWorkerTemplate"][side]["spec"], problems)
+
+
+def _serving_ports(name: str, side: str, pod: dict, problems: list[str]) -> None:
+    """No two containers of the merged pod (the preset's routing sidecar beside lwsgen's, say) take one port."""
+    seen: dict[int, str] = {}
+    for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+        if container.get("restartPolicy") != "Always" and container in (pod.get("initContainers") or []):
+            continue  # a plain init container has ended before the others start
+        for port in container.get("ports") or []:
+            number = port["containerPort"]
+            if number in seen:
+                problems.append(f"{name} {side}: port {number} taken by {seen[number]} and {container['name']}")
+            seen[number] = container["name"]
 
 
 def isvc_made(api: Api, namespace: str, objects: list[dict], nodes: int, problems: list[str]) -> list[dict] | None:

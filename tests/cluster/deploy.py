@@ -125,6 +125,40 @@ def provide(api: Api, example: Example, objects: list[dict], nodes: bool = True)
         if api.find("v1", "Secret", secret, example.namespace) is None:
             made = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret}, "stringData": {"token": "x"}}
             api.create(made, example.namespace)
+    for namespace, name in sorted(_kserve_gateways(objects, example.namespace)):
+        _gateway(api, namespace, name)
+
+
+# The Gateway an LLMInferenceService's router uses when it names none: ingressGateway in KServe's
+# inferenceservice-config (config/configmap/inferenceservice.yaml, kserve/kserve@v0.20.0)
+KSERVE_GATEWAY = ("kserve", "kserve-ingress-gateway")
+
+
+def _kserve_gateways(objects: list[dict], namespace: str) -> set[tuple[str, str]]:
+    """The Gateways the LLMInferenceServices' routers attach to: KServe makes its route, pool and
+    endpoint picker only once the Gateway exists."""
+    found = set()
+    for obj in objects:
+        router = (obj.get("spec") or {}).get("router") if obj["kind"] == "LLMInferenceService" else None
+        if not isinstance(router, dict) or "gateway" not in router:
+            continue
+        refs = (router.get("gateway") or {}).get("refs") or []
+        found |= {(r.get("namespace") or namespace, r["name"]) for r in refs} if refs else {KSERVE_GATEWAY}
+    return found
+
+
+def _gateway(api: Api, namespace: str, name: str) -> None:
+    """A Gateway no implementation runs (none runs here): it exists, which is what KServe asks of it."""
+    api.ensure_namespace(namespace)
+    if api.find("gateway.networking.k8s.io/v1", "Gateway", name, namespace) is None:
+        listener = {"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": {"namespaces": {"from": "All"}}}
+        made = {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": name},
+            "spec": {"gatewayClassName": "lwsgen-test", "listeners": [listener]},
+        }
+        api.create(made, namespace)
 
 
 def cordon(api: Api, name: str) -> None:

@@ -625,10 +625,12 @@ def kserve_sets(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from lwsgen.output import kserve
 
     made, _ = kserve.workloads([o for o in objects if o.get("kind") == "LLMInferenceService"])
-    by_service = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "LLMInferenceService"}
+    services = [o for o in objects if o.get("kind") == "LLMInferenceService"]
+    # its own workload's and, with spec.prefill, the prefill one's
+    by_lws = {platforms.llmisvc_lws(s["metadata"]["name"], role): s for s in services for role in (None, "prefill")}
     out = []
     for lws in made.values():
-        service = next(s for n, s in by_service.items() if platforms.llmisvc_lws(n) == lws["metadata"]["name"])
+        service = by_lws[lws["metadata"]["name"]]
         lws["metadata"]["labels"] = dict(service["metadata"].get("labels", {}))
         out.append(lws)
     isvcs = [o for o in objects if o.get("kind") == "InferenceService"]
@@ -705,13 +707,21 @@ def role_set(ds: dict[str, Any], role: dict[str, Any], revision: str | None = No
 
 
 def role_sets(sim: Simulation) -> list[dict[str, Any]]:
-    """The role LeaderWorkerSets of every DisaggregatedSet (role_set), added to the simulation's objects."""
+    """The role LeaderWorkerSets of every DisaggregatedSet (role_set), added to the simulation's
+    objects; and those KServe makes of an LLMInferenceService with spec.prefill (kserve_sets: the
+    prefill one and the service's own, decode), already among them."""
+    from lwsgen import platforms
+
     made = []
     for ds in (o for o in sim.objects if o.get("kind") == "DisaggregatedSet"):
         for role in ds["spec"]["roles"]:
             lws = role_set(ds, role)
             sim.objects.append(lws)
             made.append(lws)
+    sets = {o["metadata"]["name"]: o for o in sim.objects if o.get("kind") == "LeaderWorkerSet"}
+    for service in (o for o in sim.objects if o.get("kind") == "LLMInferenceService"):
+        if (service.get("spec") or {}).get("prefill") is not None:
+            made += [sets[platforms.llmisvc_lws(service["metadata"]["name"], role)] for role in ("prefill", None)]
     return made
 
 
