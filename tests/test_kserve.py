@@ -531,6 +531,14 @@ def test_explain_names_the_pods_and_the_front_door_kserve_makes():
     assert "vllm-llama31-405b-kserve-isvc-predictor-worker-<hash> (worker): ranks 8-15, pipeline stage 1" in text
     assert "client -> Service vllm-llama31-405b-kserve-isvc-predictor (KServe's) -> the head" in text
     assert "InferenceService vllm-llama31-405b-kserve-isvc (KServe's Deployments)" in explain.mermaid(isvc)
+    pd = explain.text(render_profile(PD_EXAMPLE))
+    assert "vllm-deepseek-r1-pd-kserve-kserve-mn-prefill-0-1 (worker): ranks 8-15" in pd  # KServe's names, per role
+    assert "vllm-deepseek-r1-pd-kserve-kserve-mn-0 (leader): ranks 0-7" in pd
+    assert (
+        "PodMonitor vllm-deepseek-r1-pd-kserve-decode: leaderworkerset.sigs.k8s.io/name="
+        "vllm-deepseek-r1-pd-kserve-kserve-mn," in pd
+    )
+    assert "a decode leader, whose routing sidecar runs the prefill on the prefill leader the picker chose" in pd
 
 
 def test_the_capabilities_kserves_preset_adds_are_said_unless_accepted(said):

@@ -67,13 +67,17 @@ def _kserve_path(d) -> list[str]:
     if not d.gateway.enabled:
         return [f"client -> Service {d.name}-kserve-workload-svc (KServe's, port 8000) -> a leader"]
     gateways = ", ".join(f"{r.get('namespace', d.namespace)}/{r['name']}" for r in d.gateway.parent_refs)
+    roles = " of both roles" if d.roles else ""
     return [
         "client",
         f"Gateway {gateways}",
         "KServe's HTTPRoute (router.route)",
-        f"InferencePool {d.name}-inference-pool (KServe's router.scheduler): the leaders, port 8000",
-        f"endpoint picker Service {d.name}-epp-service (KServe's) picks one leader per request",
-        "a leader (it serves its group)",
+        f"InferencePool {d.name}-inference-pool (KServe's router.scheduler): the leaders{roles}, port 8000",
+        f"endpoint picker Service {d.name}-epp-service (KServe's) picks one leader per request"
+        + (", with its prefill and decode profiles" if d.roles else ""),
+        "a decode leader, whose routing sidecar runs the prefill on the prefill leader the picker chose"
+        if d.roles
+        else "a leader (it serves its group)",
     ]
 
 
@@ -166,10 +170,31 @@ def _shape_lines(result: Rendered) -> list[str]:
             *_group_lines(result, d, None, "│  "),
         ]
     lines = [f"├─ engine: {_engine(next(iter(d.roles.values())))}"]
-    for role, p in d.roles.items():  # the controller names the role's LWS <set>-<slice>-<revision>-<role>
+    for role, p in d.roles.items():
         lines += [f"├─ role {role}: {_shape(p)}", f"│  ├─ parallelism: {_parallelism(p)}", "│  └─ group 0"]
-        lines += _group_lines(result, p, f"{d.name}-0-<revision>-{role}", "│     ")
+        lines += _group_lines(result, p, _role_lws(d, role), "│     ")
     return lines
+
+
+def _role_lws(d, role: str) -> str:
+    """The LeaderWorkerSet a role runs as: KServe's <name>-kserve-mn(-prefill), or the one the
+    DisaggregatedSet controller names <set>-<slice>-<revision>-<role>."""
+    if d.platform == platforms.KSERVE:
+        return platforms.llmisvc_lws(d.name, role)
+    return f"{d.name}-0-<revision>-{role}"
+
+
+def _selectors(objects: dict[str, list[dict[str, Any]]], file: str, path: tuple[str, ...]) -> list[tuple[str, dict]]:
+    """(kind, selector) of each object of the file that selects pods; named where there are several (roles)."""
+    found = [o for o in objects.get(file, []) if o.get("kind")]
+    out = []
+    for obj in found:
+        selector = obj
+        for key in path:
+            selector = selector[key]
+        kind = obj["kind"] if len(found) == 1 else f"{obj['kind']} {obj['metadata']['name']}"
+        out.append((kind, selector))
+    return out
 
 
 def text(result: Rendered) -> str:
@@ -194,12 +219,9 @@ def text(result: Rendered) -> str:
         )
         lines.append(f"│  {branch} {name}: {kinds}{listed}")
     selectors = [("Service", objects["service.yaml"][0]["spec"]["selector"])] if "service.yaml" in objects else []
-    if "podmonitor.yaml" in objects:
-        selectors.append(("PodMonitor", objects["podmonitor.yaml"][0]["spec"]["selector"]["matchLabels"]))
-    if "inferencepool.yaml" in objects:
-        selectors.append(("InferencePool", objects["inferencepool.yaml"][0]["spec"]["selector"]["matchLabels"]))
-    if "networkpolicy.yaml" in objects:
-        selectors.append(("NetworkPolicy", objects["networkpolicy.yaml"][0]["spec"]["podSelector"]["matchLabels"]))
+    selectors += _selectors(objects, "podmonitor.yaml", ("spec", "selector", "matchLabels"))
+    selectors += _selectors(objects, "inferencepool.yaml", ("spec", "selector", "matchLabels"))
+    selectors += _selectors(objects, "networkpolicy.yaml", ("spec", "podSelector", "matchLabels"))
     lines.append("├─ selectors")
     for i, (kind, selector) in enumerate(selectors):
         branch = "└─" if i == len(selectors) - 1 else "├─"
