@@ -46,6 +46,9 @@ LLMD_ROLE_LABEL = "llm-d.ai/role"
 # (config/llmisvcconfig/config-llm-decode-worker-data-parallel.yaml#L9-L70, main on 8001 #L71-L76): a
 # decode engine serves on 8001 behind a sidecar on 8000, KServe's or (no preset for a pipeline) lwsgen's.
 LLMISVC_DECODE_ENGINE_PORT = 8001
+# The Gateway a router with no gateway.refs attaches to: ingress.kserveIngressGateway in the
+# inferenceservice-config KServe installs (config/configmap/inferenceservice.yaml#L307, #L690).
+LLMISVC_DEFAULT_GATEWAY = ("kserve", "kserve-ingress-gateway")
 
 # --- InferenceService + ServingRuntime (pkg/controller/v1beta1/inferenceservice) ---
 ISVC_HEAD_CONTAINER = "kserve-container"  # pkg/constants/constants.go#L493

@@ -162,6 +162,11 @@ def _pd(**changes) -> dict:
         ),
         ({"disaggregation": {"slices": 2}}, "disaggregation.slices", "not slices of a DisaggregatedSet"),
         ({"disaggregation": {"sidecarImage": "x/y:1"}}, "disaggregation.sidecarImage", "decode preset brings"),
+        (  # the webhook's rule, for spec.prefill too: said where KServe says it
+            {"roles": {"prefill": {"parallelism": {"tensor": 16}}, "decode": {}}},
+            "roles.prefill.parallelism.tensor",
+            "tensor parallelism across nodes alone",
+        ),
         ({"roles": {"prefill": {"autoscaling": {"enabled": True}}, "decode": {}}}, "roles.prefill.autoscaling.enabled",
          "scales through its own spec.scaling"),
         ({"gateway": {"enabled": False}}, "gateway.enabled", "enable it"),
@@ -202,6 +207,9 @@ def test_roles_on_kserve_are_the_service_and_its_prefill():
     assert _flag(_main(spec["template"]), "--port") == str(platforms.LLMISVC_DECODE_ENGINE_PORT)
     assert _flag(_main(spec["prefill"]["template"]), "--port") == str(platforms.LLMISVC_PORT)
     assert "routing-sidecar" not in _init_names(spec["template"])  # KServe's preset brings it
+    # ... and it reads the InferencePool through the API, with the account KServe gives the leader
+    assert spec["template"]["automountServiceAccountToken"] is True and "serviceAccountName" not in spec["template"]
+    assert spec["prefill"]["template"]["automountServiceAccountToken"] is False  # no API reader there
     assert not [o for o in objects if o.get("kind") == "LLMInferenceServiceConfig"]  # both presets ship
     sets = kserve.workloads([service])[0]
     name = rendered.profile.name
@@ -210,6 +218,8 @@ def test_roles_on_kserve_are_the_service_and_its_prefill():
         template = sets[lws_name]["spec"]["leaderWorkerTemplate"]
         assert template["size"] == 2
         assert template["leaderTemplate"]["metadata"]["labels"]["llm-d.ai/role"] == role
+        # a data-parallel prefill group is one subgroup (workload_multi_node.go#L376-L381); decode is not
+        assert template.get("subGroupPolicy") == ({"subGroupSize": 2} if role == "prefill" else None)
 
 
 def test_pipeline_roles_on_kserve_get_the_presets_kserve_lacks_and_lwsgens_sidecar():
@@ -223,6 +233,38 @@ def test_pipeline_roles_on_kserve_get_the_presets_kserve_lacks_and_lwsgens_sidec
     assert _flag(_main(spec["template"]), "--port") == "8001"
     assert _flag(_main(spec["prefill"]["template"]), "--port") == "8000"
     assert "routing-sidecar" not in _init_names(spec["prefill"]["template"])
+
+
+def test_pipeline_decode_takes_the_sidecar_image_it_runs(render):
+    """lwsgen's own routing sidecar (a pipeline-parallel decode role's) comes from a mirror where the
+    profile says so; a data-parallel decode role runs KServe's, so the field is refused there."""
+    data = yaml.safe_load(PD_PIPELINE.read_text(encoding="utf-8"))
+    data["disaggregation"] = {"sidecarImage": "mirror.example.com/llm-d/disagg-sidecar:v0.10.0"}
+    spec = _one(_objects(render(data)), "LLMInferenceService")["spec"]
+    [sidecar] = [c for c in spec["template"]["initContainers"] if c["name"] == "routing-sidecar"]
+    assert sidecar["image"] == "mirror.example.com/llm-d/disagg-sidecar:v0.10.0"
+
+
+@pytest.mark.parametrize("path", [PD_EXAMPLE, PD_PIPELINE, None])
+def test_the_gateways_proxies_are_the_only_source_of_the_pools_port(render, path):
+    """With no gateway.parentRefs KServe attaches its route to its default Gateway, kserve/kserve-ingress-gateway
+    (inferenceservice-config): the serving port is open to that namespace, never to every source."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path else _profile(platform="kserve")
+    if path is None:
+        data["parallelism"] = {"tensor": 8, "pipeline": 2}
+        data["node"] = {"gpus": 8}
+    data["gateway"] = {"enabled": True}
+    policies = [o["spec"] for o in _objects(render(data)) if o.get("kind") == "NetworkPolicy"]
+    assert policies
+    for policy in policies:
+        assert all(rule.get("from") for rule in policy["ingress"]), policy["ingress"]
+        namespaces = [
+            f["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+            for rule in policy["ingress"]
+            for f in rule["from"]
+            if "namespaceSelector" in f
+        ]
+        assert "kserve" in namespaces
 
 
 def test_each_roles_pods_let_in_the_other_roles_and_the_picker():

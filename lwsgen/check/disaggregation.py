@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from lwsgen import naming, platforms, registry, runtimes
 from lwsgen.check import schema
-from lwsgen.check.roles import RoleSource, role_names
+from lwsgen.check.roles import RoleSource, role_data, role_names
 from lwsgen.load.source import Source
 from lwsgen.problems import ERROR, WARNING, Finding, Problem, ProblemsError
 from lwsgen.profile import FrozenDict, Profile, from_data
@@ -85,8 +85,8 @@ NOT_ON_KSERVE = {
     "slices": "KServe makes one LeaderWorkerSet per role, not slices of a DisaggregatedSet: leave it out",
     "placement": "KServe places each role's LeaderWorkerSet itself: leave it out (scheduling.exclusiveTopology "
     "reaches both)",
-    "sidecarImage": "KServe's decode preset brings llm-d's routing sidecar, or lwsgen's default one where no preset "
-    "does: leave it out",
+    "sidecarImage": "KServe's data-parallel decode preset brings llm-d's routing sidecar: leave it out (it names "
+    "lwsgen's own sidecar, which only a pipeline-parallel decode role runs)",
 }
 
 
@@ -99,7 +99,11 @@ def _on_kserve(src: Source) -> list[Problem]:
             "(spec.prefill and its own), no encoder: use platform lws"
         )
         out.append(src.problem(("roles", "encode"), message, "not-on-platform"))
+    decode = role_data(src.data, "decode")[0] if "decode" in (src.data.get("roles") or {}) else {}
+    pipelined = ((decode.get("parallelism") or {}).get("data") or 1) == 1  # lwsgen's sidecar: derive/disaggregation.py
     for key, why in NOT_ON_KSERVE.items():
+        if key == "sidecarImage" and pipelined:
+            continue
         if key in (src.data.get("disaggregation") or {}):
             message = f"platform kserve has no equivalent: {why}"
             out.append(src.problem(("disaggregation", key), message, "not-on-platform"))

@@ -86,6 +86,8 @@ def proxy_namespaces(ctx: Context) -> tuple[str, ...]:
     gateway = ctx.profile.gateway
     if gateway.proxy_namespaces:
         return gateway.proxy_namespaces
+    if not gateway.parent_refs and ctx.profile.platform == platforms.KSERVE:  # KServe's default Gateway's
+        return (platforms.LLMISVC_DEFAULT_GATEWAY[0],)
     return tuple(dict.fromkeys(ref.get("namespace") or ctx.profile.namespace for ref in gateway.parent_refs))
 
 

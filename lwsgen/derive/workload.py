@@ -150,7 +150,7 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
         labels, annotations = {**labels, **ctx.kv.labels}, {**annotations, **ctx.kv.annotations}
         if side == "leader" and ctx.kv.sidecar_port is not None and not ctx.kv.sidecar_by_platform:
             tools += (routing_sidecar(ctx),)
-    return pods.pod(
+    pod = pods.pod(
         profile,
         ctx.placement,
         labels=labels,
@@ -161,6 +161,11 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
         service_account=ctx.names.launcher if role.api_access else None,
         extras=hatches.extras(profile, side),
     )
+    if side == "leader" and ctx.kv is not None and ctx.kv.sidecar_by_platform:
+        # the platform's sidecar reads the API with the account the platform gives the pod (KServe's
+        # <name>-kserve-mn and its Role: workload_multi_node.go#L202-L206, #L446-L480): its token mounted
+        pod = pod._replace(automount_token=True)
+    return pod
 
 
 def leaderworkerset(ctx: Context, kind) -> LeaderWorkerSet | None:

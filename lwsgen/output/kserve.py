@@ -44,20 +44,21 @@ def _leaderworkerset(name: str, namespace: Any, spec: dict[str, Any], role: str 
     leader = {**base, "app.kubernetes.io/component": leader_component, platforms.LLMD_ROLE_LABEL: llmd_role}
     worker = {k: v for k, v in base.items() if k != "kserve.io/component"}
     annotations = spec.get("annotations")  # reach every pod, as the labels do
+    template = {
+        "size": _size(spec),
+        "leaderTemplate": _template(spec.get("template"), leader, annotations),
+        "workerTemplate": _template(
+            spec.get("worker"), {**worker, "app.kubernetes.io/component": worker_component}, annotations
+        ),
+    }
+    par = spec.get("parallelism") or {}
+    if role == "prefill" and (par.get("data") or par.get("dataLocal")):  # the whole group one subgroup (#L376-L381)
+        template["subGroupPolicy"] = {"subGroupSize": template["size"]}
     return {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
         "metadata": {"name": platforms.llmisvc_lws(name, role), "namespace": namespace},
-        "spec": {
-            "replicas": spec.get("replicas", 1),
-            "leaderWorkerTemplate": {
-                "size": _size(spec),
-                "leaderTemplate": _template(spec.get("template"), leader, annotations),
-                "workerTemplate": _template(
-                    spec.get("worker"), {**worker, "app.kubernetes.io/component": worker_component}, annotations
-                ),
-            },
-        },
+        "spec": {"replicas": spec.get("replicas", 1), "leaderWorkerTemplate": template},
     }
 
 

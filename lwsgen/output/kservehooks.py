@@ -34,7 +34,7 @@ def _workload_parallelism(at: tuple, workload: dict[str, Any]) -> Iterator[Findi
     data, local, pipeline = par.get("data") is not None, par.get("dataLocal") is not None, par.get("pipeline")
     if workload.get("worker") is not None and not (data or local or pipeline is not None):
         yield Finding(
-            (*at, "parallelism"),
+            (*at, "worker"),
             "when worker is specified, parallelism must be configured for either data parallelism or pipeline "
             "parallelism",
         )

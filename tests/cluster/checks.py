@@ -103,6 +103,13 @@ def _kserve_set_is_predicted(name: str, predicted: dict, real: dict, ours: dict,
         problems.append(f"{name}: size {size}, lwsgen predicted {predicted_size}")
     if have.get("replicas") != want.get("replicas"):
         problems.append(f"{name}: replicas {have.get('replicas')}, lwsgen predicted {want.get('replicas')}")
+    policy = have["leaderWorkerTemplate"].get("subGroupPolicy")
+    if (policy or {}).get("subGroupSize") != (want["leaderWorkerTemplate"].get("subGroupPolicy") or {}).get(
+        "subGroupSize"
+    ):
+        problems.append(
+            f"{name}: subGroupPolicy {policy}, lwsgen predicted {want['leaderWorkerTemplate'].get('subGroupPolicy')}"
+        )
     for side, pod in (("leaderTemplate", ours["template"]), ("workerTemplate", ours["worker"])):
         labels = have["leaderWorkerTemplate"][side]["metadata"].get("labels") or {}
         predicted_labels = want["leaderWorkerTemplate"][side]["metadata"]["labels"]
@@ -124,6 +131,21 @@ def _kserve_set_is_predicted(name: str, predicted: dict, real: dict, ours: dict,
         if added:  # what lwsgen's pod did not say (the profile is warned of the preset's: kserve-adds)
             problems.append(f"{name} {side}: capabilities {sorted(added)} added by KServe, not in lwsgen's pod")
         _serving_ports(name, side, have["leaderWorkerTemplate"][side]["spec"], problems)
+        _sidecar_has_its_token(name, side, have["leaderWorkerTemplate"][side]["spec"], problems)
+
+
+# KServe's routing sidecar watches the InferencePool through the API (llm-d-router v0.9.0
+# pkg/sidecar/proxy/allowlist.go#L95-L103) and exits without a token (cmd/pd-sidecar/main.go#L75-L77).
+ROUTING_SIDECAR = "llm-d-routing-sidecar"
+
+
+def _sidecar_has_its_token(name: str, side: str, pod: dict, problems: list[str]) -> None:
+    """A merged pod that runs KServe's routing sidecar mounts the token of the account KServe gives it."""
+    if any(c["name"] == ROUTING_SIDECAR for c in pod.get("initContainers") or []):
+        if pod.get("automountServiceAccountToken") is False:
+            problems.append(f"{name} {side}: {ROUTING_SIDECAR} runs without a service account token")
+        if not pod.get("serviceAccountName"):
+            problems.append(f"{name} {side}: {ROUTING_SIDECAR} runs under no account of KServe's")
 
 
 def _serving_ports(name: str, side: str, pod: dict, problems: list[str]) -> None:
