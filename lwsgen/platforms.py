@@ -26,6 +26,10 @@ LLMISVC_PORT = 8000
 DATA_PARALLEL_CAPABILITIES = ("IPC_LOCK", "SYS_RAWIO", "NET_RAW")
 DATA_PARALLEL_SHM = "8Gi"  # its dshm emptyDir's sizeLimit, which a pod without one keeps
 KSERVE_MODEL_DIR = "/mnt/models"  # where KServe mounts a storageUri (constants.DefaultModelLocalMountPath)
+# Model URIs only KServe delivers: its storage initializer downloads s3:// into KSERVE_MODEL_DIR of
+# container main on every pod, its modelcar mounts an oci:// image there (workload_storage.go#L131-L202,
+# storageInitializer on); lwsgen's engine then reads KSERVE_MODEL_DIR.
+KSERVE_DELIVERED = ("s3://", "oci://")
 # No preset for pipeline parallelism ships in v0.20.0 (config_merge.go#L90-L95, absent from
 # config/llmisvcconfig/kustomization.yaml#L6-L16): without this config reconciliation stops with
 # ConfigNotFound (config_merge.go#L157-L160); it is looked up in the service's namespace first
@@ -134,9 +138,26 @@ def llmisvc_size(profile: Profile) -> int:
     return par.pipeline
 
 
+def delivered_by_kserve(profile: Profile) -> bool:
+    """model.path an s3:// or oci:// URI on platform kserve: KServe puts the weights in KSERVE_MODEL_DIR."""
+    model = profile.model
+    return profile.platform == KSERVE and model.source is None and model.path.startswith(KSERVE_DELIVERED)
+
+
+def engine_profile(profile: Profile) -> Profile:
+    """The profile the engine's command is built from: its model in KSERVE_MODEL_DIR where KServe
+    delivers it, else the profile itself."""
+    if not delivered_by_kserve(profile):
+        return profile
+    return profile._replace(model=profile.model._replace(path=KSERVE_MODEL_DIR))
+
+
 def model_uri(profile: Profile) -> str | None:
-    """model.uri for KServe: pvc://<claim>/<path in it> for weights on the profile's claim, hf://<id>
-    for a hub id; None when the weights are elsewhere (baked into the image)."""
+    """model.uri for KServe: the s3:// or oci:// URI KServe delivers, pvc://<claim>/<path in it> for
+    weights on the profile's claim, hf://<id> for a hub id; None when the weights are elsewhere (baked
+    into the image)."""
+    if delivered_by_kserve(profile):
+        return profile.model.path
     path, storage, source = profile.model.path, profile.storage, profile.model.source
     if storage is not None and source is not None:  # the snapshot model.source downloads into the claim
         return f"pvc://{storage.claim_name}/{source.repo}/{source.revision}"

@@ -288,6 +288,35 @@ def test_each_roles_pods_let_in_the_other_roles_and_the_picker():
         assert picker["ports"][0]["port"] == (platforms.LLMISVC_PORT if role == "decode" else "http")
 
 
+S3_CASE = REPO / "tests" / "cases" / "valid" / "kserve-s3-model" / "profile.yaml"
+
+
+@pytest.mark.parametrize(
+    "uri", ["s3://models/meta-llama/Llama-3.1-405B-Instruct", "oci://registry.example.com/llama:1"]
+)
+def test_a_model_only_kserve_can_bring_is_its_to_deliver(render, said, uri):
+    """s3:// and oci:// weights: KServe's storage initializer (s3) or modelcar (oci) puts them in
+    /mnt/models of container main (workload_storage.go#L131-L202); the engine reads them there and
+    serves under KServe's default model name, the service's (llm_inference_service_defaults.go#L31-L34)."""
+    data = yaml.safe_load(S3_CASE.read_text(encoding="utf-8"))
+    data["model"]["path"] = uri
+    spec = _one(_objects(render(data)), "LLMInferenceService")["spec"]
+    assert spec["model"] == {"uri": uri, "name": data["name"]}
+    assert spec["storageInitializer"] == {"enabled": True}
+    for side in ("template", "worker"):
+        args = _main(spec[side])["args"]
+        assert args[args.index("serve") + 1] == platforms.KSERVE_MODEL_DIR
+        assert "model" not in [v["name"] for v in spec[side].get("volumes", [])]
+    assert _flag(_main(spec["template"]), "--served-model-name") == data["name"]
+    errors, warnings = said(data)
+    assert not errors
+    # KServe's release configuration has modelcars off: an oci:// model is said to need them
+    assert any("kserve-needs" in w or "modelcars on" in w for w in warnings) == uri.startswith("oci://"), warnings
+    data["platform"] = "kserve-isvc"
+    errors, _ = said(data)
+    assert any(e.startswith("model.path: lwsgen writes an s3:// or oci:// model") for e in errors), errors
+
+
 def test_the_same_layout_renders_on_each_platform(render):
     """A profile that works on LeaderWorkerSet renders on both KServe platforms, and nothing else in it
     changes meaning: the same engine command line, GPUs per pod and pods per group."""

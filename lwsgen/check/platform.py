@@ -225,6 +225,12 @@ def _isvc_model(profile: Profile, src: Source) -> list[Problem]:
             )
             return [src.problem(("storage", "mountPath"), message, "kserve-refuses")]
         return []
+    if profile.model.path.startswith(platforms.KSERVE_DELIVERED):
+        message = (
+            "lwsgen writes an s3:// or oci:// model, which KServe delivers itself, on platform kserve only: use "
+            "platform kserve, or download the weights onto a ReadWriteMany claim with model.source and storage"
+        )
+        return [src.problem(("model", "path"), message, "not-on-platform")]
     said = f"{uri} is not a storageUri it takes" if uri else "the weights are on no claim of the profile"
     message = (
         f"KServe's webhook takes only a pvc:// or oci:// storageUri for a multi-node InferenceService "
@@ -375,6 +381,21 @@ def preset_capabilities(profile: Profile, src: Source) -> list[Problem]:
         )
         out.append(src.problem(("node",), message, "kserve-adds"))
     return out
+
+
+@registry.rule("kserve-needs", scope=PROFILE, severity=WARNING)
+def kserve_delivery(profile: Profile, src: Source) -> list[Problem]:
+    """platform kserve with an oci:// model: KServe mounts the image only with modelcars on, which its
+    release configuration leaves off (config/configmap/inferenceservice.yaml, storageInitializer
+    enableModelcar false); without them it reconciles nothing ("OCI modelcars is not enabled":
+    pkg/controller/v1alpha2/llmisvc/workload_storage.go#L155-L159; inferenceservice.yaml#L159, #L190)."""
+    if not platforms.delivered_by_kserve(profile) or not profile.model.path.startswith("oci://"):
+        return []
+    message = (
+        "KServe mounts an oci:// model only with modelcars on, which its release configuration leaves off "
+        '("OCI modelcars is not enabled"): set enableModelcar (or ociModelMode) in KServe\'s inferenceservice-config'
+    )
+    return [src.problem(("model", "path"), message, "kserve-needs")]
 
 
 @registry.rule("kserve-regression", scope=PROFILE, severity=WARNING)

@@ -26,7 +26,7 @@ class UserKind(Record):
 def context(profile: Profile) -> Context:
     plugin = runtimes.get(profile.runtime)
     if profile.platform == platforms.KSERVE:  # vLLM (check/platform.py), on the port KServe's pool targets
-        parts = plugin.parts(profile, serving_port=platforms.LLMISVC_PORT)
+        parts = plugin.parts(platforms.engine_profile(profile), serving_port=platforms.LLMISVC_PORT)
         group = single(platforms.llmisvc_lws(profile.name))  # the LeaderWorkerSet KServe makes
     elif profile.platform == platforms.KSERVE_ISVC:
         parts, group = plugin.parts(profile), inference_service(profile.name)

@@ -48,7 +48,8 @@ def role_context(top: Profile, role: str) -> Context:
     if kserve:
         kv = _on_kserve(kv, role, profile)
     profile = profile._replace(model=profile.model._replace(extra_args=(*profile.model.extra_args, *kv.args)))
-    parts = plugin.parts(profile, serving_port=kv.engine_port) if kv.engine_port else plugin.parts(profile)
+    engine = platforms.engine_profile(profile)  # its model where KServe delivers it
+    parts = plugin.parts(engine, serving_port=kv.engine_port) if kv.engine_port else plugin.parts(engine)
     leader = parts.leader._replace(env=(*parts.leader.env, *kv.env), ports=(*parts.leader.ports, *kv.leader_ports))
     worker = parts.worker._replace(env=(*parts.worker.env, *kv.env))
     parts = parts._replace(leader=leader, worker=worker, scripts={**parts.scripts, **delivery.scripts(profile)})

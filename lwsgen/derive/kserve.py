@@ -152,7 +152,9 @@ def llminferenceservice(ctx: Context, kind) -> KServeLLM | None:
     profile = ctx.profile
     if profile.platform != platforms.KSERVE:
         return None
-    main = _workload_spec(ctx.roles["decode"] if ctx.roles else ctx)._replace(storage_initializer=False)
+    # KServe's own model delivery only for what lwsgen's pods cannot bring themselves (platforms.py)
+    delivered = platforms.delivered_by_kserve(profile)
+    main = _workload_spec(ctx.roles["decode"] if ctx.roles else ctx)._replace(storage_initializer=delivered)
     prefill = _workload_spec(ctx.roles["prefill"]) if ctx.roles else None
     # exclusive topology and Kueue's queue: KServe copies them onto its LeaderWorkerSets (platforms.py)
     placed = ctx.placement

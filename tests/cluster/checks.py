@@ -73,10 +73,21 @@ def kserve_sets(api: Api, namespace: str, service: dict, problems: list[str]) ->
             continue
         ours = workloads["prefill" if name.endswith(platforms.LLMISVC_PREFILL_SUFFIX) else None]
         _kserve_set_is_predicted(name, predicted, real, ours, problems)
+        if str(service["spec"]["model"]["uri"]).startswith(("s3://", "oci://")):  # only KServe can bring these
+            _model_delivered(name, real, problems)
         made.append(real)
     if workloads["prefill"] is not None and (service["spec"].get("router") or {}).get("scheduler") is not None:
         _picks_prefill_then_decode(api, namespace, service["metadata"]["name"], problems)
     return made
+
+
+def _model_delivered(name: str, real: dict, problems: list[str]) -> None:
+    """Where KServe delivers the model (storageInitializer on), every pod's container main has it at
+    /mnt/models, where lwsgen's engine reads it (platforms.KSERVE_MODEL_DIR)."""
+    for side in ("leaderTemplate", "workerTemplate"):
+        main = next(c for c in real["spec"]["leaderWorkerTemplate"][side]["spec"]["containers"] if c["name"] == "main")
+        if "/mnt/models" not in [m["mountPath"] for m in main.get("volumeMounts") or []]:
+            problems.append(f"{name} {side}: KServe mounted no model at /mnt/models in container main")
 
 
 def _picks_prefill_then_decode(api: Api, namespace: str, name: str, problems: list[str]) -> None:
