@@ -317,6 +317,20 @@ def test_a_model_only_kserve_can_bring_is_its_to_deliver(render, said, uri):
     assert any(e.startswith("model.path: lwsgen writes an s3:// or oci:// model") for e in errors), errors
 
 
+def test_a_group_whose_model_kserve_fetches_has_the_time_to_fetch_it():
+    """KServe's storage initializer brings the whole model to every pod before the engine starts: the
+    group's start budget (and so the alert that a group is not whole) counts that fetch."""
+    from lwsgen.check import budget
+    from lwsgen.commands import explain
+
+    rendered = render_profile(S3_CASE)
+    plan = budget.budget(rendered.profile)
+    assert plan.fetch is not None and plan.total == plan.fetch + plan.rendezvous + plan.load
+    assert plan.fetch >= 2 * plan.size_gb / budget.HUB_GBPS  # the whole model, with the margin
+    assert "fetch (each pod, KServe's storage initializer or modelcar" in explain.text(rendered)
+    assert budget.budget(render_profile(LLMISVC_EXAMPLE).profile).fetch is None  # the claim: lwsgen's pods
+
+
 def test_the_same_layout_renders_on_each_platform(render):
     """A profile that works on LeaderWorkerSet renders on both KServe platforms, and nothing else in it
     changes meaning: the same engine command line, GPUs per pod and pods per group."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from lwsgen import runtimes
+from lwsgen import platforms, runtimes
 from lwsgen.check import sizing
 from lwsgen.profile import Profile
 from lwsgen.records import Record
@@ -35,6 +35,9 @@ class StartBudget(Record):
     rendezvous: int
     load: int
     load_from: str  # "model.loadTimeoutSeconds" or how it was derived
+    # seconds for KServe to bring the whole model to each pod before the engine starts (its storage
+    # initializer or modelcar: platforms.delivered_by_kserve); None: lwsgen's pods bring it
+    fetch: int | None = None
 
     @property
     def startup_probe(self) -> int:
@@ -42,7 +45,7 @@ class StartBudget(Record):
 
     @property
     def total(self) -> int:
-        return (self.download or 0) + (self.copy or 0) + self.startup_probe
+        return (self.download or 0) + (self.copy or 0) + (self.fetch or 0) + self.startup_probe
 
 
 def size(profile: Profile) -> tuple[float | None, str]:
@@ -106,8 +109,11 @@ def budget(profile: Profile) -> StartBudget:
         copy = UNKNOWN_DOWNLOAD if gb is None else _seconds(gb, storage.read_gbps, COPY_SETUP)
     per_pod = downloads_per_pod(profile)
     load, load_from = _load(profile, gb, per_pod)
+    fetch = None
+    if platforms.delivered_by_kserve(profile):
+        fetch = UNKNOWN_DOWNLOAD if gb is None else _seconds(gb, HUB_GBPS, DOWNLOAD_SETUP)
     return StartBudget(
-        gb, size_from, download, per_pod, copy, profile.launch.rendezvous_timeout_seconds, load, load_from
+        gb, size_from, download, per_pod, copy, profile.launch.rendezvous_timeout_seconds, load, load_from, fetch
     )
 
 
@@ -127,6 +133,13 @@ def steps(plan: StartBudget, profile: Profile) -> list[tuple[str, str]]:
     if plan.copy is not None:
         out.append(
             ("copy to the local cache (each pod)", f"{minutes(plan.copy)}: {gb} at {profile.storage.read_gbps} GB/s")
+        )
+    if plan.fetch is not None:
+        out.append(
+            (
+                "fetch (each pod, KServe's storage initializer or modelcar, before the engine starts)",
+                f"{minutes(plan.fetch)}: {gb} at {HUB_GBPS} GB/s",
+            )
         )
     out.append(
         ("rendezvous (each pod waits for its group)", f"{minutes(plan.rendezvous)}: launch.rendezvousTimeoutSeconds")
