@@ -690,17 +690,6 @@ CODES: dict[str, Code] = {
         "List them in security.addCapabilities to accept them, or use platform lws where the namespace enforces "
         "the restricted Pod Security Standard.",
     ),
-    "kserve-needs": Code(
-        "warning",
-        "profile",
-        (
-            "The model comes through KServe's own model delivery (model.path s3:// or oci:// on platform kserve), "
-            "which needs KServe configured for it: modelcars for oci://, which KServe's release configuration "
-            "leaves off."
-        ),
-        "Turn modelcars on in KServe's inferenceservice-config (storageInitializer enableModelcar, or ociModelMode), "
-        "or put the weights in s3:// or onto a claim (model.source).",
-    ),
     "kserve-regression": Code(
         "warning",
         "profile",

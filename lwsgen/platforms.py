@@ -27,9 +27,9 @@ DATA_PARALLEL_CAPABILITIES = ("IPC_LOCK", "SYS_RAWIO", "NET_RAW")
 DATA_PARALLEL_SHM = "8Gi"  # its dshm emptyDir's sizeLimit, which a pod without one keeps
 KSERVE_MODEL_DIR = "/mnt/models"  # where KServe mounts a storageUri (constants.DefaultModelLocalMountPath)
 # Model URIs only KServe delivers: its storage initializer downloads s3:// into KSERVE_MODEL_DIR of
-# container main on every pod, its modelcar mounts an oci:// image there (workload_storage.go#L131-L202,
-# storageInitializer on); lwsgen's engine then reads KSERVE_MODEL_DIR.
-KSERVE_DELIVERED = ("s3://", "oci://")
+# container main on every pod (workload_storage.go#L131-L202, #L404-L457; storageInitializer on);
+# lwsgen's engine then reads KSERVE_MODEL_DIR. (oci://, KServe's modelcar: refused, check/platform.py.)
+KSERVE_DELIVERED = ("s3://",)
 # No preset for pipeline parallelism ships in v0.20.0 (config_merge.go#L90-L95, absent from
 # config/llmisvcconfig/kustomization.yaml#L6-L16): without this config reconciliation stops with
 # ConfigNotFound (config_merge.go#L157-L160); it is looked up in the service's namespace first
@@ -139,9 +139,18 @@ def llmisvc_size(profile: Profile) -> int:
 
 
 def delivered_by_kserve(profile: Profile) -> bool:
-    """model.path an s3:// or oci:// URI on platform kserve: KServe puts the weights in KSERVE_MODEL_DIR."""
+    """model.path an s3:// URI on platform kserve: KServe puts the weights in KSERVE_MODEL_DIR."""
     model = profile.model
     return profile.platform == KSERVE and model.source is None and model.path.startswith(KSERVE_DELIVERED)
+
+
+def kserve_served_name(profile: Profile) -> Profile:
+    """The engine reads KSERVE_MODEL_DIR where KServe delivers the model: it serves under KServe's
+    default model.name, the service's name (v1alpha2/llm_inference_service_defaults.go#L31-L34), not that
+    path, unless model.servedName says otherwise."""
+    if not delivered_by_kserve(profile) or profile.model.served_name:
+        return profile
+    return profile._replace(model=profile.model._replace(served_name=profile.name))
 
 
 def engine_profile(profile: Profile) -> Profile:
@@ -153,7 +162,7 @@ def engine_profile(profile: Profile) -> Profile:
 
 
 def model_uri(profile: Profile) -> str | None:
-    """model.uri for KServe: the s3:// or oci:// URI KServe delivers, pvc://<claim>/<path in it> for
+    """model.uri for KServe: the s3:// URI KServe delivers, pvc://<claim>/<path in it> for
     weights on the profile's claim, hf://<id> for a hub id; None when the weights are elsewhere (baked
     into the image)."""
     if delivered_by_kserve(profile):

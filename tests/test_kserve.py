@@ -291,30 +291,35 @@ def test_each_roles_pods_let_in_the_other_roles_and_the_picker():
 S3_CASE = REPO / "tests" / "cases" / "valid" / "kserve-s3-model" / "profile.yaml"
 
 
-@pytest.mark.parametrize(
-    "uri", ["s3://models/meta-llama/Llama-3.1-405B-Instruct", "oci://registry.example.com/llama:1"]
-)
-def test_a_model_only_kserve_can_bring_is_its_to_deliver(render, said, uri):
-    """s3:// and oci:// weights: KServe's storage initializer (s3) or modelcar (oci) puts them in
-    /mnt/models of container main (workload_storage.go#L131-L202); the engine reads them there and
-    serves under KServe's default model name, the service's (llm_inference_service_defaults.go#L31-L34)."""
+@pytest.mark.parametrize("with_roles", [False, True])
+def test_a_model_only_kserve_can_bring_is_its_to_deliver(render, said, with_roles):
+    """s3:// weights: KServe's storage initializer puts them in /mnt/models of container main of every
+    pod (workload_storage.go#L131-L202, #L404-L457); the engine reads them there and serves under KServe's
+    default model name, the service's (llm_inference_service_defaults.go#L31-L34), with roles too."""
+    from lwsgen.commands import explain
+
     data = yaml.safe_load(S3_CASE.read_text(encoding="utf-8"))
-    data["model"]["path"] = uri
-    spec = _one(_objects(render(data)), "LLMInferenceService")["spec"]
-    assert spec["model"] == {"uri": uri, "name": data["name"]}
+    if with_roles:
+        data.update(roles={"prefill": {}, "decode": {}}, gateway={"enabled": True})
+    rendered = render(data)
+    spec = _one(_objects(rendered), "LLMInferenceService")["spec"]
+    assert spec["model"] == {"uri": data["model"]["path"], "name": data["name"]}
     assert spec["storageInitializer"] == {"enabled": True}
-    for side in ("template", "worker"):
-        args = _main(spec[side])["args"]
-        assert args[args.index("serve") + 1] == platforms.KSERVE_MODEL_DIR
-        assert "model" not in [v["name"] for v in spec[side].get("volumes", [])]
-    assert _flag(_main(spec["template"]), "--served-model-name") == data["name"]
-    errors, warnings = said(data)
-    assert not errors
-    # KServe's release configuration has modelcars off: an oci:// model is said to need them
-    assert any("kserve-needs" in w or "modelcars on" in w for w in warnings) == uri.startswith("oci://"), warnings
-    data["platform"] = "kserve-isvc"
+    for workload in (spec, spec["prefill"]) if with_roles else (spec,):
+        for side in ("template", "worker"):
+            args = _main(workload[side])["args"]
+            assert args[args.index("serve") + 1] == platforms.KSERVE_MODEL_DIR
+            assert "model" not in [v["name"] for v in workload[side].get("volumes", [])]
+        assert _flag(_main(workload["template"]), "--served-model-name") == data["name"]
+    assert f"clients request model '{data['name']}'" in explain.text(rendered)
+    data["storage"] = {"claimName": "models", "mountPath": "/mnt/models"}  # where KServe mounts the model
     errors, _ = said(data)
-    assert any(e.startswith("model.path: lwsgen writes an s3:// or oci:// model") for e in errors), errors
+    assert any(e.startswith("storage.mountPath: KServe's storage initializer mounts the model") for e in errors)
+    del data["storage"]
+    data["platform"] = "kserve-isvc"
+    data.pop("roles", None)
+    errors, _ = said(data)
+    assert any(e.startswith("model.path: lwsgen writes an s3:// model") for e in errors), errors
 
 
 def test_a_group_whose_model_kserve_fetches_has_the_time_to_fetch_it():

@@ -34,10 +34,7 @@ def typed(src: Source) -> tuple[Profile, list[Problem]]:
     profile = from_data(schema.with_defaults(src.data))
     if profile.platform != "lws":  # KServe's Services are its own, ClusterIP (llmisvc/workload.go#L112-L180)
         profile = profile._replace(service=profile.service._replace(type="ClusterIP"))
-    if platforms.delivered_by_kserve(profile) and not profile.model.served_name:
-        # the engine reads /mnt/models: served under KServe's default model.name, the service's name
-        # (v1alpha2/llm_inference_service_defaults.go#L31-L34), not that path
-        profile = profile._replace(model=profile.model._replace(served_name=profile.name))
+    profile = platforms.kserve_served_name(profile)
     if profile.platform == "kserve-isvc" and profile.launch.mode != "native":
         # Ray forms the group unless the profile asks for vLLM's own launch (KServe's mp backend)
         profile = profile._replace(launch=profile.launch._replace(mode="ray"))

@@ -32,7 +32,7 @@ def check(src: Source, typed: Callable) -> tuple[Profile, list[Problem]]:
     problems += set_problems(src)
     if problems:
         raise ProblemsError(list(dict.fromkeys(problems)))
-    top = from_data(schema.with_defaults(src.data))._replace(roles=FrozenDict(profiles))
+    top = platforms.kserve_served_name(from_data(schema.with_defaults(src.data))._replace(roles=FrozenDict(profiles)))
     problems = [src.place(f) for f in registry.run(ROLES, ERROR, top)]
     if problems:
         raise ProblemsError(problems)

@@ -12,7 +12,9 @@ KServe's port 8000, which the scheduler preset's InferencePool targets and the p
 probe checks. lwsgen's pods bring the model as on a LeaderWorkerSet (the claim mounted, or the hub id
 downloaded by the engine), so KServe's own model handling is off (storageInitializer.enabled false:
 workload_storage.go#L97-L104): no second download of a hub id into /mnt/models, no second mount of
-the claim under a name a kustomize namePrefix would not follow in model.uri."""
+the claim under a name a kustomize namePrefix would not follow in model.uri. Only a model the pods
+cannot bring, an s3:// one, is KServe's to deliver (storageInitializer on: platforms.delivered_by_kserve).
+With roles, decode is the service's own workload and prefill spec.prefill (docs/kserve.md)."""
 
 from lwsgen import platforms
 from lwsgen.derive import workload

@@ -73,7 +73,7 @@ def kserve_sets(api: Api, namespace: str, service: dict, problems: list[str]) ->
             continue
         ours = workloads["prefill" if name.endswith(platforms.LLMISVC_PREFILL_SUFFIX) else None]
         _kserve_set_is_predicted(name, predicted, real, ours, problems)
-        if str(service["spec"]["model"]["uri"]).startswith(("s3://", "oci://")):  # only KServe can bring these
+        if str(service["spec"]["model"]["uri"]).startswith("s3://"):  # only KServe brings it (storage initializer)
             _model_delivered(name, real, problems)
         made.append(real)
     if workloads["prefill"] is not None and (service["spec"].get("router") or {}).get("scheduler") is not None:
