@@ -26,10 +26,15 @@ LLMISVC_PORT = 8000
 DATA_PARALLEL_CAPABILITIES = ("IPC_LOCK", "SYS_RAWIO", "NET_RAW")
 DATA_PARALLEL_SHM = "8Gi"  # its dshm emptyDir's sizeLimit, which a pod without one keeps
 KSERVE_MODEL_DIR = "/mnt/models"  # where KServe mounts a storageUri (constants.DefaultModelLocalMountPath)
-# Model URIs only KServe delivers: its storage initializer downloads s3:// into KSERVE_MODEL_DIR of
-# container main on every pod (workload_storage.go#L131-L202, #L404-L457; storageInitializer on);
-# lwsgen's engine then reads KSERVE_MODEL_DIR. (oci://, KServe's modelcar: refused, check/platform.py.)
-KSERVE_DELIVERED = ("s3://",)
+# Model URIs only KServe delivers, into KSERVE_MODEL_DIR of container main on every pod (storageInitializer
+# on; workload_storage.go#L131-L202): s3:// by its storage initializer (#L404-L457), oci:// by its
+# modelcar, a sidecar that links KSERVE_MODEL_DIR into the image's /models once it runs, after main has
+# started, with main on an emptyDir at /mnt, as uid 1010 where configured (pkg/utils/storage.go#L564-L613;
+# enableModelcar and uidModelcar 1010 in config/configmap/inferenceservice.yaml#L659-L662). lwsgen's engine reads
+# KSERVE_MODEL_DIR; under a modelcar it waits for the link (await-modelcar.sh) with a HOME it can write.
+KSERVE_DELIVERED = ("s3://", "oci://")
+MODELCAR_MOUNT = "/mnt"  # the emptyDir KServe mounts at KSERVE_MODEL_DIR's parent for the link
+MODELCAR_HOME = "/tmp"  # writable by any user: HOME for an engine run as uid 1010
 # No preset for pipeline parallelism ships in v0.20.0 (config_merge.go#L90-L95, absent from
 # config/llmisvcconfig/kustomization.yaml#L6-L16): without this config reconciliation stops with
 # ConfigNotFound (config_merge.go#L157-L160); it is looked up in the service's namespace first
@@ -139,9 +144,14 @@ def llmisvc_size(profile: Profile) -> int:
 
 
 def delivered_by_kserve(profile: Profile) -> bool:
-    """model.path an s3:// URI on platform kserve: KServe puts the weights in KSERVE_MODEL_DIR."""
+    """model.path an s3:// or oci:// URI on platform kserve: KServe puts the weights in KSERVE_MODEL_DIR."""
     model = profile.model
     return profile.platform == KSERVE and model.source is None and model.path.startswith(KSERVE_DELIVERED)
+
+
+def modelcar(profile: Profile) -> bool:
+    """An oci:// model KServe's modelcar brings (KSERVE_DELIVERED)."""
+    return delivered_by_kserve(profile) and profile.model.path.startswith("oci://")
 
 
 def kserve_served_name(profile: Profile) -> Profile:
@@ -162,7 +172,7 @@ def engine_profile(profile: Profile) -> Profile:
 
 
 def model_uri(profile: Profile) -> str | None:
-    """model.uri for KServe: the s3:// URI KServe delivers, pvc://<claim>/<path in it> for
+    """model.uri for KServe: the s3:// or oci:// URI KServe delivers, pvc://<claim>/<path in it> for
     weights on the profile's claim, hf://<id> for a hub id; None when the weights are elsewhere (baked
     into the image)."""
     if delivered_by_kserve(profile):

@@ -291,14 +291,23 @@ def test_each_roles_pods_let_in_the_other_roles_and_the_picker():
 S3_CASE = REPO / "tests" / "cases" / "valid" / "kserve-s3-model" / "profile.yaml"
 
 
-@pytest.mark.parametrize("with_roles", [False, True])
-def test_a_model_only_kserve_can_bring_is_its_to_deliver(render, said, with_roles):
+@pytest.mark.parametrize(
+    "uri, with_roles",
+    [
+        ("s3://models/meta-llama/Llama-3.1-405B-Instruct/", False),
+        ("s3://models/meta-llama/Llama-3.1-405B-Instruct/", True),
+        ("oci://registry.example.com/models/llama-3.1-405b-instruct:1", False),
+    ],
+)
+def test_a_model_only_kserve_can_bring_is_its_to_deliver(render, said, uri, with_roles):
     """s3:// weights: KServe's storage initializer puts them in /mnt/models of container main of every
     pod (workload_storage.go#L131-L202, #L404-L457); the engine reads them there and serves under KServe's
     default model name, the service's (llm_inference_service_defaults.go#L31-L34), with roles too."""
     from lwsgen.commands import explain
 
     data = yaml.safe_load(S3_CASE.read_text(encoding="utf-8"))
+    data["model"]["path"] = uri
+    modelcar = uri.startswith("oci://")
     if with_roles:
         data.update(roles={"prefill": {}, "decode": {}}, gateway={"enabled": True})
     rendered = render(data)
@@ -310,16 +319,55 @@ def test_a_model_only_kserve_can_bring_is_its_to_deliver(render, said, with_role
             args = _main(workload[side])["args"]
             assert args[args.index("serve") + 1] == platforms.KSERVE_MODEL_DIR
             assert "model" not in [v["name"] for v in workload[side].get("volumes", [])]
+            # under KServe's modelcar the engine waits for /mnt/models to be linked, with a HOME uid 1010 can write
+            main = _main(workload[side])
+            assert (main["command"][:2] == ["/bin/bash", "/lwsgen/scripts/await-modelcar.sh"]) == modelcar
+            env = {e["name"]: e.get("value") for e in main["env"]}
+            assert (env.get("HOME"), env.get("LWSGEN_MODEL_LINK")) == (
+                ("/tmp", "/mnt/models") if modelcar else (None, None)
+            )
         assert _flag(_main(workload["template"]), "--served-model-name") == data["name"]
+    scripts = next(o for o in _objects(rendered) if o.get("kind") == "ConfigMap")["data"]
+    assert ("await-modelcar.sh" in scripts) == modelcar
     assert f"clients request model '{data['name']}'" in explain.text(rendered)
-    data["storage"] = {"claimName": "models", "mountPath": "/mnt/models"}  # where KServe mounts the model
+    # where KServe mounts the model (s3) or the modelcar's link directory (oci)
+    data["storage"] = {"claimName": "models", "mountPath": "/mnt" if modelcar else "/mnt/models"}
     errors, _ = said(data)
-    assert any(e.startswith("storage.mountPath: KServe's storage initializer mounts the model") for e in errors)
+    assert any(e.startswith("storage.mountPath: KServe mounts its own volume at") for e in errors), errors
     del data["storage"]
     data["platform"] = "kserve-isvc"
     data.pop("roles", None)
     errors, _ = said(data)
-    assert any(e.startswith("model.path: lwsgen writes an s3:// model") for e in errors), errors
+    assert any(e.startswith("model.path: lwsgen writes an s3:// or oci:// model") for e in errors), errors
+
+
+def test_the_engine_waits_for_the_modelcars_link_then_runs_and_gives_up_when_it_never_comes(tmp_path):
+    """await-modelcar.sh: the launch runs once the linked directory lists files (the modelcar's process
+    runs), and exits 1 saying where to look when it does not within its bound (its own clock)."""
+    script = REPO / "templates" / "scripts" / "await-modelcar.sh"
+    link, image = tmp_path / "models", tmp_path / "image"
+    env = {"PATH": "/usr/bin:/bin", "LWSGEN_MODEL_LINK": str(link), "LWSGEN_MODEL_LINK_SECONDS": "30"}
+    image.mkdir()
+    (image / "config.json").write_text("{}", encoding="utf-8")
+    waiting = subprocess.Popen(
+        ["bash", str(script), "bash", "-c", "echo engine started with $LWSGEN_MODEL_LINK"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    link.symlink_to(image)  # what the modelcar does once it runs
+    out, _ = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0 and out.strip() == f"engine started with {link}"
+    link.unlink()
+    link.symlink_to(tmp_path / "gone")  # a link whose target no process provides
+    given_up = subprocess.run(
+        ["bash", str(script), "true"],
+        env={**env, "LWSGEN_MODEL_LINK_SECONDS": "2"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert given_up.returncode == 1 and "holds no model after 2 s" in given_up.stdout
 
 
 def test_a_group_whose_model_kserve_fetches_has_the_time_to_fetch_it():

@@ -227,8 +227,8 @@ def _isvc_model(profile: Profile, src: Source) -> list[Problem]:
         return []
     if profile.model.path.startswith(("s3://", "oci://")):
         message = (
-            "lwsgen writes an s3:// model, which KServe delivers itself, on platform kserve only: use platform "
-            "kserve, or download the weights onto a ReadWriteMany claim with model.source and storage"
+            "lwsgen writes an s3:// or oci:// model, which KServe delivers itself, on platform kserve only: use "
+            "platform kserve, or download the weights onto a ReadWriteMany claim with model.source and storage"
         )
         return [src.problem(("model", "path"), message, "not-on-platform")]
     said = f"{uri} is not a storageUri it takes" if uri else "the weights are on no claim of the profile"
@@ -241,27 +241,16 @@ def _isvc_model(profile: Profile, src: Source) -> list[Problem]:
     return [src.problem(("model", "path"), message, "kserve-refuses")]
 
 
-# An oci:// model is KServe's modelcar: container main runs as uid 1010 with no HOME it can write, and
-# /mnt/models is a link the modelcar makes after main has started (MODEL_INIT_MODE=async), and the
-# router's tokenizer container pulls the whole image too (kserve/kserve@v0.20.0 pkg/utils/storage.go#L575-L613,
-# config/configmap/inferenceservice.yaml#L650-L663 uidModelcar 1010; llmisvc/scheduler.go#L424-L461).
-OCI_ON_KSERVE = (
-    "lwsgen does not write an oci:// model yet: KServe's modelcar runs the engine as uid 1010 with no writable "
-    "HOME and links /mnt/models only after the engine has started (pkg/utils/storage.go#L575-L613); put the "
-    "weights in s3:// or onto a claim (model.source and storage)"
-)
-
-
 def _llmisvc_model(profile: Profile, src: Source) -> list[Problem]:
-    if profile.model.source is None and profile.model.path.startswith("oci://"):
-        return [src.problem(("model", "path"), OCI_ON_KSERVE, "not-on-platform")]
     storage = profile.storage
     if platforms.delivered_by_kserve(profile) and storage is not None:
-        if storage.mount_path.rstrip("/") == platforms.KSERVE_MODEL_DIR:
+        # where KServe mounts the model (s3: workload_storage.go#L404-L457) or the modelcar's link
+        # directory (oci: pkg/utils/storage.go#L579-L584)
+        taken = platforms.MODELCAR_MOUNT if platforms.modelcar(profile) else platforms.KSERVE_MODEL_DIR
+        if storage.mount_path.rstrip("/") == taken:
             message = (
-                f"KServe's storage initializer mounts the model at {platforms.KSERVE_MODEL_DIR} itself "
-                "(llmisvc/workload_storage.go#L404-L457), and a pod may not mount two volumes at one path: mount "
-                "the claim elsewhere (/models)"
+                f"KServe mounts its own volume at {taken} for the model it delivers, and a pod may not mount two "
+                "volumes at one path: mount the claim elsewhere (/models)"
             )
             return [src.problem(("storage", "mountPath"), message, "kserve-refuses")]
     if platforms.model_uri(profile) is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from lwsgen import naming
+from lwsgen import naming, platforms
 from lwsgen.check import budget, delivery
 from lwsgen.derive import pods
 from lwsgen.derive.context import Context
@@ -23,7 +23,12 @@ from lwsgen.runtimes.base import SCRIPTS_MOUNT, plain_env
 COMPONENT = "model-download"
 REVISION_LABEL = "lwsgen/model-revision"
 LOCAL_VOLUME = "model-local"
-SCRIPTS = {"download": "download-model.py", "await": "await-model.sh", "cache": "cache-model.sh"}
+SCRIPTS = {
+    "download": "download-model.py",
+    "await": "await-model.sh",
+    "cache": "cache-model.sh",
+    "modelcar": "await-modelcar.sh",  # platforms.modelcar: the engine waits for KServe's link
+}
 BACKOFF = 6  # retries of a failed download (each continues the partial files)
 PERMANENT_EXIT = 2  # the download script's exit status for what a retry cannot fix
 # Argo CD keeps the claim (and the weights in it) when the application is deleted or the claim
@@ -59,6 +64,8 @@ def scripts(profile) -> dict[str, str]:
         wanted += [SCRIPTS["download"], SCRIPTS["await"]]
     if profile.storage is not None and profile.storage.local_cache is not None:
         wanted.append(SCRIPTS["cache"])
+    if platforms.modelcar(profile):
+        wanted.append(SCRIPTS["modelcar"])
     return {name: script(name) for name in wanted}
 
 

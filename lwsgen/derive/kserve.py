@@ -17,13 +17,17 @@ cannot bring, an s3:// one, is KServe's to deliver (storageInitializer on: platf
 With roles, decode is the service's own workload and prefill spec.prefill (docs/kserve.md)."""
 
 from lwsgen import platforms
-from lwsgen.derive import workload
+from lwsgen.derive import delivery, workload
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import Meta, Pod, Probe
 from lwsgen.records import Record
+from lwsgen.runtimes.base import SCRIPTS_MOUNT, plain_env
 from lwsgen.runtimes.launchers import DP_RPC_PORT
 
 LIVENESS_FAILURES = 10  # the preset's own (config-llm-worker-data-parallel.yaml livenessProbe)
+# The modelcar's image is on the node before the engine starts (its init container pulled it:
+# pkg/utils/storage.go#L604-L607): the link follows within seconds of the sidecar's start.
+MODELCAR_LINK_SECONDS = 600
 
 
 class GatewayRef(Record):
@@ -91,10 +95,24 @@ def _parallelism(ctx: Context) -> Parallelism:
     return Parallelism(par.tensor, par.pipeline)
 
 
-def _main(pod: Pod) -> Pod:
+def _modelcar(engine):
+    """Under KServe's modelcar (platforms.py): the launch waits for the model's link, with a HOME the
+    engine can write as uid 1010 (vLLM's caches), unless the profile's env sets one."""
+    command = ("/bin/bash", f"{SCRIPTS_MOUNT}/{delivery.SCRIPTS['modelcar']}", *engine.command)
+    env = (
+        plain_env("LWSGEN_MODEL_LINK", platforms.KSERVE_MODEL_DIR),
+        plain_env("LWSGEN_MODEL_LINK_SECONDS", MODELCAR_LINK_SECONDS),
+        *(() if any(e.name == "HOME" for e in engine.env) else (plain_env("HOME", platforms.MODELCAR_HOME),)),
+    )
+    return engine._replace(command=command, env=(*engine.env, *env))
+
+
+def _main(pod: Pod, modelcar: bool = False) -> Pod:
     """The engine container named as KServe's presets name theirs, saying what the preset would
     otherwise keep: HTTP probes, root allowed unless the profile runs as a user, its capabilities."""
     engine = pod.containers[0]
+    if modelcar:
+        engine = _modelcar(engine)
     security = engine.security
     # add cannot be emptied: KServe's merge drops an empty list (check/platform.py warns of the preset's)
     security = security._replace(
@@ -131,8 +149,14 @@ def _workload_spec(ctx: Context) -> WorkloadSpec:
     leader = workload.role_pod(ctx, "leader", ctx.parts.leader)
     worker = workload.role_pod(ctx, "worker", ctx.parts.worker)
     pod_labels = {k: v for k, v in leader.labels.items() if k in profile.pod_labels}
+    modelcar = platforms.modelcar(profile)
     return WorkloadSpec(
-        profile.replicas, _parallelism(ctx), pod_labels or None, leader.annotations, _main(leader), _main(worker)
+        profile.replicas,
+        _parallelism(ctx),
+        pod_labels or None,
+        leader.annotations,
+        _main(leader, modelcar),
+        _main(worker, modelcar),
     )
 
 

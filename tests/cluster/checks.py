@@ -73,21 +73,38 @@ def kserve_sets(api: Api, namespace: str, service: dict, problems: list[str]) ->
             continue
         ours = workloads["prefill" if name.endswith(platforms.LLMISVC_PREFILL_SUFFIX) else None]
         _kserve_set_is_predicted(name, predicted, real, ours, problems)
-        if str(service["spec"]["model"]["uri"]).startswith("s3://"):  # only KServe brings it (storage initializer)
-            _model_delivered(name, real, problems)
+        uri = str(service["spec"]["model"]["uri"])
+        if uri.startswith(("s3://", "oci://")):  # only KServe brings these: its storage initializer, its modelcar
+            _model_delivered(name, real, uri.startswith("oci://"), problems)
         made.append(real)
     if workloads["prefill"] is not None and (service["spec"].get("router") or {}).get("scheduler") is not None:
         _picks_prefill_then_decode(api, namespace, service["metadata"]["name"], problems)
     return made
 
 
-def _model_delivered(name: str, real: dict, problems: list[str]) -> None:
+def _model_delivered(name: str, real: dict, modelcar: bool, problems: list[str]) -> None:
     """Where KServe delivers the model (storageInitializer on), every pod's container main has it at
-    /mnt/models, where lwsgen's engine reads it (platforms.KSERVE_MODEL_DIR)."""
+    /mnt/models, where lwsgen's engine reads it (platforms.KSERVE_MODEL_DIR): the storage initializer's
+    volume there (s3), or (oci) the modelcar's emptyDir at /mnt, in which the modelcar sidecar links
+    /mnt/models into its image, its process visible to main (kserve/kserve@v0.20.0
+    pkg/utils/storage.go#L564-L613; the sidecar's name constants.ModelcarContainerName); main then waits
+    for the link in lwsgen's launch."""
     for side in ("leaderTemplate", "workerTemplate"):
-        main = next(c for c in real["spec"]["leaderWorkerTemplate"][side]["spec"]["containers"] if c["name"] == "main")
-        if "/mnt/models" not in [m["mountPath"] for m in main.get("volumeMounts") or []]:
-            problems.append(f"{name} {side}: KServe mounted no model at /mnt/models in container main")
+        pod = real["spec"]["leaderWorkerTemplate"][side]["spec"]
+        main = next(c for c in pod["containers"] if c["name"] == "main")
+        mounts = [m["mountPath"] for m in main.get("volumeMounts") or []]
+        if ("/mnt" if modelcar else "/mnt/models") not in mounts:
+            problems.append(f"{name} {side}: KServe mounted no model at /mnt/models in container main: {mounts}")
+        if modelcar:
+            names = [c["name"] for c in pod["containers"]]
+            if "modelcar" not in names or pod.get("shareProcessNamespace") is not True:
+                problems.append(f"{name} {side}: no modelcar sidecar sharing its processes with main: {names}")
+            if "await-modelcar.sh" not in " ".join(main.get("command") or []):
+                problems.append(f"{name} {side}: the engine does not wait for the modelcar's link")
+            user = (main.get("securityContext") or {}).get("runAsUser")
+            home = {e["name"]: e.get("value") for e in main.get("env") or []}.get("HOME")
+            if user not in (None, 0) and home in (None, "/root"):  # the image's HOME is root's
+                problems.append(f"{name} {side}: the engine runs as uid {user} with HOME {home}, which it cannot write")
 
 
 def _picks_prefill_then_decode(api: Api, namespace: str, name: str, problems: list[str]) -> None:

@@ -23,6 +23,7 @@ VARIANTS = (
     "kserve-exclusive-topology",  # two groups of KServe's LeaderWorkerSet, a zone each (KServe copies the annotation)
     "kserve-isvc-native",  # an InferenceService on KServe's mp backend: vLLM's own launch, no Ray
     "kserve-s3-model",  # model.uri s3://: KServe's storage initializer brings the weights to /mnt/models
+    "kserve-oci-model",  # model.uri oci://: KServe's modelcar links /mnt/models into the image; the engine waits
     "kserve-pd-pipeline",  # spec.prefill: two LeaderWorkerSets KServe makes, both unshipped pipeline presets written
 )
 # Not yet (docs/development.md): volcano-gang (no Volcano scheduler: the module proxy refuses its releases).
