@@ -143,6 +143,13 @@ def llmisvc_size(profile: Profile) -> int:
     return par.pipeline
 
 
+def data_parallel_preset(profile: Profile) -> bool:
+    """KServe merges its shipped data-parallel preset (-worker-data-parallel, and with prefill its
+    prefill/decode variants, the decode one with the routing sidecar) under a data-parallel workload;
+    a pipeline-parallel one gets the unshipped preset lwsgen writes (PIPELINE_PRESET, PD_PIPELINE_PRESETS)."""
+    return profile.parallelism.data > 1
+
+
 def delivered_by_kserve(profile: Profile) -> bool:
     """model.path an s3:// or oci:// URI on platform kserve: KServe puts the weights in KSERVE_MODEL_DIR."""
     model = profile.model

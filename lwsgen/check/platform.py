@@ -225,7 +225,7 @@ def _isvc_model(profile: Profile, src: Source) -> list[Problem]:
             )
             return [src.problem(("storage", "mountPath"), message, "kserve-refuses")]
         return []
-    if profile.model.path.startswith(("s3://", "oci://")):
+    if profile.model.path.startswith(platforms.KSERVE_DELIVERED):
         message = (
             "lwsgen writes an s3:// or oci:// model, which KServe delivers itself, on platform kserve only: use "
             "platform kserve, or download the weights onto a ReadWriteMany claim with model.source and storage"
@@ -374,7 +374,7 @@ def check(profile: Profile, src: Source) -> list[Problem]:
 def preset_capabilities(profile: Profile, src: Source) -> list[Problem]:
     """platform kserve with data parallelism: KServe's data-parallel preset adds capabilities to the
     engine container that the LLMInferenceService cannot take back."""
-    if profile.platform != KSERVE or profile.parallelism.data == 1:
+    if profile.platform != KSERVE or not platforms.data_parallel_preset(profile):
         return []
     out = []
     added = [c for c in platforms.DATA_PARALLEL_CAPABILITIES if c not in profile.security.add_capabilities]

@@ -31,11 +31,10 @@ def _on_kserve(kv: KvTransfer, role: str, profile: Profile) -> KvTransfer:
     the preset is the empty one lwsgen writes (platforms.PD_PIPELINE_PRESETS)."""
     if role != "decode":
         return kv._replace(engine_port=platforms.LLMISVC_PORT, sidecar_port=None)
-    by_kserve = profile.parallelism.data > 1
     return kv._replace(
         engine_port=platforms.LLMISVC_DECODE_ENGINE_PORT,
         sidecar_port=platforms.LLMISVC_PORT,
-        sidecar_by_platform=by_kserve,
+        sidecar_by_platform=platforms.data_parallel_preset(profile),
     )
 
 

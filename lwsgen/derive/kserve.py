@@ -162,13 +162,12 @@ def _workload_spec(ctx: Context) -> WorkloadSpec:
 
 def _presets(ctx: Context, kind) -> tuple[Preset, ...]:
     """The unshipped pipeline-parallel preset each pipeline-parallel workload is merged with (platforms.py)."""
-    if ctx.roles is None:
-        pipelined = ctx.profile.parallelism.data == 1
-        return (Preset(ctx.meta(kind, platforms.PIPELINE_PRESET)),) if pipelined else ()
+    workloads = ctx.roles or {None: ctx}  # the profile's own, or each role's
+    names = {None: platforms.PIPELINE_PRESET, **platforms.PD_PIPELINE_PRESETS}
     return tuple(
-        Preset(ctx.meta(kind, platforms.PD_PIPELINE_PRESETS[role]))
-        for role, role_ctx in ctx.roles.items()
-        if role_ctx.profile.parallelism.data == 1
+        Preset(ctx.meta(kind, names[role]))
+        for role, workload in workloads.items()
+        if not platforms.data_parallel_preset(workload.profile)
     )
 
 

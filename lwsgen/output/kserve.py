@@ -33,12 +33,17 @@ def _template(pod_spec: Any, labels: dict[str, str], annotations: Any = None) ->
     return {"metadata": metadata, "spec": pod_spec if isinstance(pod_spec, dict) else {}}
 
 
+def _pod_labels(name: str, spec: dict[str, Any]) -> dict[str, str]:
+    """KServe's labels of a workload's pods, with the workload's own labels (spec.labels, or
+    spec.prefill.labels) copied over them (#L262-L267, #L393-L400)."""
+    own = dict(spec["labels"]) if isinstance(spec.get("labels"), dict) else {}
+    return {**platforms.llmisvc_workload_labels(name), **own}
+
+
 def _leaderworkerset(name: str, namespace: Any, spec: dict[str, Any], role: str | None, pd: bool) -> dict[str, Any]:
     """The LeaderWorkerSet of the service's own workload (role None: decode where pd) or of its
-    spec.prefill, its pods labelled as KServe labels them, the workload's labels and annotations
-    (spec.labels, or spec.prefill.labels) copied over KServe's (#L262-L267, #L393-L400)."""
-    own = dict(spec["labels"]) if isinstance(spec.get("labels"), dict) else {}
-    base = {**platforms.llmisvc_workload_labels(name), **own}
+    spec.prefill, its pods labelled as KServe labels them (_pod_labels)."""
+    base = _pod_labels(name, spec)
     leader_component, worker_component = COMPONENTS[role]
     llmd_role = role or ("decode" if pd else "both")
     leader = {**base, "app.kubernetes.io/component": leader_component, platforms.LLMD_ROLE_LABEL: llmd_role}
@@ -72,8 +77,7 @@ def workloads(services: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]]
         namespace = dig(service, "metadata", "namespace")
         prefill = spec.get("prefill") if isinstance(spec.get("prefill"), dict) else None
         if spec.get("worker") is None:
-            own = dict(spec["labels"]) if isinstance(spec.get("labels"), dict) else {}
-            base = {**platforms.llmisvc_workload_labels(name), **own}
+            base = _pod_labels(name, spec)
             deployments.append(
                 {
                     "apiVersion": "apps/v1",
