@@ -7,6 +7,7 @@ would exhaust the process."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 # --- YAML a user wrote: a profile, a base, a template's output, a file of an output directory ---
@@ -60,6 +61,28 @@ def resolved(path: Path) -> Path | None:
         return Path(os.path.realpath(path, strict=False)) if _no_loop(path) else None
     except (OSError, ValueError, RuntimeError):
         return None
+
+
+class Resolver:
+    """resolved() for many files of a few directories: each directory is resolved once, and a file
+    that is not a link is its directory's resolved path with its name. A walk or a `validate` of a
+    directory otherwise spent most of its time in realpath's lstat of every component of every file."""
+
+    def __init__(self) -> None:
+        self._directories: dict[Path, Path | None] = {}
+
+    def __call__(self, path: Path) -> Path | None:
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except (OSError, ValueError):
+            return resolved(path)  # missing, or a looping directory above it: resolved() says which
+        if link or path.name in ("", ".", ".."):
+            return resolved(path)
+        parent = path.parent
+        if parent not in self._directories:
+            self._directories[parent] = resolved(parent)
+        directory = self._directories[parent]
+        return None if directory is None else directory / path.name
 
 
 def _no_loop(path: Path) -> bool:

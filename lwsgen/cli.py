@@ -6,6 +6,7 @@ Stages are imported inside the commands so that `lwsgen --help` starts instantly
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import sys
@@ -21,6 +22,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 OUTSIDE_KUSTOMIZATION = ("prometheus-adapter-rules", "volcano-queue", "nccl-test", "eksctl-nodegroup")
 
 
+@functools.cache  # built once a process (~5 ms): tests and library callers run main() many times
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lwsgen",

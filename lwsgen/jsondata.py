@@ -13,17 +13,44 @@ INT64 = range(-(2**63), 2**63)  # what the API server's integers hold
 def not_json(value: Any, path: tuple = ()) -> tuple | None:
     """The path of the first value that is not JSON data (a non-string key: the mapping's path),
     or None when all of it is."""
+    return None if _all_json(value) else _first_not_json(value, path)
+
+
+def _all_json(value: Any) -> bool:
+    """Whether every value is JSON data, for the exact types a YAML reader builds (a subclass is left
+    to _first_not_json): no path is built per value, which cost more than the check (validate)."""
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        kind = type(current)
+        if kind is str or kind is bool or current is None:
+            continue
+        if kind is dict:
+            if not all(type(key) is str for key in current):
+                return False
+            pending.extend(current.values())
+        elif kind is list:
+            pending.extend(current)
+        elif kind is int:
+            if current not in INT64:
+                return False
+        elif kind is not float or not math.isfinite(current):
+            return False
+    return True
+
+
+def _first_not_json(value: Any, path: tuple) -> tuple | None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 return path
-            found = not_json(item, path + (key,))
+            found = _first_not_json(item, path + (key,))
             if found is not None:
                 return found
         return None
     if isinstance(value, list):
         for index, item in enumerate(value):
-            found = not_json(item, path + (index,))
+            found = _first_not_json(item, path + (index,))
             if found is not None:
                 return found
         return None

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fastyaml
+
 # Renders of unchanged input are kept between runs (lwsgen/render_cache.py); tests that replace a
 # stage to see what it does must reach it, so the suite renders afresh unless a test turns them on.
 os.environ.setdefault("LWSGEN_NO_RENDER_CACHE", "1")
@@ -150,7 +152,7 @@ def objects_of(rendered) -> dict[str, dict]:
     """file name -> the object in it (a list for the one-off multi-document files)."""
     out = {}
     for name, text in rendered.files.items():
-        docs = list(yaml.safe_load_all(text))
+        docs = list(fastyaml.load_all(text))
         out[name] = docs[0] if len(docs) == 1 else docs
     return out
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
+import fastyaml
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,7 +29,7 @@ def flux(obj: dict) -> str:
     as variables; a missing field is an error, on which Flux keeps waiting."""
     import celpy
 
-    checks = yaml.safe_load((REPO / "docs" / "flux" / "kustomization.yaml").read_text())["spec"]["healthCheckExprs"]
+    checks = fastyaml.load((REPO / "docs" / "flux" / "kustomization.yaml").read_text())["spec"]["healthCheckExprs"]
     kind = (obj.get("apiVersion", "leaderworkerset.x-k8s.io/v1"), obj.get("kind", "LeaderWorkerSet"))  # LWS samples
     [check] = [c for c in checks if (c["apiVersion"], c["kind"]) == kind]
     env = celpy.Environment()

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fastyaml
 from conftest import PROFILES, REPO, tool
 
 pytestmark = pytest.mark.tools
-PLUGIN = yaml.safe_load((REPO / "docs" / "argocd" / "plugin.yaml").read_text())
+PLUGIN = fastyaml.load((REPO / "docs" / "argocd" / "plugin.yaml").read_text())
 
 
 @pytest.fixture
@@ -104,13 +105,13 @@ def test_generate_streams_what_kustomize_accepts(app, tmp_path):
     (site / "kustomization.yaml").write_text("resources: [stream.yaml]\n")
     built = subprocess.run([tool("kubectl"), "kustomize", str(site)], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    kinds = [d["kind"] for d in yaml.safe_load_all(built.stdout) if d]
+    kinds = [d["kind"] for d in fastyaml.load_all(built.stdout) if d]
     assert kinds.count("LeaderWorkerSet") == 2 and "MPIJob" not in kinds and "Job" not in kinds
 
 
 def _kinds(run: subprocess.CompletedProcess) -> list[str]:
     assert run.returncode == 0, run.stderr
-    return [d["kind"] for d in yaml.safe_load_all(run.stdout) if d]
+    return [d["kind"] for d in fastyaml.load_all(run.stdout) if d]
 
 
 def test_application_parameters_select_the_profile_and_one_offs(app, tmp_path):
@@ -133,14 +134,14 @@ def test_application_parameters_select_the_profile_and_one_offs(app, tmp_path):
         tmp_path, [{"name": "profile", "string": "triton-llama3-405b.yaml"}], {"PROFILE": "vllm-llama31-405b.yaml"}
     )
     run = _generate(app, both)
-    names = [d["metadata"]["name"] for d in yaml.safe_load_all(run.stdout) if d and d["kind"] == "LeaderWorkerSet"]
+    names = [d["metadata"]["name"] for d in fastyaml.load_all(run.stdout) if d and d["kind"] == "LeaderWorkerSet"]
     assert names == ["triton-llama3-405b"]  # the Application's parameter wins over plugin env
 
 
 def test_the_set_array_parameter_overrides_fields_and_is_checked(app, tmp_path):
     params = [{"name": "profile", "string": "vllm-llama31-405b.yaml"}, {"name": "set", "array": ["labels.tier=gold"]}]
     run = _generate(app, _argocd_env(tmp_path, params))
-    lws = next(d for d in yaml.safe_load_all(run.stdout) if d and d["kind"] == "LeaderWorkerSet")
+    lws = next(d for d in fastyaml.load_all(run.stdout) if d and d["kind"] == "LeaderWorkerSet")
     assert lws["metadata"]["labels"]["tier"] == "gold"
     bad = _generate(app, _argocd_env(tmp_path, [{"name": "set", "array": ["replicas=many"]}]))
     assert bad.returncode == 1 and "--set:1:10: replicas: must be an integer" in bad.stderr
@@ -153,7 +154,7 @@ def test_the_documented_plugin_name_is_the_one_argo_cd_gives_it():
     <metadata.name>-<spec.version> when a version is set."""
     spec = PLUGIN["spec"]
     name = f"{PLUGIN['metadata']['name']}-{spec['version']}" if spec.get("version") else PLUGIN["metadata"]["name"]
-    application = yaml.safe_load((REPO / "docs" / "argocd" / "application.yaml").read_text())
+    application = fastyaml.load((REPO / "docs" / "argocd" / "application.yaml").read_text())
     assert application["spec"]["source"]["plugin"]["name"] == name == "lwsgen-v1"
     declared = {p["name"] for p in spec["parameters"]["static"]}
     assert {p["name"] for p in application["spec"]["source"]["plugin"]["parameters"]} <= declared
@@ -167,7 +168,7 @@ def test_the_documented_plugin_name_is_the_one_argo_cd_gives_it():
 def _overlay_outside_a_work_tree(tmp_path: Path) -> Path:
     """An Argo CD checkout without .git: apps/team/llama.yaml extends bases/llama.yaml, which sets no namespace."""
     repo = tmp_path / "checkout"
-    base = yaml.safe_load((PROFILES / "vllm-llama31-405b.yaml").read_text())
+    base = fastyaml.load((PROFILES / "vllm-llama31-405b.yaml").read_text())
     for field in ("name", "namespace", "kubernetesVersion"):
         base.pop(field, None)
     (repo / "bases").mkdir(parents=True)
@@ -182,11 +183,11 @@ def test_bases_outside_the_app_path_the_destination_namespace_and_the_cluster_ve
     """Before: extends: ../../bases/llama.yaml was refused without .git, and ARGOCD_APP_NAMESPACE ignored."""
     app = _overlay_outside_a_work_tree(tmp_path)
     env = _argocd_env(tmp_path, ARGOCD_APP_SOURCE_PATH="apps/team")
-    docs = [d for d in yaml.safe_load_all(_generate(app, env).stdout) if d]
+    docs = [d for d in fastyaml.load_all(_generate(app, env).stdout) if d]
     assert {d["metadata"].get("namespace") for d in docs if d["kind"] != "HTTPRoute"} == {"serving"}
     pinned = app / "llama.yaml"
     pinned.write_text(pinned.read_text() + "namespace: inference\n")
-    docs = [d for d in yaml.safe_load_all(_generate(app, env).stdout) if d]
+    docs = [d for d in fastyaml.load_all(_generate(app, env).stdout) if d]
     assert {d["metadata"].get("namespace") for d in docs if d["kind"] == "LeaderWorkerSet"} == {"inference"}
     elsewhere = _generate(app, _argocd_env(tmp_path, ARGOCD_APP_SOURCE_PATH="other/path"))
     assert elsewhere.returncode == 1 and "extends: a base must be a relative path inside" in elsewhere.stderr

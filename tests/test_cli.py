@@ -7,6 +7,7 @@ import sys
 import pytest
 import yaml
 
+import fastyaml
 from conftest import PROFILES, REPO, merged
 from lwsgen import __version__
 from lwsgen.cli import FORMATS, main
@@ -193,7 +194,7 @@ def test_set_overrides_fields_and_is_checked_as_the_file_at_the_flag(capsys):
     profile = str(PROFILES / "trtllm-serve-llama31-405b.yaml")
     args = ["render", profile, "--stdout", "--set", "replicas=3", "--set", "labels.team\\.example\\.com/owner=ml"]
     assert main(args) == 0
-    lws = next(d for d in yaml.safe_load_all(capsys.readouterr().out) if d and d["kind"] == "LeaderWorkerSet")
+    lws = next(d for d in fastyaml.load_all(capsys.readouterr().out) if d and d["kind"] == "LeaderWorkerSet")
     assert lws["spec"]["replicas"] == 3 and lws["metadata"]["labels"]["team.example.com/owner"] == "ml"
     assert main(["render", profile, "--stdout", "--set", "replicas=2", "--set", "replicas=three"]) == 1
     assert "--set:2:10: replicas: must be an integer, not a string" in capsys.readouterr().err
@@ -204,16 +205,16 @@ def test_set_overrides_fields_and_is_checked_as_the_file_at_the_flag(capsys):
 
 
 def test_default_fills_only_what_no_file_sets(tmp_path, capsys):
-    base = yaml.safe_load((PROFILES / "triton-llama3-405b.yaml").read_text())
+    base = fastyaml.load((PROFILES / "triton-llama3-405b.yaml").read_text())
     base.pop("namespace", None)
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(base))
     assert main(["render", str(path), "--stdout", "--default", "namespace=team-a"]) == 0
-    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    docs = [d for d in fastyaml.load_all(capsys.readouterr().out) if d]
     assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "LeaderWorkerSet"} == {"team-a"}
     path.write_text(yaml.safe_dump({**base, "namespace": "mine"}))
     assert main(["render", str(path), "--stdout", "--default", "namespace=team-a"]) == 0
-    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    docs = [d for d in fastyaml.load_all(capsys.readouterr().out) if d]
     assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "LeaderWorkerSet"} == {"mine"}
 
 

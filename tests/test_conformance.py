@@ -5,8 +5,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import PROFILES, SHARED, lws_of, tool
 from crd import errors as crd_errors
 from lwsgen.derive import kinds
@@ -43,7 +43,7 @@ def test_shared_material_is_there():
 @pytest.mark.parametrize("path", ALL_PROFILES, ids=_ids(ALL_PROFILES))
 def test_custom_resources_pass_the_upstream_crd_strictly(rendered, path):
     for name, text in rendered[path].files.items():
-        for obj in yaml.safe_load_all(text):
+        for obj in fastyaml.load_all(text):
             if name in NOT_OBJECTS or obj["kind"] not in CUSTOM_KINDS:
                 continue
             assert crd_errors(obj, CRDS) == [], name
@@ -54,7 +54,7 @@ def test_core_kinds_pass_kubernetes_validate_strict(rendered, path):
     import kubernetes_validate
 
     for name, text in rendered[path].files.items():
-        for obj in yaml.safe_load_all(text):
+        for obj in fastyaml.load_all(text):
             if name not in NOT_OBJECTS and obj["kind"] not in CUSTOM_KINDS:
                 kubernetes_validate.validate(obj, "1.33", strict=True)
 
@@ -77,9 +77,9 @@ def test_kubectl_kustomize_builds_every_output_directory(rendered, path, tmp_pat
     built = subprocess.run(
         [tool("kubectl"), "kustomize", str(tmp_path / result.name)], capture_output=True, text=True, check=True
     ).stdout
-    built_kinds = sorted(doc["kind"] for doc in yaml.safe_load_all(built))
-    listed = yaml.safe_load(result.files["kustomization.yaml"])["resources"]
-    expected = sorted(doc["kind"] for name in listed for doc in yaml.safe_load_all(result.files[name]))
+    built_kinds = sorted(doc["kind"] for doc in fastyaml.load_all(built))
+    listed = fastyaml.load(result.files["kustomization.yaml"])["resources"]
+    expected = sorted(doc["kind"] for name in listed for doc in fastyaml.load_all(result.files[name]))
     assert built_kinds == expected
 
 
@@ -184,4 +184,4 @@ def test_go_yaml_readers_take_written_strings_as_the_same_strings(tmp_path):
     built = subprocess.run(
         [tool("kubectl"), "kustomize", str(tmp_path)], capture_output=True, text=True, check=True
     ).stdout
-    assert yaml.safe_load(built)["data"] == data
+    assert fastyaml.load(built)["data"] == data

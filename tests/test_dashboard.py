@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 import engine_series
+import fastyaml
 from conftest import REPO, tool
 from lwsgen import runtimes
 from test_alerts import EXAMPLES as ALERTING
@@ -49,7 +50,7 @@ POOL_GAUGES = (
 
 
 def _dashboard(example: str) -> tuple[dict, dict]:
-    [cm] = yaml.safe_load_all((REPO / "out" / example / "grafana-dashboard.yaml").read_text(encoding="utf-8"))
+    [cm] = fastyaml.load_all((REPO / "out" / example / "grafana-dashboard.yaml").read_text(encoding="utf-8"))
     [text] = cm["data"].values()
     return cm, json.loads(text)
 
@@ -311,6 +312,6 @@ def test_two_namespaces_profiles_of_one_name_are_two_dashboard_files(render, min
     keys = []
     for namespace in ("team-a", "team-b"):
         profile = {**minimal, "namespace": namespace, "monitoring": {"enabled": True}}
-        [cm] = yaml.safe_load_all(render(profile).files["grafana-dashboard.yaml"])
+        [cm] = fastyaml.load_all(render(profile).files["grafana-dashboard.yaml"])
         keys += list(cm["data"])
     assert len(set(keys)) == 2, keys

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, merged
 from lwsgen.check import budget
 from lwsgen.pipeline import load_profile
@@ -59,7 +60,7 @@ def _llamacpp(**changes):
 
 
 def _docs(rendered, name):
-    return [d for d in yaml.safe_load_all(rendered.files[name]) if d]
+    return [d for d in fastyaml.load_all(rendered.files[name]) if d]
 
 
 def _pod(rendered, side="leaderTemplate"):
@@ -113,7 +114,7 @@ def test_one_job_downloads_the_pinned_revision_into_its_own_directory(render):
     }
     assert waves["model-download.yaml"] < waves["leaderworkerset.yaml"]  # Argo CD waits for the Job to complete
     assert waves["persistentvolumeclaim.yaml"] <= waves["model-download.yaml"] >= waves["configmap.yaml"]
-    assert "model-download.yaml" in yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
+    assert "model-download.yaml" in fastyaml.load(rendered.files["kustomization.yaml"])["resources"]
 
 
 def _job_name(rendered):
@@ -146,7 +147,7 @@ def _await_model_jobs(node):
 def test_every_role_waits_for_the_one_job_the_set_emits(render, platform):
     """A profile with roles emits one download Job, named for the set: each role's pods name that Job
     (they named a <name>-<role>-model-... Job that does not exist)."""
-    data = yaml.safe_load((REPO / "profiles" / "vllm-deepseek-r1-pd-kserve.yaml").read_text(encoding="utf-8"))
+    data = fastyaml.load((REPO / "profiles" / "vllm-deepseek-r1-pd-kserve.yaml").read_text(encoding="utf-8"))
     data["platform"] = platform
     rendered = render(data)
     workload = "llminferenceservice.yaml" if platform == "kserve" else "disaggregatedset.yaml"

@@ -8,6 +8,7 @@ import shutil
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, SHARED, objects_of
 from lwsgen.cli import main
 from lwsgen.naming import ROLE_LABEL, SET_NAME_LABEL, WORKER_INDEX_LABEL
@@ -58,7 +59,7 @@ def _engine(ds, name, side="leaderTemplate"):
 
 
 def _docs(rendered, file):
-    return list(yaml.safe_load_all(rendered.files[file]))
+    return list(fastyaml.load_all(rendered.files[file]))
 
 
 def test_sglang_roles_become_one_disaggregatedset_with_each_roles_group(render):
@@ -141,7 +142,7 @@ def test_vllm_roles_transfer_over_nixl_behind_the_pickers_prefill_decode_profile
     pool = files["inferencepool.yaml"]
     assert pool["spec"]["selector"]["matchLabels"] == {SET_NAME_LABEL: "pd", WORKER_INDEX_LABEL: "0"}
     assert pool["spec"]["targetPorts"] == [{"number": 8080}]  # prefill engine, decode sidecar
-    config = yaml.safe_load(
+    config = fastyaml.load(
         next(d for d in files["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")["data"]["endpoint-picker.yaml"]
     )
     assert [p["name"] for p in config["schedulingProfiles"]] == ["prefill", "decode"]
@@ -422,7 +423,7 @@ def test_a_kustomize_overlay_keeps_every_reference_of_a_set(tmp_path):
     (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    objects = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(built.stdout) if d}
+    objects = {(d["kind"], d["metadata"]["name"]): d for d in fastyaml.load_all(built.stdout) if d}
     ds = objects[("DisaggregatedSet", "prod-vllm-llama33-70b-pd")]
     for role in ("prefill", "decode"):
         for side in ("leaderTemplate", "workerTemplate"):
@@ -500,7 +501,7 @@ def test_a_vllm_encode_role_hands_embeddings_to_prefill_and_the_picker_schedules
     sidecar = _leader(ds, "decode")["spec"]["initContainers"][-1]
     assert "--ec-connector=ec-nixl" in sidecar["args"]
     picker = next(d for d in files["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
-    epp = yaml.safe_load(picker["data"]["endpoint-picker.yaml"])
+    epp = fastyaml.load(picker["data"]["endpoint-picker.yaml"])
     assert [p["name"] for p in epp["schedulingProfiles"]] == ["encode", "prefill", "decode"]
     handler = next(p for p in epp["plugins"] if p["type"] == "disagg-profile-handler")
     assert handler["parameters"]["deciders"] == {
@@ -525,7 +526,7 @@ def test_an_encode_role_needs_vllms_nixl_embedding_transfer(said):
 def _picker(files):
     config_map = next(d for d in files["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
     deployment = next(d for d in files["endpoint-picker.yaml"] if d["kind"] == "Deployment")
-    return yaml.safe_load(config_map["data"]["endpoint-picker.yaml"]), deployment["spec"]["template"]["spec"]
+    return fastyaml.load(config_map["data"]["endpoint-picker.yaml"]), deployment["spec"]["template"]["spec"]
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import shutil
 import jsonschema_rs
 import yaml
 
+import fastyaml
 from conftest import PROFILES, REPO, merged
 from lwsgen.check.schema import partial_schema, profile_schema
 from lwsgen.cli import main
@@ -23,7 +24,7 @@ def _repo(tmp_path):
     shutil.copy(REPO / ".pre-commit-hooks.yaml", root / ".pre-commit-config.yaml")
     (root / "docs").mkdir()
     (root / "docs" / "notes.yaml").write_text("title: not a profile\nitems: [a, b]\n")
-    base = yaml.safe_load((PROFILES / "vllm-llama31-405b.yaml").read_text())
+    base = fastyaml.load((PROFILES / "vllm-llama31-405b.yaml").read_text())
     del base["name"]
     base["base"] = True
     (root / "profiles" / "team").mkdir()

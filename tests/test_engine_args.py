@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import fastyaml
 from conftest import PROFILES, REPO, engine_missing, json_through, lws_of, merged
 from engine_variants import VLLM_CPU, vllm_cpu_profile
 from groupsim.kubeenv import expand_command
@@ -42,9 +43,8 @@ def _command_lines(rendered, leader_address: str) -> list[list[str]]:
 
 
 def _profile(name: str) -> dict:
-    import yaml
 
-    return yaml.safe_load((PROFILES / f"{name}.yaml").read_text())
+    return fastyaml.load((PROFILES / f"{name}.yaml").read_text())
 
 
 def test_vllm_native_leader_and_headless_worker_parse_as_the_profile_says(write_profile):
@@ -191,19 +191,19 @@ def _every_rendered() -> list[tuple[str, list[dict]]]:
 
     rendered = []
     for directory in sorted((REPO / "out").iterdir()):
-        objects = [o for p in sorted(directory.glob("*.yaml")) for o in yaml.safe_load_all(p.read_text()) if o]
+        objects = [o for p in sorted(directory.glob("*.yaml")) for o in fastyaml.load_all(p.read_text()) if o]
         rendered.append((directory.name, objects))
     with tempfile.TemporaryDirectory() as scratch:
         for variant, (example, changes) in VARIANTS.items():
             path = Path(scratch) / f"{example}.yaml"
             path.write_text(yaml.safe_dump({**_profile(example), **changes}))
             files = render_profile(path).files.values()
-            rendered.append((variant, [o for text in files for o in yaml.safe_load_all(text) if o]))
+            rendered.append((variant, [o for text in files for o in fastyaml.load_all(text) if o]))
         for variant, (example, changes) in REAL_ENGINE_VARIANTS.items():
             path = Path(scratch) / f"{example}.yaml"
             path.write_text(yaml.safe_dump(vllm_cpu_profile(_profile(example), changes)))
             files = render_profile(path).files.values()
-            rendered.append((variant, [o for text in files for o in yaml.safe_load_all(text) if o]))
+            rendered.append((variant, [o for text in files for o in fastyaml.load_all(text) if o]))
     return rendered
 
 
@@ -277,7 +277,7 @@ def _render_refused(profile: dict) -> tuple[list[dict], list]:
             files = render_profile(path).files.values()
         except ProblemsError as refused:
             return [], [p for p in refused.problems if p.severity == "error"]
-    return [o for text in files for o in yaml.safe_load_all(text) if o], []
+    return [o for text in files for o in fastyaml.load_all(text) if o], []
 
 
 @functools.cache

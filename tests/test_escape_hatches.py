@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, lws_of, merged, objects_of, tool
 from lwsgen.output.hatches import merge
 from lwsgen.problems import ProblemsError
@@ -362,7 +363,7 @@ def test_keda_scales_to_zero_behind_the_gateway_and_wakes_on_held_requests(rende
     assert wake["metadata"]["threshold"] == "1000000" and wake["metadata"]["activationThreshold"] == "0"
     assert spec["cooldownPeriod"] == 600  # the profile's scaleDownStabilizationSeconds, not KEDA's 300
     picker = next(d for d in objects["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
-    config = yaml.safe_load(next(iter(picker["data"].values())))
+    config = fastyaml.load(next(iter(picker["data"].values())))
     assert config["featureGates"] == ["flowControl"]
     assert config["flowControl"] == {"defaultRequestTTL": "900s"}
     assert any(w.code == "cold-start" for w in rendered.warnings)  # 900 s < the start budget
@@ -380,7 +381,7 @@ def test_without_scale_to_zero_the_picker_and_scaledobject_stay_as_they_were(ren
     objects = objects_of(render(_to_zero(minReplicas=1)))
     assert len(objects["scaledobject.yaml"]["spec"]["triggers"]) == 1
     picker = next(d for d in objects["endpoint-picker.yaml"] if d["kind"] == "ConfigMap")
-    assert "featureGates" not in yaml.safe_load(next(iter(picker["data"].values())))
+    assert "featureGates" not in fastyaml.load(next(iter(picker["data"].values())))
 
 
 @pytest.mark.parametrize(
@@ -567,11 +568,11 @@ def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
     kustomization = {"resources": ["../base"], "patches": entries, "openapi": {"path": "schema.json"}}
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization), encoding="utf-8")
     built = subprocess.run([tool("kubectl"), "kustomize", str(overlay)], capture_output=True, text=True, check=True)
-    theirs = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(built.stdout) if o}
+    theirs = {(o["kind"], o["metadata"]["name"]): o for o in fastyaml.load_all(built.stdout) if o}
     ours = {
         (o["kind"], o["metadata"]["name"]): o
         for t in patched.files.values()
-        for o in yaml.safe_load_all(t)
+        for o in fastyaml.load_all(t)
         if o and "metadata" in o
     }
     for key in (("LeaderWorkerSet", "example"), ("Service", "example-leader")):
@@ -815,7 +816,7 @@ def test_kustomize_builds_a_directory_with_every_hatch(tmp_path):
         [tool("kubectl"), "kustomize", str(tmp_path / "out" / "example")], capture_output=True, text=True
     )
     assert built.returncode == 0, built.stderr
-    assert {o["kind"] for o in yaml.safe_load_all(built.stdout)} >= {"PodDisruptionBudget", "LeaderWorkerSet"}
+    assert {o["kind"] for o in fastyaml.load_all(built.stdout)} >= {"PodDisruptionBudget", "LeaderWorkerSet"}
 
 
 # --- the examples of docs/escape-hatches.md -----------------------------------------------------
@@ -829,7 +830,7 @@ def test_every_example_in_the_docs_renders_or_is_refused_as_shown(render, tmp_pa
     text, refusal = EXAMPLES[index]
     [jinja] = re.findall(r"```jinja\n(.*?)```", DOC, re.S)
     _templates(tmp_path, poddisruptionbudget=jinja)
-    profile = {**_with(), **yaml.safe_load(text)}
+    profile = {**_with(), **fastyaml.load(text)}
     if text.startswith("# refused"):
         assert refusal, "a refused example shows its message"
         assert any(refusal in e for e in _errors(render, profile))
@@ -1220,7 +1221,7 @@ def test_strategic_merge_orders_directives_and_nulls_as_kubectl_kustomize_does(t
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(written))
     (tmp_path / "kustomization.yaml").write_text("resources: [base]\npatches: [{path: p.yaml}]\n")
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path)], capture_output=True, text=True, check=True)
-    assert merge.merge(base, written) == yaml.safe_load(built.stdout)
+    assert merge.merge(base, written) == fastyaml.load(built.stdout)
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "profiles").glob("*.yaml")), ids=lambda p: p.stem)
@@ -1234,7 +1235,7 @@ def test_what_lwsgen_derives_has_none_of_the_holes_a_hatch_is_refused_for(path):
     for name, text in rendered.files.items():
         if name == "nccl-test.yaml":
             continue  # its MPI workers run sshd, which keeps a few capabilities: only new holes count there
-        for obj in yaml.safe_load_all(text):
+        for obj in fastyaml.load_all(text):
             if isinstance(obj, dict):
                 assert list(podsecurity.holes(rendered.profile, obj, obj)) == [], name
 
@@ -1305,7 +1306,7 @@ TRITON = "triton-llama3-405b.yaml"
 
 
 def _example(name: str, **changes) -> dict:
-    return {**yaml.safe_load((REPO / "profiles" / name).read_text(encoding="utf-8")), **changes}
+    return {**fastyaml.load((REPO / "profiles" / name).read_text(encoding="utf-8")), **changes}
 
 
 @pytest.mark.parametrize(

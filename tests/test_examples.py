@@ -1,8 +1,8 @@
 """The example profiles describe the upstream deployments, and the committed out/ is their current output."""
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import PROFILES, REPO, SHARED, lws_of, objects_of
 from lwsgen.output.write import drift
 from lwsgen.pipeline import render_profile
@@ -27,7 +27,7 @@ def test_profiles_carry_the_schema_modeline(path):
 
 
 def _reference(name):
-    return list(yaml.safe_load_all((SHARED / "reference" / name).read_text()))
+    return list(fastyaml.load_all((SHARED / "reference" / name).read_text()))
 
 
 def test_triton_example_has_the_awsome_inference_shape():
@@ -55,7 +55,7 @@ def test_vllm_example_has_the_lws_example_shape():
     result = render_profile(PROFILES / "vllm-llama31-405b.yaml")
     lws = lws_of(result)
     # as many groups as upstream's replicas, at least: the HPA adds more when requests queue
-    hpa = yaml.safe_load(result.files["horizontalpodautoscaler.yaml"])
+    hpa = fastyaml.load(result.files["horizontalpodautoscaler.yaml"])
     assert "replicas" not in lws["spec"] and hpa["spec"]["minReplicas"] == upstream["spec"]["replicas"]
     assert lws["spec"]["leaderWorkerTemplate"]["size"] == upstream["spec"]["leaderWorkerTemplate"]["size"]
     upstream_leader = upstream["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]

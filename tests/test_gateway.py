@@ -4,6 +4,7 @@ what they select and admit, the checks that guard them, and the router's autosca
 import pytest
 import yaml
 
+import fastyaml
 from conftest import PROFILES, merged
 from lwsgen.cli import main
 from lwsgen.output import relations
@@ -29,7 +30,7 @@ def _profile(runtime="vllm", **changes):
 
 
 def _docs(rendered, name):
-    return [d for d in yaml.safe_load_all(rendered.files[name]) if d]
+    return [d for d in fastyaml.load_all(rendered.files[name]) if d]
 
 
 def _picker(rendered, kind):
@@ -38,7 +39,7 @@ def _picker(rendered, kind):
 
 
 def _picker_config(rendered):
-    return yaml.safe_load(next(iter(_picker(rendered, "ConfigMap")["data"].values())))
+    return fastyaml.load(next(iter(_picker(rendered, "ConfigMap")["data"].values())))
 
 
 def _cross(rendered, **edited):
@@ -50,13 +51,13 @@ def _cross(rendered, **edited):
 def test_off_by_default_and_the_service_stays_a_load_balancer(render, minimal):
     plain = render({k: v for k, v in minimal.items() if k != "service"})
     assert not {"inferencepool.yaml", "endpoint-picker.yaml", "httproute.yaml"} & set(plain.files)
-    assert yaml.safe_load(plain.files["service.yaml"])["spec"]["type"] == "LoadBalancer"
+    assert fastyaml.load(plain.files["service.yaml"])["spec"]["type"] == "LoadBalancer"
 
 
 def test_behind_a_gateway_the_service_defaults_to_cluster_ip_unless_set(render):
-    assert yaml.safe_load(render(_profile()).files["service.yaml"])["spec"]["type"] == "ClusterIP"
+    assert fastyaml.load(render(_profile()).files["service.yaml"])["spec"]["type"] == "ClusterIP"
     kept = render(_profile(service={"type": "NodePort"}))
-    assert yaml.safe_load(kept.files["service.yaml"])["spec"]["type"] == "NodePort"
+    assert fastyaml.load(kept.files["service.yaml"])["spec"]["type"] == "NodePort"
 
 
 @pytest.mark.parametrize("runtime", sorted(VERSIONS))
@@ -68,7 +69,7 @@ def test_the_pool_selects_this_lws_leaders_on_their_serving_port(render, runtime
     }
     [lws] = _docs(rendered, "leaderworkerset.yaml")
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
-    service = yaml.safe_load(rendered.files["service.yaml"])
+    service = fastyaml.load(rendered.files["service.yaml"])
     serving = {p["name"]: p["containerPort"] for p in leader["ports"]}[service["spec"]["ports"][0]["targetPort"]]
     assert pool["spec"]["targetPorts"] == [{"number": serving}] and pool["spec"]["appProtocol"] == "http"
     assert pool["spec"]["endpointPickerRef"] == {
@@ -304,7 +305,7 @@ def test_a_broken_picker_config_is_caught(render):
     rendered = render(_profile())
     config_map = _picker(rendered, "ConfigMap")
     [key] = config_map["data"]
-    config = yaml.safe_load(config_map["data"][key])
+    config = fastyaml.load(config_map["data"][key])
     config["plugins"][0]["weight"] = 2  # weights belong to the scheduling profile: a strict decode refuses it
     config["schedulingProfiles"][0]["plugins"].append({"pluginRef": "random-picker"})
     config_map["data"][key] = yaml.safe_dump(config)
@@ -449,10 +450,10 @@ def test_autoscaling_on_the_routers_queue_reads_the_pool_record(render, engine):
     ]
     assert 'llm_d_epp_average_queue_size{namespace="default", name="demo"}' in router["rules"][0]["expr"]
     if engine == "hpa":
-        hpa = yaml.safe_load(rendered.files["horizontalpodautoscaler.yaml"])
+        hpa = fastyaml.load(rendered.files["horizontalpodautoscaler.yaml"])
         assert hpa["spec"]["metrics"][0]["pods"]["metric"]["name"] == "llm_d_epp_average_queue_size_pool"
     else:
-        scaled = yaml.safe_load(rendered.files["scaledobject.yaml"])
+        scaled = fastyaml.load(rendered.files["scaledobject.yaml"])
         assert "namespace_pod:llm_d_epp_average_queue_size:pool{" in scaled["spec"]["triggers"][0]["metadata"]["query"]
 
 
@@ -468,7 +469,7 @@ def test_the_picker_restarts_when_its_config_changes(render):
 
 def test_stdout_streams_the_gateway_objects(capsys):
     assert main(["render", str(PROFILES / "vllm-llama31-405b.yaml"), "--stdout"]) == 0
-    kinds = {d["kind"] for d in yaml.safe_load_all(capsys.readouterr().out) if d}
+    kinds = {d["kind"] for d in fastyaml.load_all(capsys.readouterr().out) if d}
     assert {"InferencePool", "HTTPRoute", "Deployment", "LeaderWorkerSet"} <= kinds
 
 
@@ -492,7 +493,7 @@ def test_explain_shows_the_path_from_the_client_to_a_leader(capsys):
 
 def test_the_example_is_two_groups_behind_a_gateway():
     rendered = render_profile(PROFILES / "vllm-llama31-405b.yaml")
-    hpa = yaml.safe_load(rendered.files["horizontalpodautoscaler.yaml"])
+    hpa = fastyaml.load(rendered.files["horizontalpodautoscaler.yaml"])
     assert hpa["spec"]["minReplicas"] == 2
     assert {"inferencepool.yaml", "endpoint-picker.yaml", "httproute.yaml"} <= set(rendered.files)
 

@@ -8,8 +8,8 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import PROFILES, REPO, SHARED, lws_of, merged, objects_of
 from healthchecks import argocd as _health
 from healthchecks import flux as _flux
@@ -292,7 +292,7 @@ def test_argocd_health_check_for_leaderworkerset(sample):
 
 
 def _pool(generation: int, *parents: dict) -> dict:
-    pool = yaml.safe_load((REPO / "out" / "vllm-llama31-405b" / "inferencepool.yaml").read_text())
+    pool = fastyaml.load((REPO / "out" / "vllm-llama31-405b" / "inferencepool.yaml").read_text())
     pool["metadata"]["generation"] = generation
     if parents:
         pool["status"] = {"parents": list(parents)}
@@ -385,7 +385,7 @@ def test_flux_health_check_expressions_for_leaderworkerset(sample):
 
 def test_pre_commit_hooks_run_lwsgen_commands_that_pass_on_a_current_repo(rendered_repo, monkeypatch, capsys):
     profile, out = rendered_repo
-    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    hooks = {h["id"]: h for h in fastyaml.load((REPO / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"lwsgen-validate", "lwsgen-check"}
     monkeypatch.chdir(out.parent)
     shutil.move(str(profile.parent), str(out.parent / "profiles"))
@@ -400,7 +400,7 @@ def test_pre_commit_hooks_run_lwsgen_commands_that_pass_on_a_current_repo(render
 
 
 def test_github_actions_example_gates_on_validate_and_check():
-    workflow = yaml.safe_load((REPO / "docs" / "github-actions.yml").read_text())
+    workflow = fastyaml.load((REPO / "docs" / "github-actions.yml").read_text())
     steps = workflow["jobs"]["lwsgen"]["steps"]
     runs = [step.get("run", "") for step in steps]
     assert any("lwsgen validate" in r and "--format github" in r for r in runs)
@@ -442,10 +442,10 @@ def test_stdout_is_exactly_what_kustomize_builds_from_the_directory(example, tmp
     assert main(["render", str(profile), "-o", str(tmp_path)]) == 0
     capsys.readouterr()
     assert main(["render", str(profile), "--stdout"]) == 0
-    streamed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    streamed = [d for d in fastyaml.load_all(capsys.readouterr().out) if d]
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / example)], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    expected = [d for d in yaml.safe_load_all(built.stdout) if d]
+    expected = [d for d in fastyaml.load_all(built.stdout) if d]
     key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
     assert sorted(map(key, streamed)) == sorted(map(key, expected))
     assert all("kind" in d and "apiVersion" in d for d in streamed)
@@ -463,7 +463,7 @@ def test_stdout_includes_one_offs_and_fragments_only_when_asked(capsys):
     assert set(OUTSIDE_KUSTOMIZATION) == outside
     profile = str(PROFILES / "triton-llama3-405b.yaml")
     assert main(["render", profile, "--stdout", "--include", "nccl-test", "--include", "eksctl-nodegroup"]) == 0
-    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    docs = [d for d in fastyaml.load_all(capsys.readouterr().out) if d]
     assert "MPIJob" in {d.get("kind") for d in docs} and any("nodeGroups" in d for d in docs)
 
 

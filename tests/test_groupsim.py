@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO
 from groupsim import scenarios, sim
 from groupsim.net import netns_available
@@ -82,7 +83,7 @@ ORDER += ["indexed_job_pod_missing", "indexed_job_passes", "indexed_job_fails"]
 
 def _single_pod_profile(example: str, into: Path) -> Path:
     """The example's profile with tensor = the node's GPUs and no pipeline: a group of one pod."""
-    profile = yaml.safe_load((REPO / "profiles" / f"{example}.yaml").read_text())
+    profile = fastyaml.load((REPO / "profiles" / f"{example}.yaml").read_text())
     single = copy.deepcopy(profile)
     single["parallelism"] = {"tensor": single["node"]["gpus"]}
     path = into / f"{example}.yaml"
@@ -101,7 +102,7 @@ def _render_variant(variant: str, root: Path) -> Path:
     from lwsgen.cli import main
 
     example, changes = VARIANTS[variant]
-    profile = {**yaml.safe_load((REPO / "profiles" / f"{example}.yaml").read_text()), **changes}
+    profile = {**fastyaml.load((REPO / "profiles" / f"{example}.yaml").read_text()), **changes}
     (root / variant).mkdir(exist_ok=True)
     path = root / variant / f"{example}.yaml"
     path.write_text(yaml.safe_dump(profile))
@@ -179,7 +180,7 @@ def test_ray_engine_gets_a_placement_group_of_every_gpu_of_the_group(table, vari
     outcome = table[(variant, "together")]
     example = VARIANTS[variant][0]
     [engine] = _records(outcome, example.split("-")[0])
-    lws = yaml.safe_load((REPO / "out" / example / "leaderworkerset.yaml").read_text())
+    lws = fastyaml.load((REPO / "out" / example / "leaderworkerset.yaml").read_text())
     size = lws["spec"]["leaderWorkerTemplate"]["size"]
     argv = engine["argv"]
     world = int(_flag(argv, "--tensor-parallel-size")) * int(_flag(argv, "--pipeline-parallel-size"))
@@ -311,19 +312,17 @@ if __name__ == "__main__":
 def _role_templates(directory: Path) -> list[list[dict]]:
     """Each role's [leader, worker] pod templates: of a DisaggregatedSet's roles, or of an
     LLMInferenceService's own workload and its spec.prefill (bare pod specs, wrapped as templates)."""
-    import yaml
 
     ds = directory / "disaggregatedset.yaml"
     if ds.exists():
-        roles = yaml.safe_load(ds.read_text(encoding="utf-8"))["spec"]["roles"]
+        roles = fastyaml.load(ds.read_text(encoding="utf-8"))["spec"]["roles"]
         return [[r["spec"]["leaderWorkerTemplate"][s] for s in ("leaderTemplate", "workerTemplate")] for r in roles]
     return [[{"spec": w[s]} for s in ("template", "worker")] for w in _llmisvc_workloads(directory)]
 
 
 def _llmisvc_workloads(directory: Path) -> list[dict]:
-    import yaml
 
-    docs = yaml.safe_load_all((directory / "llminferenceservice.yaml").read_text(encoding="utf-8"))
+    docs = fastyaml.load_all((directory / "llminferenceservice.yaml").read_text(encoding="utf-8"))
     spec = next(d for d in docs if d and d["kind"] == "LLMInferenceService")["spec"]
     return [spec, *([spec["prefill"]] if "prefill" in spec else [])]
 
@@ -332,16 +331,15 @@ def _llmisvc_workloads(directory: Path) -> list[dict]:
 def test_each_role_launches_as_the_one_it_copies(left_out, copied):
     """Every role's launch scripts are the copied example's (by name and text), as are the
     container commands (the scripts they run) and the engine image."""
-    import yaml
 
-    [scripts] = yaml.safe_load_all((REPO / "out" / copied / "configmap.yaml").read_text(encoding="utf-8"))
+    [scripts] = fastyaml.load_all((REPO / "out" / copied / "configmap.yaml").read_text(encoding="utf-8"))
     [copied_templates] = _role_templates(REPO / "out" / copied) if "kserve" in copied else [[]]
     if not copied_templates:
-        lws = yaml.safe_load((REPO / "out" / copied / "leaderworkerset.yaml").read_text(encoding="utf-8"))
+        lws = fastyaml.load((REPO / "out" / copied / "leaderworkerset.yaml").read_text(encoding="utf-8"))
         copied_templates = [lws["spec"]["leaderWorkerTemplate"][s] for s in ("leaderTemplate", "workerTemplate")]
     commands = {t["spec"]["containers"][0]["command"][-1] for t in copied_templates}
     images = {t["spec"]["containers"][0]["image"] for t in copied_templates}
-    role_scripts = list(yaml.safe_load_all((REPO / "out" / left_out / "configmap.yaml").read_text(encoding="utf-8")))
+    role_scripts = list(fastyaml.load_all((REPO / "out" / left_out / "configmap.yaml").read_text(encoding="utf-8")))
     roles = _role_templates(REPO / "out" / left_out)
     assert len(role_scripts) == len(roles) == 2
     for own in role_scripts:

@@ -9,6 +9,7 @@ import copy
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO
 from lwsgen.problems import ProblemsError
 
@@ -62,7 +63,7 @@ def test_the_engine_cannot_choose_the_nodes_gpus_through_the_profile_env(render,
 
 
 def test_the_prefill_role_cannot_choose_the_nodes_gpus(render):
-    profile = yaml.safe_load((REPO / "profiles" / "vllm-llama33-70b-pd.yaml").read_text())
+    profile = fastyaml.load((REPO / "profiles" / "vllm-llama33-70b-pd.yaml").read_text())
     profile["roles"]["prefill"]["env"] = {"NVIDIA_VISIBLE_DEVICES": "all"}
     _refused(render, profile, "roles.prefill.env.NVIDIA_VISIBLE_DEVICES: NVIDIA_VISIBLE_DEVICES chooses")
 
@@ -176,7 +177,7 @@ def test_every_kind_lwsgen_writes_has_its_scope_from_the_apis_own_data(render):
     from lwsgen.output.guards.addedkinds import scope
 
     for name in ("vllm-llama31-405b", "sglang-deepseek-r1-pd", "triton-llama3-405b"):
-        profile = yaml.safe_load((REPO / "profiles" / f"{name}.yaml").read_text())
+        profile = fastyaml.load((REPO / "profiles" / f"{name}.yaml").read_text())
         found = objects_of(render(profile)).values()
         for obj in (o for item in found for o in (item if isinstance(item, list) else [item])):
             if isinstance(obj, dict) and "apiVersion" in obj and obj.get("kind") != "Kustomization":
@@ -281,7 +282,7 @@ def test_a_patch_cannot_run_code_as_the_endpoint_picker(render, operation):
 
 
 def test_a_patch_adding_a_sidecar_to_the_mpi_leader_is_warned_about(render):
-    profile = yaml.safe_load((REPO / "profiles" / "triton-llama3-405b.yaml").read_text())
+    profile = fastyaml.load((REPO / "profiles" / "triton-llama3-405b.yaml").read_text())
     hardened = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     add = {"op": "add", "path": f"{LEADER_ENGINE[:-2]}/-", "value": {**SIDECAR, "securityContext": hardened}}
     rendered = render({**profile, "patches": [_engine_patch(add)]})

@@ -9,6 +9,7 @@ import sys
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, lws_of, merged, objects_of
 from lwsgen.cli import main
 from runtimes.test_all_runtimes import profile_for
@@ -110,19 +111,17 @@ def test_the_leader_may_exec_only_into_its_own_workers(render):
     rendered = render(
         profile_for("triton-trtllm", autoscaling={"enabled": True, "maxReplicas": 3}, monitoring={"enabled": True})
     )
-    rules = yaml.safe_load(rendered.files["role.yaml"])["rules"]
+    rules = fastyaml.load(rendered.files["role.yaml"])["rules"]
     [exec_rule] = [r for r in rules if r["resources"] == ["pods/exec"]]
     assert exec_rule["resourceNames"] == ["demo-0-1", "demo-1-1", "demo-2-1"]  # every group up to maxReplicas
     single = render(profile_for("triton-trtllm", **{"parallelism.tensor": 8}))  # one pod: nothing to exec into
-    assert [r["resources"] for r in yaml.safe_load(single.files["role.yaml"])["rules"]] == [["pods"]]
+    assert [r["resources"] for r in fastyaml.load(single.files["role.yaml"])["rules"]] == [["pods"]]
 
 
 @pytest.mark.parametrize("launcher", ["mpijob", "job"])
 def test_nccl_test_pods_are_fenced_by_their_own_network_policy(render, launcher):
     test = {"enabled": True, "launcher": launcher, "image": "nvcr.io/nvidia/pytorch:24.07-py3"}
-    docs = {
-        d["kind"]: d for d in yaml.safe_load_all(render(profile_for("vllm", ncclTest=test)).files["nccl-test.yaml"])
-    }
+    docs = {d["kind"]: d for d in fastyaml.load_all(render(profile_for("vllm", ncclTest=test)).files["nccl-test.yaml"])}
     policy = docs["NetworkPolicy"]["spec"]
     pods = docs["MPIJob"]["spec"]["mpiReplicaSpecs"]["Worker"] if launcher == "mpijob" else docs["Job"]["spec"]
     labels = pods["template"]["metadata"]["labels"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fastyaml
 from conftest import MINIMAL, REPO
 from lwsgen.cli import main
 from test_escape_hatches import PDB  # the documented template: one copy
@@ -133,7 +134,7 @@ RENDER_ROWS = {
 
 
 def _sglang_split_flag(tmp_path: Path) -> None:
-    data = yaml.safe_load((REPO / "profiles" / "sglang-deepseek-r1-pd.yaml").read_text())
+    data = fastyaml.load((REPO / "profiles" / "sglang-deepseek-r1-pd.yaml").read_text())
     data["model"]["extraArgs"] = ["--page-size"]
     for role, value in zip(data["roles"], ["64", "32"], strict=True):
         data["roles"][role]["extraArgs"] = [value]
@@ -256,3 +257,34 @@ def test_a_profile_whose_file_name_is_not_utf8_is_refused(tmp_path, capsys, monk
     name = os.fsdecode(b"p\xff.yaml")
     (tmp_path / name).write_text(BASE)
     _refused(tmp_path, capsys, ["render", name, "-o", "out"], "p\\xff.yaml:0:0: its path is not valid UTF-8")
+
+
+def test_the_walks_resolver_resolves_every_path_as_realpath_does(tmp_path, monkeypatch):
+    """bounds.Resolver (one realpath per directory) gives bounds.resolved's answer for every kind of
+    path a walk meets: plain files, links to files and to directories, dangling and looping links,
+    files under a looping or linked directory, '..', relative paths and missing files."""
+    from lwsgen import bounds
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.yaml").write_text("x: 1\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "to-a.yaml").symlink_to("a.yaml")
+    (tmp_path / "real" / "dangling.yaml").symlink_to("nowhere.yaml")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "real" / "up.yaml").symlink_to(tmp_path / "linked" / "a.yaml")
+    monkeypatch.chdir(tmp_path / "real")
+    paths = [
+        *(tmp_path / "real").iterdir(),
+        *(tmp_path / "linked").iterdir(),
+        tmp_path / "loop",
+        tmp_path / "loop" / "a.yaml",
+        tmp_path / "linked" / ".." / "real" / "a.yaml",
+        tmp_path / "real" / "..",
+        tmp_path / "real" / "missing.yaml",
+        Path("a.yaml"),
+        Path("to-a.yaml"),
+        Path("../linked/a.yaml"),
+    ]
+    resolve = bounds.Resolver()
+    for path in paths * 2:  # the second pass answers from the directories it kept
+        assert resolve(path) == bounds.resolved(path), path

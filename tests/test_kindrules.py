@@ -8,8 +8,8 @@ import copy
 import shutil
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import REPO
 from lwsgen.cli import main
 from lwsgen.output import validate
@@ -18,7 +18,7 @@ OUT = REPO / "out"
 
 
 def _doc(example: str, file: str, kind: str) -> dict:
-    return next(d for d in yaml.safe_load_all((OUT / example / file).read_text()) if d["kind"] == kind)
+    return next(d for d in fastyaml.load_all((OUT / example / file).read_text()) if d["kind"] == kind)
 
 
 def _errors(obj: dict) -> list[tuple[tuple, str]]:
@@ -37,7 +37,7 @@ def _without(obj: dict, *path) -> dict:
 def test_rendered_objects_of_every_kind_pass():
     for example in ("triton-llama3-405b", "vllm-llama31-405b", "sglang-deepseek-r1", "sglang-deepseek-r1-pd"):
         for file in sorted((OUT / example).glob("*.yaml")):
-            for doc in yaml.safe_load_all(file.read_text()):
+            for doc in fastyaml.load_all(file.read_text()):
                 if isinstance(doc, dict) and "apiVersion" in doc and doc.get("kind") != "Kustomization":
                     assert _errors(doc) == [], (example, file.name, doc["kind"])
 

@@ -5,8 +5,8 @@ from typing import NamedTuple
 
 import jinja2
 import pytest
-import yaml
 
+import fastyaml
 from conftest import REPO, merged
 from lwsgen.derive import kinds
 from lwsgen.derive.kinds import KINDS, Document, Kind
@@ -59,7 +59,7 @@ def test_emitted_files_are_the_kinds_whose_builders_gave_values(render, minimal)
         "kustomize-openapi.yaml",
     }
     assert set(rendered.files) == expected
-    listed = yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
+    listed = fastyaml.load(rendered.files["kustomization.yaml"])["resources"]
     assert listed == sorted(expected - {"kustomization.yaml", "kustomizeconfig.yaml", "kustomize-openapi.yaml"})
 
 
@@ -104,10 +104,10 @@ def test_adding_a_kind_is_a_template_a_builder_and_one_entry(render, minimal, tm
     monkeypatch.setattr(env, "loader", jinja2.ChoiceLoader([env.loader, jinja2.FileSystemLoader(str(tmp_path))]))
 
     rendered = render(merged(minimal, **{"gitops.argocd.syncWaves": True}))
-    budget = yaml.safe_load(rendered.files["poddisruptionbudget.yaml"])
+    budget = fastyaml.load(rendered.files["poddisruptionbudget.yaml"])
     assert budget["metadata"]["annotations"] == {"argocd.argoproj.io/sync-wave": "1"}
     assert budget["metadata"]["labels"]["app.kubernetes.io/component"] == "disruption-budget"
-    assert "poddisruptionbudget.yaml" in yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
+    assert "poddisruptionbudget.yaml" in fastyaml.load(rendered.files["kustomization.yaml"])["resources"]
 
     # and it is validated strictly like every other kind
     monkeypatch.setattr(

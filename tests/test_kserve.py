@@ -13,6 +13,7 @@ import subprocess
 import pytest
 import yaml
 
+import fastyaml
 from conftest import MINIMAL, REPO, SHARED, tool
 from groupsim.kubeenv import container_env, expand_command
 from lwsgen import platforms
@@ -43,7 +44,7 @@ def _profile(**changes) -> dict:
 
 
 def _objects(rendered) -> list[dict]:
-    return [o for text in rendered.files.values() for o in yaml.safe_load_all(text) if isinstance(o, dict)]
+    return [o for text in rendered.files.values() for o in fastyaml.load_all(text) if isinstance(o, dict)]
 
 
 def _one(objects: list[dict], kind: str) -> dict:
@@ -141,7 +142,7 @@ PD_PIPELINE = REPO / "tests" / "cases" / "valid" / "kserve-pd-pipeline" / "profi
 
 
 def _pd(**changes) -> dict:
-    data = yaml.safe_load(PD_EXAMPLE.read_text(encoding="utf-8"))
+    data = fastyaml.load(PD_EXAMPLE.read_text(encoding="utf-8"))
     data.update(copy.deepcopy(changes))
     return data
 
@@ -238,7 +239,7 @@ def test_pipeline_roles_on_kserve_get_the_presets_kserve_lacks_and_lwsgens_sidec
 def test_pipeline_decode_takes_the_sidecar_image_it_runs(render):
     """lwsgen's own routing sidecar (a pipeline-parallel decode role's) comes from a mirror where the
     profile says so; a data-parallel decode role runs KServe's, so the field is refused there."""
-    data = yaml.safe_load(PD_PIPELINE.read_text(encoding="utf-8"))
+    data = fastyaml.load(PD_PIPELINE.read_text(encoding="utf-8"))
     data["disaggregation"] = {"sidecarImage": "mirror.example.com/llm-d/disagg-sidecar:v0.10.0"}
     spec = _one(_objects(render(data)), "LLMInferenceService")["spec"]
     [sidecar] = [c for c in spec["template"]["initContainers"] if c["name"] == "routing-sidecar"]
@@ -249,7 +250,7 @@ def test_pipeline_decode_takes_the_sidecar_image_it_runs(render):
 def test_the_gateways_proxies_are_the_only_source_of_the_pools_port(render, path):
     """With no gateway.parentRefs KServe attaches its route to its default Gateway, kserve/kserve-ingress-gateway
     (inferenceservice-config): the serving port is open to that namespace, never to every source."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path else _profile(platform="kserve")
+    data = fastyaml.load(path.read_text(encoding="utf-8")) if path else _profile(platform="kserve")
     if path is None:
         data["parallelism"] = {"tensor": 8, "pipeline": 2}
         data["node"] = {"gpus": 8}
@@ -305,7 +306,7 @@ def test_a_model_only_kserve_can_bring_is_its_to_deliver(render, said, uri, with
     default model name, the service's (llm_inference_service_defaults.go#L31-L34), with roles too."""
     from lwsgen.commands import explain
 
-    data = yaml.safe_load(S3_CASE.read_text(encoding="utf-8"))
+    data = fastyaml.load(S3_CASE.read_text(encoding="utf-8"))
     data["model"]["path"] = uri
     modelcar = uri.startswith("oci://")
     if with_roles:
@@ -497,7 +498,7 @@ def test_the_pods_survive_kserves_merge_with_its_data_parallel_preset(tmp_path):
     lwsgen's engine, a valid pod, with no probe handler, user or capability the preset adds."""
     preset = PRESET.read_text(encoding="utf-8").replace(PRESET_SCHEME, "HTTP")
     base = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "leader"}}
-    base["spec"] = yaml.safe_load(preset)["spec"]["template"]
+    base["spec"] = fastyaml.load(preset)["spec"]["template"]
     service = _one(_objects(render_profile(LLMISVC_EXAMPLE)), "LLMInferenceService")["spec"]
     (tmp_path / "base.json").write_text(json.dumps(base), encoding="utf-8")
     (tmp_path / "ours.json").write_text(json.dumps({"spec": service["template"]}), encoding="utf-8")
@@ -714,7 +715,7 @@ def test_an_overlay_renames_and_retags_what_kserves_kinds_reference(tmp_path, ex
     (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    objects = [o for o in yaml.safe_load_all(built.stdout) if o]
+    objects = [o for o in fastyaml.load_all(built.stdout) if o]
     names = {(o["kind"], o["metadata"]["name"]) for o in objects}
     pods = []
     for obj in objects:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import fastyaml
 from conftest import MINIMAL, PROFILES, merged
 
 
@@ -127,8 +128,7 @@ def test_plan_emits_a_gpu_product_render_accepts(tmp_path, capsys):
 def test_the_default_served_name_is_what_the_engine_itself_would_serve(render, model, served):
     """vLLM and SGLang serve under the model as given (served_model_name defaults to it); the LWS
     examples' clients ask for the Hub id. The profile name was the default, and model-not-found."""
-    import yaml
 
-    lws = yaml.safe_load(render(merged(MINIMAL, model=model)).files["leaderworkerset.yaml"])
+    lws = fastyaml.load(render(merged(MINIMAL, model=model)).files["leaderworkerset.yaml"])
     args = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["args"]
     assert args[args.index("--served-model-name") + 1] == served

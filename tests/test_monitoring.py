@@ -1,8 +1,8 @@
 """PodMonitor, recording rules, HPA + prometheus-adapter rules, or KEDA: from one profile."""
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import objects_of
 from lwsgen.derive.monitoring import adapter_metric_name, quantity
 from lwsgen.output import relations, validate
@@ -128,7 +128,7 @@ def test_hpa_scales_the_lws_on_the_recorded_series_the_adapter_exposes(render, n
 
 def test_adapter_rules_stay_out_of_the_kustomization(render):
     rendered = render(_scaled("vllm", metric="queue-length"))
-    kustomization = yaml.safe_load(rendered.files["kustomization.yaml"])
+    kustomization = fastyaml.load(rendered.files["kustomization.yaml"])
     assert "prometheus-adapter-rules.yaml" in rendered.files
     assert "prometheus-adapter-rules.yaml" not in kustomization["resources"]
     assert "horizontalpodautoscaler.yaml" in kustomization["resources"]

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import PROFILES, SHARED, lws_of, problem_codes
 from lwsgen import resources
 from lwsgen.pipeline import render_profile
@@ -25,7 +25,7 @@ NODE = {
 
 
 def _docs(rendered, name="nccl-test.yaml"):
-    return {d["kind"]: d for d in yaml.safe_load_all(rendered.files[name])}
+    return {d["kind"]: d for d in fastyaml.load_all(rendered.files[name])}
 
 
 def _worker_spec(rendered):
@@ -75,7 +75,7 @@ def test_mpijob_runs_all_reduce_on_exactly_one_groups_shape(render):
 
 
 def test_mpijob_matches_the_awsome_inference_test_on_the_triton_example():
-    reference = yaml.safe_load((SHARED / "reference" / "awsome-inference_nccl_test.yaml").read_text())
+    reference = fastyaml.load((SHARED / "reference" / "awsome-inference_nccl_test.yaml").read_text())
     ours = _docs(render_profile(PROFILES / "triton-llama3-405b.yaml"))["MPIJob"]["spec"]
     assert ours["slotsPerWorker"] == reference["spec"]["slotsPerWorker"]
     ref_worker, our_worker = (r["mpiReplicaSpecs"]["Worker"] for r in (reference["spec"], ours))
@@ -132,7 +132,7 @@ def test_indexed_job_needs_no_operator_and_runs_on_the_serving_image(render):
 
 def test_the_test_is_outside_the_serving_kustomization(render):
     rendered = render(profile_for("vllm", node=NODE, ncclTest=MPI))
-    listed = yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
+    listed = fastyaml.load(rendered.files["kustomization.yaml"])["resources"]
     assert "nccl-test.yaml" in rendered.files and "nccl-test.yaml" not in listed
     assert rendered.files["nccl-test.yaml"].startswith("# NCCL all-reduce preflight")
     assert "eksctl-nodegroup.yaml" not in listed
@@ -231,7 +231,7 @@ def test_mpi_verdict_retries_an_early_launch_failure_but_not_a_result(tmp_path):
 
 def test_the_mpijob_launcher_waits_for_ready_workers(render):
     rendered = render(profile_for("vllm", node=NODE, ncclTest=MPI))
-    [job] = [d for d in yaml.safe_load_all(rendered.files["nccl-test.yaml"]) if d and d["kind"] == "MPIJob"]
+    [job] = [d for d in fastyaml.load_all(rendered.files["nccl-test.yaml"]) if d and d["kind"] == "MPIJob"]
     assert job["spec"]["launcherCreationPolicy"] == "WaitForWorkersReady"
 
 
@@ -277,7 +277,7 @@ def test_eksctl_node_group_matches_what_the_lws_selects(render):
             monitoring={"enabled": True},
         )
     )
-    [group] = yaml.safe_load(rendered.files["eksctl-nodegroup.yaml"])["nodeGroups"]
+    [group] = fastyaml.load(rendered.files["eksctl-nodegroup.yaml"])["nodeGroups"]
     assert group["instanceType"] == "p5.48xlarge" and group["efaEnabled"] is True
     assert (group["minSize"], group["maxSize"]) == (0, 6)  # 3 groups x 2 nodes
     assert group["placement"] == {"groupName": "demo-placement"}

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, tool
 from lwsgen.cli import main
 
@@ -27,7 +28,7 @@ def _build(tmp_path, example, overlay):
     (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(built.stdout) if d}, built.stdout
+    return {(d["kind"], d["metadata"]["name"]): d for d in fastyaml.load_all(built.stdout) if d}, built.stdout
 
 
 def test_name_prefix_suffix_labels_and_images_keep_every_reference(tmp_path):

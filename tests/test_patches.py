@@ -13,6 +13,7 @@ import subprocess
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, tool
 from lwsgen.cli import main
 
@@ -41,7 +42,7 @@ def build(request, tmp_path):
         built = subprocess.run([*command, str(tmp_path / "overlay")], capture_output=True, text=True)
         assert built.returncode == 0, built.stderr
         (tmp_path / "built.yaml").write_text(built.stdout)
-        return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(built.stdout) if d}
+        return {(d["kind"], d["metadata"]["name"]): d for d in fastyaml.load_all(built.stdout) if d}
 
     return run
 
@@ -57,7 +58,7 @@ def _pod(spec: dict) -> dict:
 
 def _original(example: str, kind: str) -> dict:
     files = {"LeaderWorkerSet": "leaderworkerset.yaml", "DisaggregatedSet": "disaggregatedset.yaml"}
-    return yaml.safe_load((REPO / "out" / example / files[kind]).read_text())
+    return fastyaml.load((REPO / "out" / example / files[kind]).read_text())
 
 
 def _without(container: dict, key: str, name: str) -> dict:

@@ -2,8 +2,8 @@
 worker template (shm, resources, volumes, env, node selection, tolerations, scheduler)."""
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import lws_of, merged
 
 SHAPE = {
@@ -39,7 +39,7 @@ PLACEMENT = (
 
 
 def _test_pod(rendered, launcher):
-    docs = {d["kind"]: d for d in yaml.safe_load_all(rendered.files["nccl-test.yaml"])}
+    docs = {d["kind"]: d for d in fastyaml.load_all(rendered.files["nccl-test.yaml"])}
     if launcher == "mpijob":
         return docs["MPIJob"]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     return docs["Job"]["spec"]["template"]["spec"]
@@ -68,7 +68,7 @@ def test_nccl_test_pods_have_the_worker_node_shape(render, minimal, launcher):
 
 def test_mpi_launcher_is_a_small_pod_off_the_gpu_nodes(render, minimal):
     rendered = render(merged(minimal, **SHAPE, ncclTest=TEST["mpijob"]))
-    docs = {d["kind"]: d for d in yaml.safe_load_all(rendered.files["nccl-test.yaml"])}
+    docs = {d["kind"]: d for d in fastyaml.load_all(rendered.files["nccl-test.yaml"])}
     launcher = docs["MPIJob"]["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
     assert "nodeSelector" not in launcher and "tolerations" not in launcher and "affinity" not in launcher
     assert launcher["containers"][0]["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}

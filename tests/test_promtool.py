@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, tool
 
 PROMTOOL_TESTS = Path(__file__).parent / "promtool"
@@ -16,7 +17,7 @@ UNIT_TESTS = sorted(PROMTOOL_TESTS.glob("*-test.yaml"))
 
 
 def _groups(rule_file: Path) -> list[dict]:
-    return yaml.safe_load(rule_file.read_text())["spec"]["groups"]
+    return fastyaml.load(rule_file.read_text())["spec"]["groups"]
 
 
 def _write_rules(directory: Path, groups: list[dict]) -> Path:
@@ -64,7 +65,7 @@ def test_every_emitted_group_and_record_has_a_unit_test():
             assert (rule_file.parent.name, suffix) in tested, (
                 f"no tests/promtool/{rule_file.parent.name}-{suffix}-test.yaml"
             )
-            test = yaml.safe_load((PROMTOOL_TESTS / f"{rule_file.parent.name}-{suffix}-test.yaml").read_text())
+            test = fastyaml.load((PROMTOOL_TESTS / f"{rule_file.parent.name}-{suffix}-test.yaml").read_text())
             checked = {e["expr"] for t in test["tests"] for e in t["promql_expr_test"]}
             for rule in group["rules"]:
                 assert rule["record"] in checked, f"{rule['record']} of {rule_file} is not tested"
@@ -79,9 +80,9 @@ def test_record_names_follow_level_metric_operations():
 
 
 def test_keda_query_is_the_one_the_unit_test_proves():
-    scaled = yaml.safe_load((REPO / "out" / "sglang-deepseek-r1" / "scaledobject.yaml").read_text())
+    scaled = fastyaml.load((REPO / "out" / "sglang-deepseek-r1" / "scaledobject.yaml").read_text())
     query = scaled["spec"]["triggers"][0]["metadata"]["query"]
-    test = yaml.safe_load((PROMTOOL_TESTS / "sglang-deepseek-r1-runtime-test.yaml").read_text())
+    test = fastyaml.load((PROMTOOL_TESTS / "sglang-deepseek-r1-runtime-test.yaml").read_text())
     assert query in {e["expr"] for t in test["tests"] for e in t["promql_expr_test"]}
 
 
@@ -90,7 +91,7 @@ def test_adapter_and_keda_queries_are_valid_promql(tmp_path):
     """The adapter's metricsQuery with its placeholders filled as the adapter does, and every KEDA query."""
     exprs = []
     for adapter in (REPO / "out").glob("*/prometheus-adapter-rules.yaml"):
-        for rule in yaml.safe_load(adapter.read_text())["rules"]:
+        for rule in fastyaml.load(adapter.read_text())["rules"]:
             series = rule["seriesQuery"].split("{", 1)[0]
             exprs.append(
                 rule["metricsQuery"]
@@ -99,7 +100,7 @@ def test_adapter_and_keda_queries_are_valid_promql(tmp_path):
                 .replace("<<.LabelMatchers>>", 'namespace="inference",pod=~"a-0|a-1"')
             )
     for scaled in (REPO / "out").glob("*/scaledobject.yaml"):
-        exprs += [t["metadata"]["query"] for t in yaml.safe_load(scaled.read_text())["spec"]["triggers"]]
+        exprs += [t["metadata"]["query"] for t in fastyaml.load(scaled.read_text())["spec"]["triggers"]]
     assert len(exprs) >= 2
     groups = [{"name": "queries", "rules": [{"record": f"check:query:{i}", "expr": e} for i, e in enumerate(exprs)]}]
     proc = _promtool("check", "rules", str(_write_rules(tmp_path, groups)))
@@ -110,10 +111,10 @@ def test_adapter_and_keda_queries_are_valid_promql(tmp_path):
 def test_a_served_name_beyond_the_basic_plane_still_makes_valid_promql(render, tmp_path):
     """Triton's records and dashboard select the served model by name: a name with an emoji (beyond
     U+FFFF) is written as it is, not as JSON's surrogate-pair escapes, which PromQL refuses."""
-    profile = yaml.safe_load((REPO / "profiles" / "triton-llama3-405b.yaml").read_text())
+    profile = fastyaml.load((REPO / "profiles" / "triton-llama3-405b.yaml").read_text())
     profile["model"]["servedName"] = "ensemble-\U0001f680"
     rendered = render(profile)
-    groups = yaml.safe_load(rendered.files["prometheusrule.yaml"])["spec"]["groups"]
+    groups = fastyaml.load(rendered.files["prometheusrule.yaml"])["spec"]["groups"]
     proc = _promtool("check", "rules", str(_write_rules(tmp_path, groups)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ensemble-\U0001f680" in rendered.files["grafana-dashboard.yaml"]

@@ -6,6 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fastyaml
 from conftest import VLLM_UNTABLED, examples, lws_of, merged
 from lwsgen import render as render_module
 from lwsgen.render import q, to_yaml_scalar
@@ -45,7 +46,7 @@ NASTY = [
 
 @pytest.mark.parametrize("value", NASTY)
 def test_any_string_round_trips_through_q(value):
-    assert yaml.safe_load(f"key: {q(value)}\n") == {"key": value}
+    assert fastyaml.load(f"key: {q(value)}\n") == {"key": value}
 
 
 yaml_text = st.text(st.characters(exclude_categories=("Cs",)))
@@ -63,7 +64,7 @@ json_like = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(json_like)
 def test_any_value_round_trips_through_q(value):
-    assert yaml.safe_load(f"key: {to_yaml_scalar(value)}\n") == {"key": value}
+    assert fastyaml.load(f"key: {to_yaml_scalar(value)}\n") == {"key": value}
 
 
 def test_profile_strings_cannot_change_structure(render, minimal):
@@ -174,7 +175,7 @@ def test_keys_too_long_for_an_implicit_key_are_written_explicitly(value):
     from lwsgen.output.parse import dump
 
     doc = {"k" * 1500: value, "next": 1}
-    assert yaml.safe_load(dump((doc,))) == doc
+    assert fastyaml.load(dump((doc,))) == doc
 
 
 @pytest.mark.parametrize(
@@ -211,7 +212,7 @@ def test_top_level_keys_that_look_like_document_markers_stay_keys():
     from lwsgen.output.parse import dump
 
     doc = {"--- -": 1, "... x": 2, "---x": 3}
-    assert list(yaml.safe_load_all(dump((doc,)))) == [doc]
+    assert list(fastyaml.load_all(dump((doc,)))) == [doc]
 
 
 def test_written_yaml_is_plain_where_plain_reads_the_same():

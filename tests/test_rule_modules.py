@@ -6,6 +6,7 @@ import copy
 import pytest
 import yaml
 
+import fastyaml
 from conftest import MINIMAL, REPO
 from lwsgen.check import (
     delivery,
@@ -173,7 +174,7 @@ def test_a_profile_rule_says_nothing_of_a_good_profile_and_one_thing_of_a_bad_on
 
 def test_a_role_rule_says_nothing_of_good_roles_and_one_thing_of_bad_ones(tmp_path):
     """check/disaggregation.py: kv_layout_matches (the KV cache layout flags equal on every role)."""
-    data = yaml.safe_load((REPO / "profiles" / "vllm-llama33-70b-pd.yaml").read_text(encoding="utf-8"))
+    data = fastyaml.load((REPO / "profiles" / "vllm-llama33-70b-pd.yaml").read_text(encoding="utf-8"))
     path = tmp_path / "profile.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     load_profile(path)  # good: no error

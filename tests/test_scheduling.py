@@ -1,8 +1,8 @@
 """Gang scheduling, Kueue, placement and LWS version gating: what the cluster will honour, or why not."""
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import lws_of, merged, objects_of, problem_codes
 from lwsgen.pipeline import load_profile
 from lwsgen.problems import ProblemsError
@@ -46,7 +46,7 @@ def test_a_declared_queue_capacity_emits_the_queue_outside_the_kustomization(ren
         queue["kind"] == "Queue" and queue["metadata"]["name"] == "inference" and "namespace" not in queue["metadata"]
     )
     assert queue["spec"]["capability"] == {"nvidia.com/gpu": "64", "memory": "4Ti"}
-    assert "volcano-queue.yaml" not in yaml.safe_load(rendered.files["kustomization.yaml"])["resources"]
+    assert "volcano-queue.yaml" not in fastyaml.load(rendered.files["kustomization.yaml"])["resources"]
 
 
 def test_network_topology_falls_back_to_exclusive_topology_with_a_warning_and_keeps_the_intent(

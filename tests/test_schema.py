@@ -4,8 +4,8 @@ import re
 
 import jsonschema_rs
 import pytest
-import yaml
 
+import fastyaml
 from conftest import REPO, SHARED
 from lwsgen.check.schema import profile_schema, with_defaults
 from lwsgen.commands import docs
@@ -36,7 +36,7 @@ def _contract_paths():
             ):
                 walk(value, prefix + key + ".")
 
-    walk(yaml.safe_load(block), "")
+    walk(fastyaml.load(block), "")
     return paths
 
 

@@ -4,8 +4,8 @@ import json
 import re
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import PROFILES, merged
 from lwsgen.check import sizing
 from lwsgen.cli import main
@@ -133,7 +133,7 @@ def test_emitted_profile_renders(capsys, tmp_path):
         "vllm/vllm-openai:v0.8.5",
     )
     assert code == 0
-    profile = yaml.safe_load(captured.out)
+    profile = fastyaml.load(captured.out)
     assert (
         profile["parallelism"] == {"tensor": 8, "pipeline": 2}
         and profile["node"]["gpuProduct"] == "NVIDIA-H100-80GB-HBM3"
@@ -147,7 +147,7 @@ def test_emitted_llamacpp_profile_gives_the_layer_split_render_accepts(capsys, t
     args = ("--model", "llama-3.1-70b", "--gpu", "a10g-24gb", "--gpus-per-node", "4", "--emit-profile", "l")
     code, captured = _plan(capsys, *args, "--runtime", "llamacpp", "--image", "r/llama.cpp-rpc:b10470")
     assert code == 0
-    profile = yaml.safe_load(captured.out)
+    profile = fastyaml.load(captured.out)
     assert set(profile["parallelism"]) == {"pipeline"} and profile["parallelism"]["pipeline"] > 1
     path = tmp_path / "l.yaml"
     path.write_text(captured.out)

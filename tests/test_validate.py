@@ -173,3 +173,36 @@ def test_kinds_lwsgen_does_not_emit_use_the_full_definitions(write_profile, caps
     }
     assert main(["validate", str(write_profile(deployment, "d.yaml"))]) == 1
     assert "unknown field 'bogus'" in capsys.readouterr().out
+
+
+def test_what_is_not_json_is_found_at_its_path_by_the_fast_check_too():
+    """jsondata.not_json checks the exact types a YAML reader builds without building paths, and
+    walks again for the path only when something is not JSON: both answers are the walk's."""
+    import datetime
+    import math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from lwsgen import jsondata
+
+    class Text(str):
+        pass
+
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.text(max_size=3),
+        st.integers(min_value=-(2**64), max_value=2**64),
+        st.floats(),
+        st.sampled_from([b"bytes", datetime.date(2026, 1, 1), frozenset({1}), Text("sub"), math.inf]),
+    )
+    keys = st.one_of(st.text(max_size=3), st.integers(0, 3), st.sampled_from([Text("k"), None]))
+    data = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3))
+
+    @settings(max_examples=400, deadline=None)
+    @given(data)
+    def agrees(value):
+        assert jsondata.not_json(value, ("at",)) == jsondata._first_not_json(value, ("at",))
+
+    agrees()

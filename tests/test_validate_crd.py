@@ -1,11 +1,13 @@
 """`lwsgen validate --crd PATH`: custom resources against CRDs the user gives (../shared/crds, the
 upstream ones), strictly, with their x-kubernetes-validations CEL rules evaluated."""
 
+import json
 import shutil
 
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, SHARED
 from lwsgen.cli import main
 
@@ -24,7 +26,7 @@ def _scaled(tmp_path):
 
 def test_a_cel_rule_of_the_crd_is_evaluated(tmp_path, capsys):
     path = _scaled(tmp_path)
-    obj = yaml.safe_load(path.read_text())
+    obj = fastyaml.load(path.read_text())
     obj["spec"]["minReplicaCount"] = 9  # above maxReplicaCount 4: KEDA's CRD rule refuses it
     path.write_text(yaml.safe_dump(obj, sort_keys=False))
     assert main(["validate", str(path), "--crd", CRDS]) == 1
@@ -64,3 +66,40 @@ def test_an_inference_pool_rule(tmp_path, capsys):
 def test_a_missing_crd_path_is_a_usage_error_not_a_crash(tmp_path, capsys, missing):
     code = main(["validate", str(REPO / "out"), "--crd", str(tmp_path / missing)])
     assert code in (1, 2) and "internal error" not in capsys.readouterr().err
+
+
+KEDA_CRD = SHARED / "crds" / "keda.sh_scaledobjects.yaml"
+
+
+def test_a_crd_file_is_read_from_its_cached_json_only_while_its_text_is_the_same(tmp_path, monkeypatch):
+    """Parsed CRD files are kept as JSON named by their text's SHA-256: the same text reads them
+    back as the YAML reads, any change to the text reads the YAML again, a damaged or foreign cache
+    entry is not read, and YAML beyond JSON is not kept."""
+    from lwsgen.output import crd
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kept = tmp_path / "cache" / "lwsgen" / "crds"
+    text = KEDA_CRD.read_text(encoding="utf-8")
+    from_yaml = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    assert crd._documents(text) == from_yaml
+    [entry] = kept.iterdir()
+    assert crd._documents(text) == from_yaml  # now from the JSON
+
+    planted = [{"kind": "CustomResourceDefinition", "planted": True}]
+    entry.write_text(json.dumps(planted))
+    assert crd._documents(text) == planted  # read from the entry of this text (what makes this test able to fail)
+    assert crd._documents(text + "\n# edited\n") == from_yaml  # another text: another entry
+    entry.write_text("{not json")
+    assert crd._documents(text) == from_yaml  # damaged: read again (and kept again)
+    entry.write_text(json.dumps(planted))
+    kept.chmod(0o777)  # writable by others: what is in it could be anyone's
+    assert crd._documents(text) == from_yaml
+    kept.chmod(0o700)
+
+    monkeypatch.setenv("LWSGEN_NO_CACHE", "1")
+    entry.write_text(json.dumps(planted))
+    assert crd._documents(text) == from_yaml
+
+    monkeypatch.delenv("LWSGEN_NO_CACHE")
+    dated = "kind: CustomResourceDefinition\nwhen: 2026-12-07\n"
+    assert crd._documents(dated) == crd._documents(dated) != [] and len(list(kept.iterdir())) == 2

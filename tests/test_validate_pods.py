@@ -7,6 +7,7 @@ import subprocess
 import pytest
 import yaml
 
+import fastyaml
 from conftest import REPO, tool
 from lwsgen.cli import main
 
@@ -16,7 +17,7 @@ EXAMPLE = "vllm-llama31-405b"
 def _edited(tmp_path, edit, example=EXAMPLE):
     shutil.copytree(REPO / "out" / example, tmp_path / example)
     path = tmp_path / example / "leaderworkerset.yaml"
-    lws = yaml.safe_load(path.read_text())
+    lws = fastyaml.load(path.read_text())
     edit(lws["spec"]["leaderWorkerTemplate"])
     path.write_text(yaml.safe_dump(lws, sort_keys=False))
     return tmp_path / example
@@ -89,7 +90,7 @@ def test_one_typo_is_one_finding(tmp_path, capsys):
 
     shutil.copytree(REPO / "out" / EXAMPLE, tmp_path / EXAMPLE)
     path = tmp_path / EXAMPLE / "leaderworkerset.yaml"
-    lws = yaml.safe_load(path.read_text())
+    lws = fastyaml.load(path.read_text())
     lws["spec"]["startupPolicyy"] = lws["spec"].pop("startupPolicy")
     path.write_text(yaml.safe_dump(lws, sort_keys=False))
     assert main(["validate", str(tmp_path / EXAMPLE), "--format", "json"]) == 1

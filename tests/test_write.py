@@ -1,7 +1,6 @@
 """Stages 5 and 7: one kind per file, a kustomization, atomic all-or-nothing writes, drift checks."""
 
-import yaml
-
+import fastyaml
 from conftest import merged
 from lwsgen.cli import main
 
@@ -25,7 +24,7 @@ def test_one_kind_per_file_and_a_kustomization_listing_them(write_profile, minim
         "networkpolicy.yaml",
         "service.yaml",
     ]
-    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    kustomization = fastyaml.load((directory / "kustomization.yaml").read_text())
     assert kustomization["resources"] == [
         "configmap.yaml",
         "leaderworkerset.yaml",
@@ -33,7 +32,7 @@ def test_one_kind_per_file_and_a_kustomization_listing_them(write_profile, minim
         "service.yaml",
     ]
     for name in kustomization["resources"]:
-        docs = list(yaml.safe_load_all((directory / name).read_text()))
+        docs = list(fastyaml.load_all((directory / name).read_text()))
         assert len({d["kind"] for d in docs}) == 1
 
 
@@ -107,7 +106,7 @@ def test_check_reports_missing_stale_and_extra_files_and_writes_nothing(write_pr
 def test_stdout_prints_one_stream_and_writes_nothing(write_profile, minimal, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["render", str(write_profile(minimal)), "--stdout", "-o", str(out)]) == 0
-    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    docs = list(fastyaml.load_all(capsys.readouterr().out))
     assert sorted(d["kind"] for d in docs) == ["ConfigMap", "LeaderWorkerSet", "NetworkPolicy", "Service"]
     assert not out.exists()
 

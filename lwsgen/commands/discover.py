@@ -29,12 +29,13 @@ def walk(root: Path, skip: Path | None = None) -> list[Path]:
 
     skipped = bounds.resolved(skip) if skip is not None else None
     roots = [r for r in (bounds.resolved(root), work_tree(root)) if r is not None]
+    resolve = bounds.Resolver()
     found, problems = [], []
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root).parts
         if any(part.startswith(".") for part in relative) or path.suffix not in YAML_SUFFIXES:
             continue
-        real = bounds.resolved(path)
+        real = resolve(path)
         if real is None:
             problems.append(_refused(path, "its links loop; remove the link or point it at a file"))
             continue
@@ -98,5 +99,6 @@ def profiles(paths: list[str], out_root: Path | None = None) -> tuple[list[tuple
         else:
             named.append((path, raw))
 
-    bases = {bounds.resolved(path) for path, _ in walked if is_base_only(path)}
-    return named + [(path, shown) for path, shown in walked if bounds.resolved(path) not in bases], bases
+    resolve = bounds.Resolver()
+    bases = {resolve(path) for path, _ in walked if is_base_only(path)}
+    return named + [(path, shown) for path, shown in walked if resolve(path) not in bases], bases

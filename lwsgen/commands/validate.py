@@ -51,15 +51,15 @@ def _files(paths: list[str]) -> list[tuple[Path, str]]:
     return found
 
 
-def _bases(files: list[tuple[Path, str]]) -> set[Path]:
+def _bases(files: list[tuple[Path, str]], resolve: bounds.Resolver) -> set[Path]:
     """The given profiles that say they are only bases (`base: true`): checked as partial profiles."""
-    return {bounds.resolved(path) for path, _ in files if discover.is_base_only(path)}
+    return {resolve(path) for path, _ in files if discover.is_base_only(path)}
 
 
-def _siblings(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+def _siblings(files: list[tuple[Path, str]], resolve: bounds.Resolver) -> list[tuple[Path, str]]:
     """The other files of each lwsgen output directory a given file is in (listed in its
     .lwsgen-files): what cross-object rules read when only some of a directory's files are given."""
-    given = {bounds.resolved(path) for path, _ in files}
+    given = {resolve(path) for path, _ in files}
     found = []
     for directory in sorted({path.parent for path, _ in files if (path.parent / MANIFEST).is_file()}):
         listed = listed_names((directory / MANIFEST).read_text(encoding="utf-8", errors="replace"))
@@ -70,7 +70,7 @@ def _siblings(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
                 and bounds.path_problem(name) is None
                 and sibling.suffix in YAML_SUFFIXES
                 and sibling.is_file()
-                and bounds.resolved(sibling) not in given
+                and resolve(sibling) not in given
             ):
                 found.append((sibling, str(sibling)))
     return found
@@ -226,9 +226,11 @@ def _run(paths: list[str], kubernetes_version: str, crd_paths: list[str]) -> Rep
     objects: dict[str, tuple[dict[str, Any], ...]] = {}
     sources: dict[str, list[source.Source]] = {}
     files = _files(paths)
-    bases = _bases(files)
-    context = {shown for _, shown in _siblings(files)}
-    for path, shown in [*files, *_siblings(files)]:
+    resolve = bounds.Resolver()
+    bases = _bases(files, resolve)
+    siblings = _siblings(files, resolve)
+    context = {shown for _, shown in siblings}
+    for path, shown in [*files, *siblings]:
         try:
             docs = source.load_documents(source.read_text(path, shown), shown)
         except ProblemsError as err:
@@ -238,7 +240,7 @@ def _run(paths: list[str], kubernetes_version: str, crd_paths: list[str]) -> Rep
         if len(docs) == 1 and _is_profile(docs[0].data):
             if shown in context:
                 continue
-            if bounds.resolved(path) in bases:
+            if resolve(path) in bases:
                 _base(docs[0], report)
             else:
                 _profile(path, shown, report)

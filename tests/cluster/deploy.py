@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+import fastyaml
 from lwsgen.cli import main
 from lwsgen.pipeline import render_profile
 from tests.cluster import nodes as fake_nodes
@@ -91,7 +92,7 @@ def rendered_in(profile: Path, namespace: str, root: Path, name: str, node_label
     to nodes with node_labels if given, rendered as a user renders it, under root."""
     source = root / "profiles" / name
     shutil.copytree(profile.parent, source, ignore=shutil.ignore_patterns("*.yaml"))
-    data = yaml.safe_load(profile.read_text())
+    data = fastyaml.load(profile.read_text())
     data["namespace"] = namespace
     if node_labels:
         data.setdefault("node", {}).setdefault("nodeSelector", {}).update(node_labels)

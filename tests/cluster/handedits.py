@@ -28,12 +28,15 @@ from lwsgen.cli import main
 from tests import readonce
 from tests.cluster.api import LOADER, Api, ApiError
 from tests.cluster.lwsmanifests import KUSTOMIZE
-from tests.test_validate_deletions import DUMPER, key_paths  # the deletion suite's own walk and emitter
+from tests.test_validate_deletions import key_paths  # the deletion suite's own walk
 
 KUSTOMIZE_INPUTS = ("kustomization.yaml", "kustomizeconfig.yaml", "kustomize-openapi.yaml")
 # files of a rendered directory that are not API objects: kustomize's inputs (judged by the real
 # kustomize), prometheus-adapter's and eksctl's configuration
 NOT_OBJECTS = (*KUSTOMIZE_INPUTS, "prometheus-adapter-rules.yaml", "eksctl-nodegroup.yaml")
+
+# libyaml's emitter: the edits may set values lwsgen's own writer does not write
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 MEMORY = "/dev/shm"

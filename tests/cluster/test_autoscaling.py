@@ -21,8 +21,8 @@ from datetime import datetime, timezone
 
 import pytest
 import requests
-import yaml
 
+import fastyaml
 from groupsim import prometheus
 from lwsgen import quantity
 from tests.cluster import checks, nodes, sources
@@ -147,7 +147,7 @@ def test_the_hpa_scales_the_set_on_real_metrics(loopback_plane, tmp_path):
             for i in range(len(m["spec"]["podMetricsEndpoints"]))
         ]
         rules = [g for o in objects if o["kind"] == "PrometheusRule" for g in o["spec"]["groups"]]
-        adapter = next(yaml.safe_load_all((example.out_dir / "prometheus-adapter-rules.yaml").read_text()))["rules"]
+        adapter = next(fastyaml.load_all((example.out_dir / "prometheus-adapter-rules.yaml").read_text()))["rules"]
         path = MetricsPath(plane, tmp_path / "metrics").start(rules, adapter, [*jobs, states.scrape_job()])
         _assert_the_chain(api, path, hpa, lws_name, start, pool, engines, served, objects)
     finally:

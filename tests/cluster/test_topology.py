@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+import fastyaml
 from tests.cluster import nodes as fake_nodes
 from tests.cluster.api import load_all, wait_for
 from tests.cluster.checks import pods_of
@@ -23,7 +24,7 @@ BLOCK = "network.example.com/block"
 
 def test_exclusive_topology_puts_each_group_in_its_own_domain(cluster, tmp_path):
     api = cluster.admin
-    data = yaml.safe_load((PROFILES / f"{EXAMPLE}.yaml").read_text())
+    data = fastyaml.load((PROFILES / f"{EXAMPLE}.yaml").read_text())
     data |= {"name": "topology", "namespace": NAMESPACE, "replicas": 2}
     data.setdefault("scheduling", {})["exclusiveTopology"] = BLOCK
     profile_path = tmp_path / "topology.yaml"

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import engine_series
+import fastyaml
 from conftest import REPO, engine_missing
 from groupsim import prometheus, scenarios, sim
 from groupsim.net import netns_available
@@ -58,11 +59,10 @@ def _real_binaries() -> dict[str, str]:
 
 def _place_model(simulation: sim.Simulation) -> None:
     """The tiny GGUF at the path the example's --model names, on its claim."""
-    import yaml
 
     import tiny_models
 
-    lws = yaml.safe_load((OUT / "leaderworkerset.yaml").read_text())
+    lws = fastyaml.load((OUT / "leaderworkerset.yaml").read_text())
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
     args = leader["containers"][0]["args"]
     model = args[args.index("--model") + 1]

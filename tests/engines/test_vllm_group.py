@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 import engine_series
+import fastyaml
 from conftest import PROFILES, REPO, engine_missing
 from engine_variants import VLLM_CPU, vllm_cpu_profile
 from groupsim import prometheus, scenarios, sim
@@ -55,7 +56,7 @@ def _render(variant: str, root: Path) -> Path:
     from lwsgen.cli import main
 
     example, changes = VARIANTS[variant]
-    profile = vllm_cpu_profile(yaml.safe_load((PROFILES / f"{example}.yaml").read_text()), changes)
+    profile = vllm_cpu_profile(fastyaml.load((PROFILES / f"{example}.yaml").read_text()), changes)
     path = root / variant / f"{example}.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(yaml.safe_dump(profile))

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+import fastyaml
 from groupsim import api, images, kubeenv, probes
 from groupsim.net import DOMAIN, Network
 
@@ -575,7 +574,7 @@ def _child_of(pid: int) -> int:
 def load(directory: Path) -> list[dict[str, Any]]:
     objects = []
     for path in sorted(directory.glob("*.yaml")):
-        objects.extend(o for o in yaml.safe_load_all(path.read_text()) if isinstance(o, dict) and "kind" in o)
+        objects.extend(o for o in fastyaml.load_all(path.read_text()) if isinstance(o, dict) and "kind" in o)
     return objects + kserve_sets(objects)
 
 

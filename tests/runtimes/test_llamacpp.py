@@ -4,8 +4,8 @@ import socket
 import threading
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import SHARED, lws_of, merged
 from runtimes.scripts import bin_dir, env_of, fake, run
 
@@ -144,7 +144,7 @@ def test_metrics_flag_only_when_monitoring(render):
 
 
 def test_same_flags_as_the_upstream_lws_llamacpp_example(render):
-    upstream = next(yaml.safe_load_all((SHARED / "reference" / "lws_docs_examples_llamacpp_k8s_lws.yaml").read_text()))
+    upstream = next(fastyaml.load_all((SHARED / "reference" / "lws_docs_examples_llamacpp_k8s_lws.yaml").read_text()))
     up_lwt = upstream["spec"]["leaderWorkerTemplate"]
     up_leader = up_lwt["leaderTemplate"]["spec"]["containers"][0]["command"]
     up_worker = up_lwt["workerTemplate"]["spec"]["containers"][0]["args"]

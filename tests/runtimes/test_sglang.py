@@ -1,8 +1,8 @@
 """sglang: the same launch on every pod, dist-init at the leader, metrics flag when monitored."""
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import PROFILES, SHARED, lws_of, merged
 from lwsgen.pipeline import render_profile
 from runtimes.scripts import bin_dir, fake, run
@@ -96,7 +96,7 @@ def test_the_leader_enables_metrics_only_when_monitoring(render):
 
 
 def test_same_flags_as_the_upstream_lws_sglang_example():
-    upstream = next(yaml.safe_load_all((SHARED / "reference" / "lws_docs_examples_sglang_lws.yaml").read_text()))
+    upstream = next(fastyaml.load_all((SHARED / "reference" / "lws_docs_examples_sglang_lws.yaml").read_text()))
     up_lwt = upstream["spec"]["leaderWorkerTemplate"]
     up_leader = up_lwt["leaderTemplate"]["spec"]["containers"][0]["command"]
     up_worker = up_lwt["workerTemplate"]["spec"]["containers"][0]["command"]
@@ -112,7 +112,7 @@ def test_same_flags_as_the_upstream_lws_sglang_example():
     lwt = lws_of(rendered)["spec"]["leaderWorkerTemplate"]
     # upstream's pods download the model with HF_TOKEN; ours read the claim the download Job filled
     assert up_env - {"HF_TOKEN"} <= {e["name"] for e in lwt["leaderTemplate"]["spec"]["containers"][0]["env"]}
-    job = yaml.safe_load(rendered.files["model-download.yaml"])
+    job = fastyaml.load(rendered.files["model-download.yaml"])
     assert "HF_TOKEN" in {e["name"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 

@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
+import fastyaml
 from conftest import SHARED, lws_of, objects_of
 from groupsim.kubeenv import expand
 from lwsgen import resources
@@ -62,7 +62,7 @@ def test_leader_runs_trtllm_serve_on_every_rank_with_tp_and_pp(render):
 
 
 def test_same_group_key_env_and_exec_rbac_as_the_upstream_tensorrt_llm_example(render):
-    upstream = next(yaml.safe_load_all((SHARED / "reference" / "lws_docs_examples_tensorrt-llm_lws.yaml").read_text()))
+    upstream = next(fastyaml.load_all((SHARED / "reference" / "lws_docs_examples_tensorrt-llm_lws.yaml").read_text()))
     up_env = upstream["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["env"]
     up_group_key = next(e for e in up_env if e["name"] == "GROUP_KEY")
     rendered = render(TRTLLM)
@@ -70,7 +70,7 @@ def test_same_group_key_env_and_exec_rbac_as_the_upstream_tensorrt_llm_example(r
     assert next(e for e in leader["env"] if e["name"] == "GROUP_KEY") == up_group_key
     up_rules = [
         d
-        for d in yaml.safe_load_all((SHARED / "reference" / "lws_docs_examples_tensorrt-llm_rbac.yaml").read_text())
+        for d in fastyaml.load_all((SHARED / "reference" / "lws_docs_examples_tensorrt-llm_rbac.yaml").read_text())
         if d and d["kind"] == "Role"
     ][0]["rules"]
     up_exec = next(r for r in up_rules if "pods/exec" in r["resources"])
@@ -174,7 +174,7 @@ def test_metrics_endpoint_options_and_rules_follow_the_version(render, tag, opti
     else:
         assert files["podmonitor.yaml"]["spec"]["podMetricsEndpoints"][0]["path"] == "/prometheus/metrics"
         assert argv[argv.index("--extra_llm_api_options") + 1] == "/lwsgen/scripts/trtllm-options.yaml"
-        assert yaml.safe_load(files["configmap.yaml"]["data"]["trtllm-options.yaml"]) == options
+        assert fastyaml.load(files["configmap.yaml"]["data"]["trtllm-options.yaml"]) == options
     assert runtimes.capabilities(rendered.profile).autoscaling_metrics == autoscaling
 
 
@@ -196,10 +196,10 @@ def test_llm_api_options_of_the_profile_join_the_metrics_options(render):
     options = {"kv_cache_config": {"free_gpu_memory_fraction": 0.9}, "return_perf_metrics": False}
     profile = {**TRTLLM, "image": "nvcr.io/nvidia/tensorrt-llm/release:1.2.1", "monitoring": {"enabled": True}}
     profile["model"] = {**TRTLLM["model"], "llmApiOptions": options}
-    written = yaml.safe_load(objects_of(render(profile))["configmap.yaml"]["data"]["trtllm-options.yaml"])
+    written = fastyaml.load(objects_of(render(profile))["configmap.yaml"]["data"]["trtllm-options.yaml"])
     assert written == {"kv_cache_config": {"free_gpu_memory_fraction": 0.9}, "return_perf_metrics": True}
     quiet = {**profile, "monitoring": {"enabled": False}}
-    assert yaml.safe_load(objects_of(render(quiet))["configmap.yaml"]["data"]["trtllm-options.yaml"]) == {
+    assert fastyaml.load(objects_of(render(quiet))["configmap.yaml"]["data"]["trtllm-options.yaml"]) == {
         "kv_cache_config": {"free_gpu_memory_fraction": 0.9},
         "return_perf_metrics": False,
     }

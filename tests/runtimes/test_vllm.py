@@ -5,6 +5,7 @@ import socket
 
 import pytest
 
+import fastyaml
 from conftest import SHARED, lws_of, merged, objects_of
 from runtimes.scripts import bin_dir, env_of, fake, run
 
@@ -85,9 +86,8 @@ def test_no_rbac_and_no_service_account_token_for_ray(render):
 
 def test_flags_match_the_upstream_lws_vllm_example():
     """Same engine flags as kubernetes-sigs/lws docs/examples/vllm (spelled with dashes)."""
-    import yaml
 
-    upstream = next(yaml.safe_load_all((SHARED / "reference" / "lws_docs_examples_vllm_GPU_lws.yaml").read_text()))
+    upstream = next(fastyaml.load_all((SHARED / "reference" / "lws_docs_examples_vllm_GPU_lws.yaml").read_text()))
     command = upstream["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["command"][-1]
     for flag in ("--tensor-parallel-size", "--pipeline_parallel_size", "--port", "--model"):
         assert flag in command
