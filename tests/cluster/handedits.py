@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from lwsgen.cli import main
+from lwsgen.output import emit
 from tests import readonce
 from tests.cluster.api import LOADER, Api, ApiError
 from tests.cluster.lwsmanifests import KUSTOMIZE
@@ -105,7 +106,7 @@ def _deleter(name: str, doc_index: int, path: tuple) -> Callable[[Path], None]:
         for part in path[:-1]:
             node = node[part]
         del node[path[-1]]
-        file.write_text(yaml.dump_all(docs, Dumper=DUMPER, sort_keys=False))
+        file.write_text(emit.documents(docs))  # lwsgen's writer, as the deletion suite writes them
 
     return delete
 
@@ -228,7 +229,7 @@ def kind_at(file: Path, line: int) -> str:
     if not file.is_file():
         return kind
     try:
-        for node in yaml.compose_all(file.read_text()):
+        for node in yaml.compose_all(file.read_text(), Loader=LOADER):
             if node is None or node.start_mark.line + 1 > line:
                 break
             pairs = node.value if isinstance(node, yaml.MappingNode) else []
