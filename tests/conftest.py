@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 import fastyaml
 
@@ -108,7 +107,7 @@ def write_profile(tmp_path):
     def write(profile, name: str = "profile.yaml") -> Path:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = profile if isinstance(profile, (str, bytes)) else yaml.safe_dump(profile, sort_keys=False)
+        text = profile if isinstance(profile, (str, bytes)) else fastyaml.dump(profile, sort_keys=False)
         if isinstance(text, bytes):
             path.write_bytes(text)
         else:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-import yaml
 
 import engine_series
+import fastyaml
 from conftest import REPO, tool
 from groupsim import sim
 from lwsgen.check import budget
@@ -352,10 +352,10 @@ def test_every_alert_fires_when_its_condition_holds_and_not_otherwise(example, t
     alerts = _alerts(world)
     assert alerts, "no alert"
     groups = [g for g in world.rules["spec"]["groups"] if g["name"].endswith(".alerts")]
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}, sort_keys=False), encoding="utf-8")
+    (tmp_path / "rules.yaml").write_text(fastyaml.dump({"groups": groups}, sort_keys=False), encoding="utf-8")
     tests = [test for alert in alerts for test in SCENARIOS[alert["alert"]](world, alert)]
     case = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(case, sort_keys=False), encoding="utf-8")
+    (tmp_path / "test.yaml").write_text(fastyaml.dump(case, sort_keys=False), encoding="utf-8")
     run = subprocess.run([tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import PROFILES, REPO, tool
@@ -172,7 +171,7 @@ def _overlay_outside_a_work_tree(tmp_path: Path) -> Path:
     for field in ("name", "namespace", "kubernetesVersion"):
         base.pop(field, None)
     (repo / "bases").mkdir(parents=True)
-    (repo / "bases" / "llama.yaml").write_text(yaml.safe_dump({**base, "base": True}))
+    (repo / "bases" / "llama.yaml").write_text(fastyaml.dump({**base, "base": True}))
     app = repo / "apps" / "team"
     app.mkdir(parents=True)
     (app / "llama.yaml").write_text("extends: ../../bases/llama.yaml\nname: team-llama\n")

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import PROFILES, REPO, merged
@@ -208,11 +207,11 @@ def test_default_fills_only_what_no_file_sets(tmp_path, capsys):
     base = fastyaml.load((PROFILES / "triton-llama3-405b.yaml").read_text())
     base.pop("namespace", None)
     path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump(base))
+    path.write_text(fastyaml.dump(base))
     assert main(["render", str(path), "--stdout", "--default", "namespace=team-a"]) == 0
     docs = [d for d in fastyaml.load_all(capsys.readouterr().out) if d]
     assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "LeaderWorkerSet"} == {"team-a"}
-    path.write_text(yaml.safe_dump({**base, "namespace": "mine"}))
+    path.write_text(fastyaml.dump({**base, "namespace": "mine"}))
     assert main(["render", str(path), "--stdout", "--default", "namespace=team-a"]) == 0
     docs = [d for d in fastyaml.load_all(capsys.readouterr().out) if d]
     assert {d["metadata"]["namespace"] for d in docs if d["kind"] == "LeaderWorkerSet"} == {"mine"}

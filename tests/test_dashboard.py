@@ -20,7 +20,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 import engine_series
 import fastyaml
@@ -196,7 +195,7 @@ def _promtool_case(world: World, queries: list[tuple[str, str]], tmp_path: Path)
     exprs = [q.replace("$__rate_interval", RATE_INTERVAL) for _, q in queries]
     probes = [{"alert": f"DashboardQueryEmpty{i}", "expr": f"absent({e})"} for i, e in enumerate(exprs)]
     groups = [*groups, {"name": "dashboard", "rules": probes}]
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}, sort_keys=False), encoding="utf-8")
+    (tmp_path / "rules.yaml").write_text(fastyaml.dump({"groups": groups}, sort_keys=False), encoding="utf-8")
     series = Series(world).of(world.profile.runtime)
     checks = [{"eval_time": "30m", "alertname": p["alert"], "exp_alerts": []} for p in probes]
     case = {
@@ -204,7 +203,7 @@ def _promtool_case(world: World, queries: list[tuple[str, str]], tmp_path: Path)
         "evaluation_interval": "1m",
         "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": checks}],
     }
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(case, sort_keys=False), encoding="utf-8")
+    (tmp_path / "test.yaml").write_text(fastyaml.dump(case, sort_keys=False), encoding="utf-8")
     return subprocess.run(
         [tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True, cwd=tmp_path
     )
@@ -245,11 +244,11 @@ def _single_with_request_rate(example: str) -> bool:
 def _silent(tmp_path: Path, alerts: dict[str, str], entries: list[dict]) -> subprocess.CompletedProcess:
     """promtool over `entries`: each alert (name: expr) must stay silent at 30 minutes."""
     groups = [{"name": "dashboard", "rules": [{"alert": name, "expr": expr} for name, expr in alerts.items()]}]
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
+    (tmp_path / "rules.yaml").write_text(fastyaml.dump({"groups": groups}), encoding="utf-8")
     checks = [{"eval_time": "30m", "alertname": name, "exp_alerts": []} for name in alerts]
     test = {"interval": "1m", "input_series": entries, "alert_rule_test": checks}
     case = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [test]}
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(case), encoding="utf-8")
+    (tmp_path / "test.yaml").write_text(fastyaml.dump(case), encoding="utf-8")
     return subprocess.run(
         [tool("promtool"), "test", "rules", "test.yaml"], capture_output=True, text=True, cwd=tmp_path
     )

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO, merged
@@ -279,7 +278,7 @@ def _built(profile, write=None):
     import tempfile
 
     path = Path(tempfile.mkdtemp()) / "profile.yaml"
-    path.write_text(yaml.safe_dump(profile))
+    path.write_text(fastyaml.dump(profile))
     return load_profile(path)[0]
 
 

@@ -6,7 +6,6 @@ import copy
 import shutil
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO, SHARED, objects_of
@@ -328,7 +327,7 @@ def test_disaggregation_without_roles_is_an_error(said, minimal):
 
 
 def test_a_roles_problem_points_at_the_roles_line(write_profile, capsys):
-    text = yaml.safe_dump(_with(SGLANG, **{"roles.prefill.parallelism": {"tensor": 12}}), sort_keys=False)
+    text = fastyaml.dump(_with(SGLANG, **{"roles.prefill.parallelism": {"tensor": 12}}), sort_keys=False)
     path = write_profile(text)
     assert main(["render", str(path), "--stdout"]) == 1
     line = text.splitlines().index("      tensor: 12") + 1
@@ -420,7 +419,7 @@ def test_a_kustomize_overlay_keeps_every_reference_of_a_set(tmp_path):
         "labels": [{"pairs": {"team": "ml"}, "includeSelectors": True, "includeTemplates": True}],
         "images": [{"name": "vllm/vllm-openai", "newTag": "v0.33.1"}],
     }
-    (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(fastyaml.dump(overlay))
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     objects = {(d["kind"], d["metadata"]["name"]): d for d in fastyaml.load_all(built.stdout) if d}

@@ -5,7 +5,6 @@ import json
 import shutil
 
 import jsonschema_rs
-import yaml
 
 import fastyaml
 from conftest import PROFILES, REPO, merged
@@ -28,7 +27,7 @@ def _repo(tmp_path):
     del base["name"]
     base["base"] = True
     (root / "profiles" / "team").mkdir()
-    (root / "profiles" / "team" / "base.yaml").write_text(yaml.safe_dump(base))
+    (root / "profiles" / "team" / "base.yaml").write_text(fastyaml.dump(base))
     (root / "profiles" / "team" / "prod.yaml").write_text("extends: base.yaml\nname: team-prod\n")
     return root
 

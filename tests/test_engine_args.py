@@ -187,8 +187,6 @@ def _every_rendered() -> list[tuple[str, list[dict]]]:
     when a test first needs them, not while the suite is collected)."""
     import tempfile
 
-    import yaml
-
     rendered = []
     for directory in sorted((REPO / "out").iterdir()):
         objects = [o for p in sorted(directory.glob("*.yaml")) for o in fastyaml.load_all(p.read_text()) if o]
@@ -196,12 +194,12 @@ def _every_rendered() -> list[tuple[str, list[dict]]]:
     with tempfile.TemporaryDirectory() as scratch:
         for variant, (example, changes) in VARIANTS.items():
             path = Path(scratch) / f"{example}.yaml"
-            path.write_text(yaml.safe_dump({**_profile(example), **changes}))
+            path.write_text(fastyaml.dump({**_profile(example), **changes}))
             files = render_profile(path).files.values()
             rendered.append((variant, [o for text in files for o in fastyaml.load_all(text) if o]))
         for variant, (example, changes) in REAL_ENGINE_VARIANTS.items():
             path = Path(scratch) / f"{example}.yaml"
-            path.write_text(yaml.safe_dump(vllm_cpu_profile(_profile(example), changes)))
+            path.write_text(fastyaml.dump(vllm_cpu_profile(_profile(example), changes)))
             files = render_profile(path).files.values()
             rendered.append((variant, [o for text in files for o in fastyaml.load_all(text) if o]))
     return rendered
@@ -266,13 +264,11 @@ def _render_refused(profile: dict) -> tuple[list[dict], list]:
     """(objects, []) of a rendered profile dict, or ([], the errors render refused it with)."""
     import tempfile
 
-    import yaml
-
     from lwsgen.problems import ProblemsError
 
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / f"{profile['name']}.yaml"
-        path.write_text(yaml.safe_dump(profile))
+        path.write_text(fastyaml.dump(profile))
         try:
             files = render_profile(path).files.values()
         except ProblemsError as refused:

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO, lws_of, merged, objects_of, tool
@@ -258,7 +257,7 @@ def test_worker_args_are_refused_where_the_worker_runs_no_command_of_its_own(ren
 def test_a_hatch_value_is_checked_where_the_profile_sets_it(write_profile, tmp_path, capsys):
     from lwsgen.cli import main
 
-    text = yaml.safe_dump(_with(), sort_keys=False) + "leader:\n  dnsConfig:\n    nameserver: [1.1.1.1]\n"
+    text = fastyaml.dump(_with(), sort_keys=False) + "leader:\n  dnsConfig:\n    nameserver: [1.1.1.1]\n"
     assert main(["render", str(write_profile(text)), "-o", str(tmp_path / "out")]) == 1
     line = len(text.splitlines())
     assert f"profile.yaml:{line}:5: leader.dnsConfig.nameserver: unknown field 'nameserver'" in capsys.readouterr().err
@@ -562,11 +561,11 @@ def test_strategic_merge_gives_what_kubectl_kustomize_gives(render, tmp_path):
             "metadata": {"name": name, "namespace": "inference"},
             **entry["patch"],
         }
-        (overlay / f"p{index}.yaml").write_text(yaml.safe_dump(body), encoding="utf-8")
+        (overlay / f"p{index}.yaml").write_text(fastyaml.dump(body), encoding="utf-8")
         entries.append({"path": f"p{index}.yaml"})
-    (overlay / "schema.json").write_text(yaml.safe_dump(_openapi_with_lws()), encoding="utf-8")
+    (overlay / "schema.json").write_text(fastyaml.dump(_openapi_with_lws()), encoding="utf-8")
     kustomization = {"resources": ["../base"], "patches": entries, "openapi": {"path": "schema.json"}}
-    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization), encoding="utf-8")
+    (overlay / "kustomization.yaml").write_text(fastyaml.dump(kustomization), encoding="utf-8")
     built = subprocess.run([tool("kubectl"), "kustomize", str(overlay)], capture_output=True, text=True, check=True)
     theirs = {(o["kind"], o["metadata"]["name"]): o for o in fastyaml.load_all(built.stdout) if o}
     ours = {
@@ -810,7 +809,7 @@ def test_kustomize_builds_a_directory_with_every_hatch(tmp_path):
     (tmp_path / ".git").mkdir()
     _templates(tmp_path, poddisruptionbudget=PDB)
     profile = _with(templates="hatch-templates", patches=PATCHES, containers=[SIDECAR], podLabels={"team": "a"})
-    (tmp_path / "profile.yaml").write_text(yaml.safe_dump(profile), encoding="utf-8")
+    (tmp_path / "profile.yaml").write_text(fastyaml.dump(profile), encoding="utf-8")
     assert main(["render", str(tmp_path / "profile.yaml"), "-o", str(tmp_path / "out")]) == 0
     built = subprocess.run(
         [tool("kubectl"), "kustomize", str(tmp_path / "out" / "example")], capture_output=True, text=True
@@ -845,7 +844,7 @@ def test_the_active_query_counts_every_request_of_this_pool_and_zero_when_none(r
     nothing, when the pool has no endpoints (absent averages) or the picker holds nothing."""
     query = objects_of(render(_to_zero()))["scaledobject.yaml"]["spec"]["triggers"][1]["metadata"]["query"]
     (tmp_path / "rules.yaml").write_text(
-        yaml.safe_dump({"groups": [{"name": "active", "rules": [{"record": "test:active:sum", "expr": query}]}]})
+        fastyaml.dump({"groups": [{"name": "active", "rules": [{"record": "test:active:sum", "expr": query}]}]})
     )
     held, queue, running = (
         "llm_d_epp_flow_control_queue_size",
@@ -880,7 +879,7 @@ def test_the_active_query_counts_every_request_of_this_pool_and_zero_when_none(r
                 }
             ],
         }
-        (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
+        (tmp_path / "test.yaml").write_text(fastyaml.dump(test))
         result = subprocess.run(
             [tool("promtool"), "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True
         )
@@ -1026,7 +1025,7 @@ def test_an_error_in_an_object_no_hatch_touched_is_said_at_the_hatches(write_pro
             "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
         },
     }
-    files = {"service.yaml": yaml.safe_dump(service)}
+    files = {"service.yaml": fastyaml.dump(service)}
     origins = {("other.yaml", 0): Hatch(("patches", 0), "patch 1")}
     problems = _output_problems("out/example", files, {"service.yaml": (service,)}, "1.33", src, origins)
     assert problems and all(
@@ -1216,9 +1215,9 @@ def test_strategic_merge_orders_directives_and_nulls_as_kubectl_kustomize_does(t
         },
     }
     (tmp_path / "base").mkdir()
-    (tmp_path / "base" / "d.yaml").write_text(yaml.safe_dump(base))
+    (tmp_path / "base" / "d.yaml").write_text(fastyaml.dump(base))
     (tmp_path / "base" / "kustomization.yaml").write_text("resources: [d.yaml]\n")
-    (tmp_path / "p.yaml").write_text(yaml.safe_dump(written))
+    (tmp_path / "p.yaml").write_text(fastyaml.dump(written))
     (tmp_path / "kustomization.yaml").write_text("resources: [base]\npatches: [{path: p.yaml}]\n")
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path)], capture_output=True, text=True, check=True)
     assert merge.merge(base, written) == fastyaml.load(built.stdout)
@@ -1276,7 +1275,7 @@ def test_several_templates_at_once_are_each_held_to_lwsgens_own_object(render, t
 def test_a_patch_gives_exactly_one_of_its_two_forms(write_profile, tmp_path, capsys):
     from lwsgen.cli import main
 
-    text = yaml.safe_dump(_with(), sort_keys=False) + (
+    text = fastyaml.dump(_with(), sort_keys=False) + (
         "patches:\n- target: {kind: Service}\n  patch: {spec: {}}\n  jsonPatch: [{op: add, path: /spec/a, value: 1}]\n"
         "- target: {kind: Service}\n"
     )
@@ -1573,7 +1572,7 @@ def test_an_output_error_in_a_profile_sidecar_is_said_at_the_sidecar(write_profi
     from lwsgen.cli import main
 
     sidecar = {**SIDECAR, "ports": [{"name": "web", "containerPort": 70000}]}
-    text = yaml.safe_dump(_with(containers=[sidecar]), sort_keys=False)
+    text = fastyaml.dump(_with(containers=[sidecar]), sort_keys=False)
     assert main(["render", str(write_profile(text)), "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert "profile.yaml:" in err and "containers[0].ports[0].containerPort: 70000 is not a port" in err

@@ -2,7 +2,6 @@
 what they select and admit, the checks that guard them, and the router's autoscaling records."""
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import PROFILES, merged
@@ -308,7 +307,7 @@ def test_a_broken_picker_config_is_caught(render):
     config = fastyaml.load(config_map["data"][key])
     config["plugins"][0]["weight"] = 2  # weights belong to the scheduling profile: a strict decode refuses it
     config["schedulingProfiles"][0]["plugins"].append({"pluginRef": "random-picker"})
-    config_map["data"][key] = yaml.safe_dump(config)
+    config_map["data"][key] = fastyaml.dump(config)
     docs = [config_map if d["kind"] == "ConfigMap" else d for d in _docs(rendered, "endpoint-picker.yaml")]
     messages = [m for f, _, m in _cross(rendered, **{"endpoint-picker.yaml": tuple(docs)})]
     assert any("plugins.0: Additional properties are not allowed ('weight' was unexpected)" in m for m in messages)
@@ -320,7 +319,7 @@ def test_network_policies_admit_the_gateway_and_the_picker_only(render):
     [policy] = _docs(rendered, "networkpolicy.yaml")
     rules = policy["spec"]["ingress"]
     assert all(rule.get("from") for rule in rules)  # nothing from anywhere
-    by_peer = {yaml.safe_dump(rule["from"]): [p["port"] for p in rule.get("ports", [])] for rule in rules}
+    by_peer = {fastyaml.dump(rule["from"]): [p["port"] for p in rule.get("ports", [])] for rule in rules}
     gateway = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateways"}}}]
     picker = [
         {
@@ -329,8 +328,8 @@ def test_network_policies_admit_the_gateway_and_the_picker_only(render):
             }
         }
     ]
-    assert by_peer[yaml.safe_dump(gateway)] == ["http"]
-    assert by_peer[yaml.safe_dump(picker)] == ["http"]
+    assert by_peer[fastyaml.dump(gateway)] == ["http"]
+    assert by_peer[fastyaml.dump(picker)] == ["http"]
     epp = _picker(rendered, "NetworkPolicy")
     assert epp["spec"]["podSelector"]["matchLabels"] == picker[0]["podSelector"]["matchLabels"]
     assert [(r["from"], [p["port"] for p in r["ports"]]) for r in epp["spec"]["ingress"]] == [

@@ -12,7 +12,6 @@ import threading
 from pathlib import Path
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO
@@ -87,7 +86,7 @@ def _single_pod_profile(example: str, into: Path) -> Path:
     single = copy.deepcopy(profile)
     single["parallelism"] = {"tensor": single["node"]["gpus"]}
     path = into / f"{example}.yaml"
-    path.write_text(yaml.safe_dump(single))
+    path.write_text(fastyaml.dump(single))
     return path
 
 
@@ -105,7 +104,7 @@ def _render_variant(variant: str, root: Path) -> Path:
     profile = {**fastyaml.load((REPO / "profiles" / f"{example}.yaml").read_text()), **changes}
     (root / variant).mkdir(exist_ok=True)
     path = root / variant / f"{example}.yaml"
-    path.write_text(yaml.safe_dump(profile))
+    path.write_text(fastyaml.dump(profile))
     assert main(["render", str(path), "-o", str(root / variant / "out")]) == 0
     return root / variant / "out" / example
 

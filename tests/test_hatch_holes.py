@@ -7,10 +7,10 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO
+from lwsgen.output import crd as crd_files
 from lwsgen.problems import ProblemsError
 
 BASE = {
@@ -194,7 +194,8 @@ def test_the_scopes_of_custom_kinds_are_their_crds(tmp_path):
 
     table = json.loads((REPO / "schemas" / "kubernetes-scopes.json").read_text())["scopes"]
     for path in sorted((SHARED / "crds").glob("*.yaml")):
-        crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)  # ~2 MB KServe CRDs: ~12 s pure-Python
+        # through lwsgen's reader of CRDs for validate --crd, which keeps them parsed between runs
+        [crd] = crd_files._documents(path.read_text())
         for version in crd["spec"]["versions"]:
             key = f"{crd['spec']['group']}/{version['name']} {crd['spec']['names']['kind']}"
             assert table.get(key) == crd["spec"]["scope"], key
@@ -237,8 +238,8 @@ def test_two_profiles_of_a_batch_cannot_write_one_object(tmp_path, capsys, outpu
     (tmp_path / "t" / "scripts.yaml.j2").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: team-x-launch, namespace: inference}\ndata: {a: b}\n"
     )
-    (tmp_path / "a.yaml").write_text(yaml.safe_dump(_with(name="team", templates="t")))
-    (tmp_path / "b.yaml").write_text(yaml.safe_dump(_with(name="team-x")))
+    (tmp_path / "a.yaml").write_text(fastyaml.dump(_with(name="team", templates="t")))
+    (tmp_path / "b.yaml").write_text(fastyaml.dump(_with(name="team-x")))
     assert main(["render", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), *output]) == 1
     said = capsys.readouterr()
     assert (
@@ -356,8 +357,8 @@ def test_an_extends_merge_costs_the_paths_not_their_product(tmp_path):
 
     (tmp_path / ".git").mkdir()
     wide = {f"k{i}": {f"j{j}": j for j in range(40)} for i in range(400)}  # ~229 KB as YAML
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump({**BASE, "annotations": {}, "x": wide}))
-    (tmp_path / "child.yaml").write_text(yaml.safe_dump({"extends": "base.yaml", "x": wide}))
+    (tmp_path / "base.yaml").write_text(fastyaml.dump({**BASE, "annotations": {}, "x": wide}))
+    (tmp_path / "child.yaml").write_text(fastyaml.dump({"extends": "base.yaml", "x": wide}))
     before = resource.getrusage(resource.RUSAGE_SELF)
     merged = inherit.load(tmp_path / "child.yaml")
     after = resource.getrusage(resource.RUSAGE_SELF)
@@ -381,12 +382,12 @@ def test_a_tiny_profile_cannot_grow_its_output_without_bound(write_profile, caps
 
     value = "y" * 1000
     text = (
-        yaml.safe_dump(_with()) + "env:\n  E0: &e '" + value + "'\n" + "".join(f"  E{i}: *e\n" for i in range(1, 1000))
+        fastyaml.dump(_with()) + "env:\n  E0: &e '" + value + "'\n" + "".join(f"  E{i}: *e\n" for i in range(1, 1000))
     )
     path = write_profile(text)
     assert main(["render", str(path), "-o", str(path.parent / "out")]) == 1
     assert "the API server takes at most 1572864 (etcd's request limit)" in capsys.readouterr().err
-    bomb = yaml.safe_dump(_with()) + "annotations:\n  a: &a '" + "z" * 5000 + "'\n"
+    bomb = fastyaml.dump(_with()) + "annotations:\n  a: &a '" + "z" * 5000 + "'\n"
     bomb += "".join(f"  a{i}: *a\n" for i in range(300))  # 1.5 MB of annotations from 8 KB
     assert main(["render", str(write_profile(bomb)), "-o", str(path.parent / "out")]) == 1
     assert "expands to more than 1048576 characters" in capsys.readouterr().err

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO, lws_of, merged, objects_of
@@ -63,7 +62,7 @@ def test_numbers_that_are_not_whole_or_not_int64_are_refused(write_profile, caps
 
 @pytest.mark.parametrize("char", ["\\x1b", "\\x7f", "\\x85", "\\ufffe", "\\r"])
 def test_control_characters_in_strings_are_refused(write_profile, minimal, capsys, char):
-    text = yaml.safe_dump(minimal) + f'annotations: {{note: "a{char}b"}}\n'
+    text = fastyaml.dump(minimal) + f'annotations: {{note: "a{char}b"}}\n'
     _fails(write_profile(text), capsys, "annotations.note: contains the control character U+")
 
 
@@ -89,7 +88,7 @@ def test_label_and_annotation_limits_are_kubernetes_own(write_profile, minimal, 
 
 def test_extends_is_bounded_and_confined_to_the_repository(write_profile, minimal, tmp_path, capsys):
     outside = tmp_path.parent / f"{tmp_path.name}-outside.yaml"
-    outside.write_text(yaml.safe_dump(minimal))
+    outside.write_text(fastyaml.dump(minimal))
     _fails(write_profile(f"extends: {outside}\nname: x\n", "abs.yaml"), capsys, "absolute paths and paths that leave")
     _fails(
         write_profile(f"extends: ../{outside.name}\nname: x\n", "up.yaml"), capsys, "paths that leave them are refused"

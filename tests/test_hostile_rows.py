@@ -11,14 +11,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import MINIMAL, REPO
 from lwsgen.cli import main
 from test_escape_hatches import PDB  # the documented template: one copy
 
-BASE = yaml.safe_dump(MINIMAL, sort_keys=False)
+BASE = fastyaml.dump(MINIMAL, sort_keys=False)
 POSITIONED = re.compile(r"^[^:\n]+:\d+:\d+: ", re.M)
 
 
@@ -138,7 +137,7 @@ def _sglang_split_flag(tmp_path: Path) -> None:
     data["model"]["extraArgs"] = ["--page-size"]
     for role, value in zip(data["roles"], ["64", "32"], strict=True):
         data["roles"][role]["extraArgs"] = [value]
-    (tmp_path / "p.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (tmp_path / "p.yaml").write_text(fastyaml.dump(data, sort_keys=False))
 
 
 @pytest.mark.parametrize("row", RENDER_ROWS)

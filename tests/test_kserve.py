@@ -11,7 +11,6 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import MINIMAL, REPO, SHARED, tool
@@ -645,7 +644,7 @@ def test_validate_holds_a_hand_edited_mp_runtime_to_the_gpus_kserve_gives(tmp_pa
     from lwsgen.cli import main
 
     profile = tmp_path / "native.yaml"
-    profile.write_text(yaml.safe_dump(_profile(launch={"mode": "native"})), encoding="utf-8")
+    profile.write_text(fastyaml.dump(_profile(launch={"mode": "native"})), encoding="utf-8")
     assert main(["render", str(profile), "-o", str(tmp_path / "out")]) == 0
     directory = tmp_path / "out" / "demo"
     assert main(["validate", str(directory)]) == 0
@@ -712,7 +711,7 @@ def test_an_overlay_renames_and_retags_what_kserves_kinds_reference(tmp_path, ex
         "images": [{"name": "vllm/vllm-openai", "newTag": "v9"}],
     }
     (tmp_path / "overlay").mkdir()
-    (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(fastyaml.dump(overlay), encoding="utf-8")
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     objects = [o for o in fastyaml.load_all(built.stdout) if o]

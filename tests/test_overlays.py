@@ -6,7 +6,6 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO, tool
@@ -25,7 +24,7 @@ OVERLAY = {
 def _build(tmp_path, example, overlay):
     shutil.copytree(REPO / "out" / example, tmp_path / "base")
     (tmp_path / "overlay").mkdir()
-    (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(fastyaml.dump(overlay))
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     return {(d["kind"], d["metadata"]["name"]): d for d in fastyaml.load_all(built.stdout) if d}, built.stdout

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO, tool
@@ -38,7 +37,7 @@ def build(request, tmp_path):
     def run(example: str, overlay: dict) -> dict:
         shutil.copytree(REPO / "out" / example, tmp_path / "base", dirs_exist_ok=True)
         (tmp_path / "overlay").mkdir(exist_ok=True)
-        (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump({"resources": ["../base"], **overlay}))
+        (tmp_path / "overlay" / "kustomization.yaml").write_text(fastyaml.dump({"resources": ["../base"], **overlay}))
         built = subprocess.run([*command, str(tmp_path / "overlay")], capture_output=True, text=True)
         assert built.returncode == 0, built.stderr
         (tmp_path / "built.yaml").write_text(built.stdout)
@@ -49,7 +48,7 @@ def build(request, tmp_path):
 
 def _patch(kind: str, api: str, name: str, spec: dict) -> dict:
     body = {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "inference"}, "spec": spec}
-    return {"patch": yaml.safe_dump(body)}
+    return {"patch": fastyaml.dump(body)}
 
 
 def _pod(spec: dict) -> dict:

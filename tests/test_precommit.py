@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import PROFILES, REPO
@@ -53,9 +52,9 @@ def repo(tmp_path):
     del base["name"]
     base["base"] = True
     (root / "profiles" / "team").mkdir()
-    (root / "profiles" / "team" / "base.yaml").write_text(yaml.safe_dump(base))
+    (root / "profiles" / "team" / "base.yaml").write_text(fastyaml.dump(base))
     (root / "profiles" / "team" / "prod.yaml").write_text("extends: base.yaml\nname: team-prod\n")
-    (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": local}]}))
+    (root / ".pre-commit-config.yaml").write_text(fastyaml.dump({"repos": [{"repo": "local", "hooks": local}]}))
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",

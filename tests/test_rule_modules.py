@@ -4,7 +4,6 @@ has nothing to say of, then on one changed to break it, which must give exactly 
 import copy
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import MINIMAL, REPO
@@ -154,7 +153,7 @@ PROFILE_CASES = [
 
 def _said(rule, data: dict, tmp_path) -> list[tuple[str, str, str]]:
     path = tmp_path / "profile.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(fastyaml.dump(data, sort_keys=False), encoding="utf-8")
     src = load(path)
     profile = from_data(with_defaults(src.data))
     return [(p.path, p.code, p.message) for p in rule(profile, src)]
@@ -176,11 +175,11 @@ def test_a_role_rule_says_nothing_of_good_roles_and_one_thing_of_bad_ones(tmp_pa
     """check/disaggregation.py: kv_layout_matches (the KV cache layout flags equal on every role)."""
     data = fastyaml.load((REPO / "profiles" / "vllm-llama33-70b-pd.yaml").read_text(encoding="utf-8"))
     path = tmp_path / "profile.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(fastyaml.dump(data, sort_keys=False), encoding="utf-8")
     load_profile(path)  # good: no error
     data["model"]["extraArgs"] = []
     data["roles"]["decode"]["extraArgs"] = ["--block-size", "64"]
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(fastyaml.dump(data, sort_keys=False), encoding="utf-8")
     with pytest.raises(ProblemsError) as raised:
         load_profile(path)
     said = [(p.path, p.code, p.message) for p in raised.value.problems]

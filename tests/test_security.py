@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import fastyaml
 from conftest import EXHAUSTIVE, PROFILES, REPO, VLLM_UNTABLED, examples, lws_of, objects_of
 from lwsgen.check.schema import profile_schema, referenced
 from lwsgen.cli import main
@@ -291,7 +291,7 @@ def test_schema_drawn_profiles_exit_0_or_1_and_what_renders_passes_validate(tmp_
     @given(profile=_profiles(junk=False))
     def fuzz(profile):
         directory = tmp_path_factory.mktemp("fuzz")
-        code, err = _run(directory, yaml.safe_dump(profile))
+        code, err = _run(directory, fastyaml.dump(profile))
         assert code in (0, 1), err
         assert "Traceback" not in err and "internal error" not in err
         codes.append(code)
@@ -306,7 +306,7 @@ def test_schema_drawn_profiles_exit_0_or_1_and_what_renders_passes_validate(tmp_
 @FUZZ
 @given(profile=_profiles(junk=True))
 def test_junk_in_any_field_exits_1_with_a_message_never_a_traceback(tmp_path, profile):
-    code, err = _run(tmp_path, yaml.safe_dump(profile))
+    code, err = _run(tmp_path, fastyaml.dump(profile))
     assert code in (0, 1) and "Traceback" not in err and "internal error" not in err
     if code == 1:
         assert err.strip() and all(":" in line for line in err.splitlines())

@@ -28,7 +28,7 @@ def test_a_cel_rule_of_the_crd_is_evaluated(tmp_path, capsys):
     path = _scaled(tmp_path)
     obj = fastyaml.load(path.read_text())
     obj["spec"]["minReplicaCount"] = 9  # above maxReplicaCount 4: KEDA's CRD rule refuses it
-    path.write_text(yaml.safe_dump(obj, sort_keys=False))
+    path.write_text(fastyaml.dump(obj, sort_keys=False))
     assert main(["validate", str(path), "--crd", CRDS]) == 1
     out = capsys.readouterr().out
     assert f"{path}:" in out and "spec:" in out and "minReplicaCount" in out
@@ -55,7 +55,7 @@ def test_an_inference_pool_rule(tmp_path, capsys):
         },
     }
     path = tmp_path / "pool.yaml"
-    path.write_text(yaml.safe_dump(pool))
+    path.write_text(fastyaml.dump(pool))
     assert main(["validate", str(path), "--crd", CRDS]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert any("spec.endpointPickerRef" in line for line in lines)  # a Service reference needs its port

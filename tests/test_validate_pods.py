@@ -5,7 +5,6 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
 import fastyaml
 from conftest import REPO, tool
@@ -19,7 +18,7 @@ def _edited(tmp_path, edit, example=EXAMPLE):
     path = tmp_path / example / "leaderworkerset.yaml"
     lws = fastyaml.load(path.read_text())
     edit(lws["spec"]["leaderWorkerTemplate"])
-    path.write_text(yaml.safe_dump(lws, sort_keys=False))
+    path.write_text(fastyaml.dump(lws, sort_keys=False))
     return tmp_path / example
 
 
@@ -92,7 +91,7 @@ def test_one_typo_is_one_finding(tmp_path, capsys):
     path = tmp_path / EXAMPLE / "leaderworkerset.yaml"
     lws = fastyaml.load(path.read_text())
     lws["spec"]["startupPolicyy"] = lws["spec"].pop("startupPolicy")
-    path.write_text(yaml.safe_dump(lws, sort_keys=False))
+    path.write_text(fastyaml.dump(lws, sort_keys=False))
     assert main(["validate", str(tmp_path / EXAMPLE), "--format", "json"]) == 1
     import json
 
@@ -104,7 +103,7 @@ def test_one_typo_is_one_finding(tmp_path, capsys):
 def _build(tmp_path, overlay, example=EXAMPLE):
     shutil.copytree(REPO / "out" / example, tmp_path / "base")
     (tmp_path / "overlay").mkdir()
-    (tmp_path / "overlay" / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(fastyaml.dump(overlay))
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     (tmp_path / "built.yaml").write_text(built.stdout)
@@ -131,11 +130,9 @@ def test_two_copies_in_one_namespace_name_what_points_at_the_other(tmp_path, cap
     base's objects, and each picker Service selects both pickers' pods."""
     (tmp_path / "copy").mkdir()
     shutil.copytree(REPO / "out" / EXAMPLE, tmp_path / "base")
-    (tmp_path / "copy" / "kustomization.yaml").write_text(
-        yaml.safe_dump({"resources": ["../base"], "namePrefix": "b-"})
-    )
+    (tmp_path / "copy" / "kustomization.yaml").write_text(fastyaml.dump({"resources": ["../base"], "namePrefix": "b-"}))
     (tmp_path / "both").mkdir()
-    (tmp_path / "both" / "kustomization.yaml").write_text(yaml.safe_dump({"resources": ["../base", "../copy"]}))
+    (tmp_path / "both" / "kustomization.yaml").write_text(fastyaml.dump({"resources": ["../base", "../copy"]}))
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "both")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     (tmp_path / "built.yaml").write_text(built.stdout)

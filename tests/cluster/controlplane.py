@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import requests
-import yaml
 
+import fastyaml
 from tests.cluster import kwokstages, lwsmanifests
 from tests.cluster.api import Api, ApiError, load_all, wait_for
 from tests.cluster.pki import SERVER_NAMES, Pki
@@ -240,7 +240,7 @@ class ControlPlane:
         shutil.copy(key, certs / "tls.key")
         webhook_port = free_port()
         config = self.root / "lws-config.yaml"
-        config.write_text(yaml.safe_dump(lwsmanifests.manager_config(webhook_port, certs, free_port())))
+        config.write_text(fastyaml.dump(lwsmanifests.manager_config(webhook_port, certs, free_port())))
         kubeconfig = self.pki.kubeconfig("lws", self.server, "lws-controller", group="system:masters")
         for obj in lwsmanifests.webhooks(f"https://127.0.0.1:{webhook_port}", self.pki.ca):
             self.admin.apply(obj)

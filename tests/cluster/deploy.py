@@ -9,8 +9,6 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 import fastyaml
 from lwsgen.cli import main
 from lwsgen.pipeline import render_profile
@@ -96,7 +94,7 @@ def rendered_in(profile: Path, namespace: str, root: Path, name: str, node_label
     data["namespace"] = namespace
     if node_labels:
         data.setdefault("node", {}).setdefault("nodeSelector", {}).update(node_labels)
-    (source / "profile.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (source / "profile.yaml").write_text(fastyaml.dump(data, sort_keys=False))
     assert main(["render", str(source / "profile.yaml"), "-o", str(root / "out")]) == 0
     example = Example(name, source / "profile.yaml", root / "out")
     example.out_dir = root / "out" / example.profile.name

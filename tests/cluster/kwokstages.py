@@ -11,8 +11,7 @@ from __future__ import annotations
 import copy
 import re
 
-import yaml
-
+import fastyaml
 from tests.cluster import lwsmanifests, modules
 
 PROBES = "lwsgen.test/probes"
@@ -91,4 +90,4 @@ def config(exec_dir: str) -> str:
             # upstream's pod-delete waits a random part of the grace period (up to deletionTimestamp),
             # as a process slow to end on SIGTERM would: a rolling update of two groups took ~2 min
             delay.pop("jitterDurationFrom", None)
-    return yaml.safe_dump_all([*stages, execs], sort_keys=False)
+    return fastyaml.dump_all([*stages, execs], sort_keys=False)

@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 
 import requests
-import yaml
 
+import fastyaml
 from groupsim.prometheus import discovered
 from tests.cluster.api import wait_for
 from tests.cluster.controlplane import ControlPlane, binary, free_port
@@ -69,9 +69,9 @@ class MetricsPath:
 
     def _prometheus(self, rule_groups: list[dict], scrape_configs: list[dict]) -> str:
         rules, config = self.root / "rules.yml", self.root / "prometheus.yml"
-        rules.write_text(yaml.safe_dump({"groups": rule_groups}, sort_keys=False))
+        rules.write_text(fastyaml.dump({"groups": rule_groups}, sort_keys=False))
         config.write_text(
-            yaml.safe_dump({
+            fastyaml.dump({
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                 "rule_files": [str(rules)],
                 "scrape_configs": scrape_configs,
@@ -88,7 +88,7 @@ class MetricsPath:
 
     def _adapter(self, adapter_rules: list[dict]) -> None:
         config = self.root / "adapter.yaml"
-        config.write_text(yaml.safe_dump({"rules": adapter_rules}, sort_keys=False))
+        config.write_text(fastyaml.dump({"rules": adapter_rules}, sort_keys=False))
         kubeconfig = self.cluster.pki.kubeconfig("adapter", self.cluster.server, "prometheus-adapter", "system:masters")
         # the aggregator checks the name of the Service it was given, as in a cluster
         names = f"DNS:localhost,DNS:prometheus-adapter.{ADAPTER_NAMESPACE}.svc"

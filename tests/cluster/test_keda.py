@@ -16,8 +16,8 @@ import socket
 import urllib.parse
 
 import pytest
-import yaml
 
+import fastyaml
 from lwsgen.quantity import parse as quantity
 from tests.cluster.api import load_all, wait_for
 from tests.cluster.checks import LWS
@@ -47,9 +47,9 @@ def _prometheus(cluster, root, objects: list[dict], port: int) -> None:
         if probe.connect_ex(("127.0.0.1", port)) == 0:
             pytest.fail(f"127.0.0.1:{port}, the port the triggers name, is taken: stop what listens there")
     groups = [g for o in objects if o["kind"] == "PrometheusRule" for g in o["spec"]["groups"]]
-    (root / "rules.yml").write_text(yaml.safe_dump({"groups": groups}))
+    (root / "rules.yml").write_text(fastyaml.dump({"groups": groups}))
     config = {"global": {"evaluation_interval": "1s"}, "rule_files": [str(root / "rules.yml")]}
-    (root / "prometheus.yml").write_text(yaml.safe_dump(config))
+    (root / "prometheus.yml").write_text(fastyaml.dump(config))
     process = cluster.spawn("keda-prometheus", [
         PROMETHEUS, "--config.file", str(root / "prometheus.yml"), "--storage.tsdb.path", str(root / "tsdb"),
         "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "warn",

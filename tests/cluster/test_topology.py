@@ -6,7 +6,6 @@ profile asks for."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 import fastyaml
 from tests.cluster import nodes as fake_nodes
@@ -28,7 +27,7 @@ def test_exclusive_topology_puts_each_group_in_its_own_domain(cluster, tmp_path)
     data |= {"name": "topology", "namespace": NAMESPACE, "replicas": 2}
     data.setdefault("scheduling", {})["exclusiveTopology"] = BLOCK
     profile_path = tmp_path / "topology.yaml"
-    profile_path.write_text(yaml.safe_dump(data))
+    profile_path.write_text(fastyaml.dump(data))
     example = Example("topology", profile_path, REPO / "out" / EXAMPLE)
     [lws] = [o for o in load_all(example.rendered.files["leaderworkerset.yaml"]) if o["kind"] == "LeaderWorkerSet"]
     assert lws["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/exclusive-topology"] == BLOCK

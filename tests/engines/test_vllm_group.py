@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 import engine_series
 import fastyaml
@@ -59,7 +58,7 @@ def _render(variant: str, root: Path) -> Path:
     profile = vllm_cpu_profile(fastyaml.load((PROFILES / f"{example}.yaml").read_text()), changes)
     path = root / variant / f"{example}.yaml"
     path.parent.mkdir(parents=True)
-    path.write_text(yaml.safe_dump(profile))
+    path.write_text(fastyaml.dump(profile))
     assert main(["render", str(path), "-o", str(root / variant / "out")]) == 0
     return root / variant / "out" / example
 

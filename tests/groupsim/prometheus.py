@@ -30,8 +30,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+import fastyaml
 from groupsim import probes
 
 SCRAPE = 1  # seconds between scrapes and between rule evaluations
@@ -153,7 +152,7 @@ class Prometheus:
         groups = [g for o in self.sim.objects if o.get("kind") == "PrometheusRule" for g in o["spec"]["groups"]]
         for group in groups:
             group["interval"] = f"{SCRAPE}s"
-        (self.root / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+        (self.root / "rules.yaml").write_text(fastyaml.dump({"groups": groups}))
         config = {
             "global": {"scrape_interval": f"{SCRAPE}s", "evaluation_interval": f"{SCRAPE}s"},
             "rule_files": [str(self.root / "rules.yaml")],
@@ -163,7 +162,7 @@ class Prometheus:
                 for i in range(len(m["spec"]["podMetricsEndpoints"]))
             ],
         }
-        (self.root / "prometheus.yml").write_text(yaml.safe_dump(config))
+        (self.root / "prometheus.yml").write_text(fastyaml.dump(config))
         self.refresh()
         binary = shutil.which("prometheus") or "/usr/bin/prometheus"
         with (self.root / "prometheus.log").open("w") as log:
