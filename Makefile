@@ -79,7 +79,7 @@ test: tools lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:xdist -m '$(FAST) and quiet' tests/test_performance.py
 
 ## test-slow: the exhaustive sweeps whose samples make test runs: every key of every example deleted under
-## validate (make test: every eleventh), a 500-profile batch killed 30 times (make test: 40 profiles, 5 kills), and
+## validate (make test: every eleventh), a 500-profile batch killed 30 times (make test: 20 profiles, 5 kills), and
 ## the property tests marked sampled with all their examples (make test: a third)
 test-slow: tools
 	LWSGEN_EXHAUSTIVE=1 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n auto -m 'slow or sampled'

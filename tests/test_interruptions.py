@@ -1,6 +1,6 @@
 """Every output directory is whole after any interruption: a batch killed (SIGKILL, and SIGINT) at
 random moments leaves each OUT/<name> entirely old or entirely new, with a matching .lwsgen-files,
-and the next run converges; a full disk is one line and exit 1. make test kills a 40-profile batch
+and the next run converges; a full disk is one line and exit 1. make test kills a 20-profile batch
 5 times; make test-slow a 500-profile batch 30 times, and needs the kills to land both before and
 after writes."""
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / "tools"))
 from bench import generate  # noqa: E402  (the bench's generated batch: the examples, renamed)
 
 # (profiles, kills): the sample make test runs, and the sweep make test-slow runs
-SAMPLED, SWEPT = (40, 5), (500, 30)
+SAMPLED, SWEPT = (20, 5), (500, 30)
 
 
 def _bytes(path: Path) -> bytes:
