@@ -9,9 +9,11 @@ STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# uv (from PyPI) installs into the venv what pip would: pip took 46 s of a cold `make test`, uv 16
+# uv (from PyPI) installs into the venv what pip would (pip took 46 s of a cold `make test`, uv 16 s),
+# with pip's settings from the environment passed on: uv reads its own variables, not pip's
 UV  := $(BIN)/uv
-PIP := $(UV) pip install --quiet --python $(BIN)/python
+PIP := $(if $(PIP_FIND_LINKS),UV_FIND_LINKS="$(PIP_FIND_LINKS)") \
+       $(if $(PIP_DEFAULT_TIMEOUT),UV_HTTP_TIMEOUT="$(PIP_DEFAULT_TIMEOUT)") $(UV) pip install --quiet --python $(BIN)/python
 $(UV): | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.9
 
@@ -74,9 +76,7 @@ lint: $(STAMP)
 ## test: install what the fast suite needs, lint, and run it: on every CPU (pytest-xdist), then the timing
 ## tests (marker quiet, kept in tests/test_performance.py) on their own
 FAST := not image and not groupsim and not engines and not slow and not cluster
-test:
-	@# the installs side by side: uv's (network), npm's and the two Go builds (~8 s less from a fresh clone)
-	@$(MAKE) --no-print-directory -j4 tools lint
+test: tools lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n auto -m '$(FAST) and not quiet'
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:xdist -m '$(FAST) and quiet' tests/test_performance.py
 

@@ -19,12 +19,16 @@ def not_json(value: Any, path: tuple = ()) -> tuple | None:
 def _all_json(value: Any) -> bool:
     """Whether every value is JSON data, for the exact types a YAML reader builds (a subclass is left
     to _first_not_json): no path is built per value, which cost more than the check (validate)."""
-    pending = [value]
+    pending, seen = [value], set()
     while pending:
         current = pending.pop()
         kind = type(current)
         if kind is str or kind is bool or current is None:
             continue
+        if kind is dict or kind is list:
+            if id(current) in seen:
+                return False  # shared through a YAML alias, or containing itself: left to the walk
+            seen.add(id(current))
         if kind is dict:
             if not all(type(key) is str for key in current):
                 return False

@@ -103,3 +103,39 @@ def test_a_crd_file_is_read_from_its_cached_json_only_while_its_text_is_the_same
     monkeypatch.delenv("LWSGEN_NO_CACHE")
     dated = "kind: CustomResourceDefinition\nwhen: 2026-12-07\n"
     assert crd._documents(dated) == crd._documents(dated) != [] and len(list(kept.iterdir())) == 2
+
+
+def test_the_crd_cache_never_writes_or_prunes_a_directory_someone_else_could_have_made(tmp_path, monkeypatch):
+    """A `crds` cache directory that is a link (or writable by others) is neither written nor pruned:
+    it could be anyone's directory of JSON files."""
+    from lwsgen.output import crd
+
+    shared = tmp_path / "shared"
+    (shared / "lwsgen").mkdir(parents=True)
+    (shared / "lwsgen").chmod(0o777)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for index in range(crd.KEPT_CRD_FILES + 5):
+        (victim / f"keep{index}.json").write_text("{}")
+    (shared / "lwsgen" / "crds").symlink_to(victim)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    text = KEDA_CRD.read_text(encoding="utf-8")
+    assert crd._documents(text) == list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    assert sorted(p.name for p in victim.iterdir()) == sorted(f"keep{i}.json" for i in range(crd.KEPT_CRD_FILES + 5))
+
+
+def test_a_crd_file_nested_past_pythons_recursion_is_read_whether_or_not_it_is_kept(tmp_path, monkeypatch):
+    from lwsgen.output import crd
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    text = "[" * 990 + "]" * 990
+    assert crd._documents(text) == crd._documents(text) == list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+
+
+def test_a_crd_file_with_an_alias_that_contains_itself_is_read_and_not_kept(tmp_path, monkeypatch):
+    from lwsgen.output import crd
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    [doc] = crd._documents("a: &x [*x]\n")
+    assert doc["a"][0] is doc["a"]
+    assert not list((tmp_path / "cache").rglob("*.json"))

@@ -9,6 +9,7 @@ lacks is counted as not evaluated."""
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -162,11 +163,15 @@ def _documents(text: str) -> list[Any]:
     """The documents of a CRD file: from the cache where this exact text was read before."""
     base = files.cache_dir()
     directory = None if base is None else base / "crds"
-    path = None if directory is None else directory / f"{hashlib.sha256(text.encode('utf-8')).hexdigest()}.json"
+    # the key: the text, and the reader that parsed it
+    key = hashlib.sha256(f"PyYAML {yaml.__version__}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
+    path = None if directory is None else directory / f"{key}.json"
     if path is not None and files.trusted(directory):  # the schemas decide what passes: only this user's
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            docs = json.loads(path.read_text(encoding="utf-8"))
+            os.utime(path)  # recently used: pruned last
+            return docs
+        except (OSError, ValueError, RecursionError):
             pass  # absent, or damaged: read again
     docs = list(yaml.load_all(text, Loader=_LOADER))
     if path is not None:
@@ -175,11 +180,17 @@ def _documents(text: str) -> list[Any]:
 
 
 def _store(path: Path, docs: list[Any]) -> None:
-    if jsondata.not_json(docs) is not None:
-        return  # YAML beyond JSON (a date, a key that is not a string): read from the YAML each time
+    try:
+        if jsondata.not_json(docs) is not None:
+            return  # YAML beyond JSON (a date, a key that is not a string): read from the YAML each time
+        text = json.dumps(docs)
+    except RecursionError:
+        return  # nested deeper than Python recurses, or an alias that contains itself: not kept
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        files.atomic_write(path, json.dumps(docs))
+        if not files.trusted(path.parent):
+            return  # a directory someone else could have made or linked: neither written nor pruned
+        files.atomic_write(path, text)
         kept = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for stale in kept[KEPT_CRD_FILES:]:
             stale.unlink(missing_ok=True)
