@@ -60,3 +60,21 @@ def trusted(directory: Path) -> bool:
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
             return False
     return True
+
+
+def store_cached(path: Path, text: str, prune: dict[str, int]) -> None:
+    """Keep one cache entry: written whole, then of the files beside it matching each glob of `prune`
+    only that many of the newest are left. Only in a directory this user alone can write (made 0700
+    if absent): a link or someone else's directory is neither written nor pruned, its files could be
+    anyone's. Without a cache directory nothing is kept, and the work is done again next time."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not trusted(path.parent):
+            return
+        atomic_write(path, text)
+        for pattern, newest in prune.items():
+            found = sorted(path.parent.glob(pattern), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            for stale in found[newest:]:
+                stale.unlink(missing_ok=True)
+    except OSError:
+        pass

@@ -156,6 +156,25 @@ def test_self_contained_schemas_are_cached_per_input_and_rebuilt_when_damaged(tm
     validate.strict_texts.cache_clear()
 
 
+def test_the_schema_cache_never_writes_or_prunes_a_directory_someone_else_could_have_made(tmp_path, monkeypatch):
+    """A cache directory that is a link (to anyone's directory) is neither written nor pruned."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "shared"))
+    monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    theirs = sorted(f"{prefix}-1.33-{i}.json" for prefix in ("strict", "k8s") for i in range(6))
+    for name in theirs:
+        (victim / name).write_text("{}")
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "lwsgen").symlink_to(victim)
+    validate.strict_texts.cache_clear()
+    try:
+        assert validate.strict_texts("1.33")
+    finally:
+        validate.strict_texts.cache_clear()
+    assert sorted(p.name for p in victim.iterdir()) == theirs
+
+
 def test_kinds_lwsgen_does_not_emit_use_the_full_definitions(write_profile, capsys):
     from lwsgen.cli import main
 

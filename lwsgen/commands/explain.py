@@ -9,13 +9,13 @@ import yaml
 from lwsgen import platforms, runtimes
 from lwsgen.check import budget
 from lwsgen.pipeline import Rendered
-
-# libyaml: PyYAML's pure-Python reader took ~0.3 s to read back one example's output
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from lwsgen.yamlread import SAFE_LOADER
 
 
 def _objects(result: Rendered) -> dict[str, list[dict[str, Any]]]:
-    return {name: [d for d in yaml.load_all(text, Loader=_LOADER) if d] for name, text in sorted(result.files.items())}
+    return {
+        name: [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d] for name, text in sorted(result.files.items())
+    }
 
 
 def pods(result: Rendered, d=None, lws: str | None = None) -> list[tuple[str, str, range, list[int]]]:

@@ -15,8 +15,7 @@ import yaml
 
 from lwsgen import bounds
 from lwsgen.problems import Finding, Problem, ProblemsError
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from lwsgen.yamlread import SAFE_LOADER
 
 PathKey = tuple  # a path into the data: ("node", "gpus") or ("env", 0)
 
@@ -297,7 +296,7 @@ def _source(node: yaml.Node | None, data: Any, file: str, problems: list[Problem
 
 def load_text(text: str, file: str, max_nodes: int = MAX_NODES) -> Source:
     """Parse one YAML document, keeping positions; raise ProblemsError on any defect."""
-    loader = _Loader(text)
+    loader = SAFE_LOADER(text)
     try:
         node = loader.get_single_node()
         data = _construct(loader, node, file, max_nodes) if node is not None else None
@@ -314,7 +313,7 @@ def load_text(text: str, file: str, max_nodes: int = MAX_NODES) -> Source:
 
 def load_documents(text: str, file: str, max_nodes: int = 20 * MAX_NODES) -> list[Source]:
     """Every document of a multi-document YAML stream, each with positions (empty documents skipped)."""
-    loader = _Loader(text)
+    loader = SAFE_LOADER(text)
     sources: list[Source] = []
     problems: list[Problem] = []
     try:

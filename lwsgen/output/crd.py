@@ -20,9 +20,7 @@ import yaml
 
 from lwsgen import files, jsondata
 from lwsgen.problems import Finding
-
-# libyaml's loader where PyYAML has it: the KServe CRDs are ~2 MB each, ~12 s through the pure-Python one
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from lwsgen.yamlread import SAFE_LOADER
 
 
 def _case_insensitive(pattern: str) -> str:
@@ -173,7 +171,7 @@ def _documents(text: str) -> list[Any]:
             return docs
         except (OSError, ValueError, RecursionError):
             pass  # absent, or damaged: read again
-    docs = list(yaml.load_all(text, Loader=_LOADER))
+    docs = list(yaml.load_all(text, Loader=SAFE_LOADER))
     if path is not None:
         _store(path, docs)
     return docs
@@ -186,13 +184,4 @@ def _store(path: Path, docs: list[Any]) -> None:
         text = json.dumps(docs)
     except RecursionError:
         return  # nested deeper than Python recurses, or an alias that contains itself: not kept
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not files.trusted(path.parent):
-            return  # a directory someone else could have made or linked: neither written nor pruned
-        files.atomic_write(path, text)
-        kept = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for stale in kept[KEPT_CRD_FILES:]:
-            stale.unlink(missing_ok=True)
-    except OSError:
-        pass  # no cache directory: read the YAML again next time
+    files.store_cached(path, text, {"*.json": KEPT_CRD_FILES})

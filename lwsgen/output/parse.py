@@ -8,6 +8,7 @@ from lwsgen.derive.kinds import BY_KEY
 from lwsgen.load.source import plain_decimal
 from lwsgen.output import emit
 from lwsgen.records import Record
+from lwsgen.yamlread import SAFE_LOADER
 
 KUSTOMIZATION = "kustomization.yaml"
 
@@ -23,7 +24,7 @@ def _no_path(self, *args):
     return None  # the safe resolvers have no path resolvers to track
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+class _Loader(SAFE_LOADER):
     resolve, descend_resolver, ascend_resolver = _resolve, _no_path, _no_path
 
 

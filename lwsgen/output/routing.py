@@ -22,6 +22,7 @@ from lwsgen.output.inventory import Inventory
 from lwsgen.problems import Finding
 from lwsgen.registry import SET
 from lwsgen.resources import package_dir
+from lwsgen.yamlread import SAFE_LOADER
 
 PICKER_CONFIG_KIND = "EndpointPickerConfig"
 EPP_SUFFIX = SUFFIXES["epp"]  # the picker's Deployment is <pool>-epp
@@ -282,15 +283,12 @@ def _references(config: dict[str, Any]) -> Iterator[Finding]:
             yield Finding(path, f"pluginRef {ref!r} names no plugin of this config")
 
 
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _picker_config(config_map: dict[str, Any], sets: dict[str, dict]) -> Iterator[Finding]:
     for key, text in (config_map.get("data") or {}).items():
         if not isinstance(text, str) or PICKER_CONFIG_KIND not in text:
             continue
         try:
-            config = yaml.load(text, Loader=_FAST_LOADER)  # libyaml: the pure-Python parser cost a whole render
+            config = yaml.load(text, Loader=SAFE_LOADER)
         except yaml.YAMLError as err:
             yield Finding(("data", key), f"is not YAML: {err}")
             continue

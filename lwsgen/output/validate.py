@@ -17,7 +17,7 @@ from typing import Any
 
 from lwsgen import resources
 from lwsgen.derive import kinds
-from lwsgen.files import atomic_write, cache_dir, trusted
+from lwsgen.files import cache_dir, store_cached, trusted
 from lwsgen.kubeschemas import located, schema_dir, self_contained
 from lwsgen.output.kindrules import required_only_in_openapi, server_errors
 from lwsgen.problems import Finding
@@ -101,17 +101,10 @@ KEPT_PER_VERSION = 4
 
 
 def _store(path: Path, texts: dict[str, str]) -> None:
-    """Write the cache atomically; drop all but the newest few of this version's."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps(texts))
-        version = path.name.split("-")[1]
-        cached = sorted(path.parent.glob(f"strict-{version}-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        # k8s-*: the definitions bundles lwsgen cached before it cached whole schemas.
-        for stale in (*cached[KEPT_PER_VERSION:], *path.parent.glob(f"k8s-{version}-*.json")):
-            stale.unlink(missing_ok=True)
-    except OSError:
-        pass  # no cache directory: build the texts again next time
+    """Cache the texts; of this version's, the newest few are kept (k8s-*: the definitions bundles
+    lwsgen cached before it cached whole schemas)."""
+    version = path.name.split("-")[1]
+    store_cached(path, json.dumps(texts), {f"strict-{version}-*.json": KEPT_PER_VERSION, f"k8s-{version}-*.json": 0})
 
 
 def _read_texts(path: Path) -> dict[str, str] | None:
