@@ -344,6 +344,16 @@ CODES: dict[str, Code] = {
         "lwsgen could not check whether the model fits: the GPU (node.gpuProduct) is unknown or not given.",
         "Set node.gpuProduct to one of the known GPUs the message lists.",
     ),
+    "gang-never-starts": Code(
+        "error",
+        "profile",
+        (
+            "scheduling.exclusiveTopology with scheduler volcano and groups of more than one pod: the LeaderWorkerSet "
+            "controller creates an exclusive group's workers only after its leader is scheduled, and Volcano schedules "
+            "none of a PodGroup's pods until minMember (the group size) exist, so no group ever starts."
+        ),
+        "Remove scheduling.exclusiveTopology, or place groups with scheduler default or kueue.",
+    ),
     "gated-model": Code(
         "warning",
         "profile",
@@ -648,10 +658,13 @@ CODES: dict[str, Code] = {
         "Give limits only (requests equal to limits).",
     ),
     "not-honoured": Code(
-        "error|warning",
+        "error",
         "profile",
         "scheduling.networkTopology is not carried by LeaderWorkerSet-created Volcano PodGroups today.",
-        "Set scheduling.exclusiveTopology to a node label key for the placement that works.",
+        (
+            "Remove scheduling.networkTopology; for one group per topology domain use scheduling.exclusiveTopology "
+            "with scheduler default or kueue."
+        ),
     ),
     "not-json": Code(
         "error",

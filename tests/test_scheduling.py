@@ -49,24 +49,25 @@ def test_a_declared_queue_capacity_emits_the_queue_outside_the_kustomization(ren
     assert "volcano-queue.yaml" not in fastyaml.load(rendered.files["kustomization.yaml"])["resources"]
 
 
-def test_network_topology_falls_back_to_exclusive_topology_with_a_warning_and_keeps_the_intent(
-    write_profile, render, minimal
-):
-    profile = merged(
-        minimal,
-        scheduling={
-            "scheduler": "volcano",
-            "exclusiveTopology": "topology.k8s.aws/network-node-layer-3",
-            "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
-        },
+def test_exclusive_topology_under_volcano_is_refused_where_no_group_could_start(write_profile, render, minimal):
+    """LWS makes an exclusive group's workers once its leader is scheduled; Volcano schedules none of a
+    PodGroup's pods until minMember (the group size) exist (check/scheduling.py): a group of one is fine."""
+    exclusive = {"scheduler": "volcano", "queue": "q", "exclusiveTopology": "topology.k8s.aws/network-node-layer-3"}
+    assert _codes(write_profile, merged(minimal, scheduling=exclusive)) == ["gang-never-starts"]
+    alone = merged(minimal, scheduling=exclusive, parallelism={"tensor": 8, "pipeline": 1})
+    lws = lws_of(render(alone))
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 1
+    assert (
+        lws["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/exclusive-topology"]
+        == exclusive["exclusiveTopology"]
     )
-    _, _, warnings = load_profile(write_profile(profile))
-    [warning] = warnings
-    assert warning.path == "scheduling.networkTopology" and "networkTopology is not honoured" in warning.message
-    annotations = lws_of(render(profile))["metadata"]["annotations"]
-    assert annotations["leaderworkerset.sigs.k8s.io/exclusive-topology"] == "topology.k8s.aws/network-node-layer-3"
-    assert annotations["volcano.sh/network-topology-mode"] == "hard"
-    assert annotations["volcano.sh/network-topology-highest-tier"] == "2"
+
+
+def test_network_topology_is_refused_with_volcano_whatever_else_is_set(write_profile, minimal):
+    for extra in ({}, {"exclusiveTopology": "topology.k8s.aws/network-node-layer-3"}):
+        scheduling = {"scheduler": "volcano", "networkTopology": {"mode": "hard", "highestTierAllowed": 2}, **extra}
+        codes = _codes(write_profile, merged(minimal, scheduling=scheduling))
+        assert codes == ["not-honoured", *(["gang-never-starts"] if extra else [])]
 
 
 def test_network_topology_without_a_key_is_refused(write_profile, minimal):

@@ -1,7 +1,6 @@
 """Placement parts of the objects: the LWS annotations and labels, the pods' scheduler and
 annotations, and the Volcano Queue, from the scheduling fields (checked in check/scheduling.py)."""
 
-from lwsgen.check.scheduling import NETWORK_TOPOLOGY_MODE, NETWORK_TOPOLOGY_TIER
 from lwsgen.profile import Profile
 from lwsgen.records import Record
 
@@ -10,8 +9,6 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_GROUP = "kueue.x-k8s.io/podset-group-name"
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-# Where the HyperNode intent waits: the pod/PodGroup annotations proposed upstream (volcano PR 4583);
-# LWS copies volcano.sh/* annotations onto the PodGroup, so they take effect once Volcano reads them.
 
 
 class Queue(Record):
@@ -31,16 +28,6 @@ class Placement(Record):
     queue: Queue | None = None
 
 
-def _network_topology(profile: Profile) -> dict[str, str]:
-    intent = profile.scheduling.network_topology
-    kept = {}
-    if intent is not None and intent.mode is not None:
-        kept[NETWORK_TOPOLOGY_MODE] = intent.mode
-    if intent is not None and intent.highest_tier_allowed is not None:
-        kept[NETWORK_TOPOLOGY_TIER] = str(intent.highest_tier_allowed)
-    return kept
-
-
 def placement(profile: Profile) -> Placement:
     sched = profile.scheduling
     annotations = {EXCLUSIVE_TOPOLOGY: sched.exclusive_topology} if sched.exclusive_topology else {}
@@ -48,7 +35,6 @@ def placement(profile: Profile) -> Placement:
         if sched.queue:
             annotations[VOLCANO_QUEUE_ANNOTATION] = sched.queue
         annotations.update(sched.pod_group_annotations)
-        annotations.update(_network_topology(profile))
         queue = None
         if sched.queue_capacity:
             queue = Queue(sched.queue, 1, True, {k: str(v) for k, v in sched.queue_capacity.items()})

@@ -46,8 +46,9 @@ def binary(name: str) -> str:
 
 
 class ControlPlane:
-    def __init__(self, root: Path, pod_cidr: str = "10.244.0.1/16", kserve: bool = True):
+    def __init__(self, root: Path, pod_cidr: str = "10.244.0.1/16", kserve: bool = True, gang: str | None = None):
         self.root = root
+        self.gang = gang  # the LWS controller's gang-scheduling provider, if any
         self.pod_cidr = pod_cidr  # where kwok gives pods their IPs
         self.kserve_kinds = kserve  # KServe's CRDs (~6.5 MB of the ~9 installed)
         self.with_kserve = kserve and KSERVE_MANAGER.exists()  # its controllers: make kserve builds them
@@ -242,7 +243,7 @@ class ControlPlane:
         shutil.copy(key, certs / "tls.key")
         webhook_port = free_port()
         config = self.root / "lws-config.yaml"
-        config.write_text(fastyaml.dump(lwsmanifests.manager_config(webhook_port, certs, free_port())))
+        config.write_text(fastyaml.dump(lwsmanifests.manager_config(webhook_port, certs, free_port(), self.gang)))
         kubeconfig = self.pki.kubeconfig("lws", self.server, "lws-controller", group="system:masters")
         for obj in lwsmanifests.webhooks(f"https://127.0.0.1:{webhook_port}", self.pki.ca):
             self.admin.apply(obj)

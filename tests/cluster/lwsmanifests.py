@@ -36,10 +36,12 @@ def webhooks(base_url: str, ca: Path) -> list[dict]:
     return out
 
 
-def manager_config(webhook_port: int, cert_dir: Path, health_port: int) -> dict:
+def manager_config(webhook_port: int, cert_dir: Path, health_port: int, gang: str | None = None) -> dict:
     """api/config/v1alpha1 Configuration: webhooks on loopback with the harness's certificate
-    (internal cert management off: it would rewrite the webhook configurations for a Service)."""
-    return {
+    (internal cert management off: it would rewrite the webhook configurations for a Service); with
+    gang, the scheduler provider that makes a PodGroup per group (docs/scheduling.md's setup)."""
+    gang_scheduling = {"gangSchedulingManagement": {"schedulerProvider": gang}} if gang else {}
+    return gang_scheduling | {
         "apiVersion": "config.lws.x-k8s.io/v1alpha1",
         "kind": "Configuration",
         "leaderElection": {"leaderElect": False},

@@ -26,7 +26,7 @@ VARIANTS = (
     "kserve-oci-model",  # model.uri oci://: KServe's modelcar links /mnt/models into the image; the engine waits
     "kserve-pd-pipeline",  # spec.prefill: two LeaderWorkerSets KServe makes, both unshipped pipeline presets written
 )
-# Not yet (docs/development.md): volcano-gang (no Volcano scheduler: the module proxy refuses its releases).
+# volcano-gang: test_volcano_gang.py (a plane whose LWS controller makes PodGroups; no Volcano scheduler runs).
 
 
 @pytest.mark.parametrize("case", VARIANTS)
