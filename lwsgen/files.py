@@ -68,7 +68,7 @@ def store_cached(path: Path, text: str, prune: dict[str, int]) -> None:
     if absent): a link or someone else's directory is neither written nor pruned, its files could be
     anyone's. Without a cache directory nothing is kept, and the work is done again next time."""
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(path.parent)
         if not trusted(path.parent):
             return
         atomic_write(path, text)
@@ -78,3 +78,14 @@ def store_cached(path: Path, text: str, prune: dict[str, int]) -> None:
                 stale.unlink(missing_ok=True)
     except OSError:
         pass
+
+
+def private_dir(directory: Path) -> None:
+    """Make a cache directory and each missing one above it 0700 (mkdir's parents=True gives the upper
+    ones the umask's mode: 0775 under a umask of 002, which trusted() then refuses for good)."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for level in reversed(missing):
+        level.mkdir(mode=0o700, exist_ok=True)

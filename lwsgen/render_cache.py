@@ -184,7 +184,7 @@ def keep(record: Path | None, result: Rendered, read: list[Path], digests: dict[
         return
     payload = pickle.dumps((entries, result), protocol=pickle.HIGHEST_PROTOCOL)
     try:
-        record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        files.private_dir(record.parent)
         if files.trusted(record.parent):
             files.atomic_write(record, hashlib.sha256(payload).digest() + payload)
     except OSError:

@@ -115,9 +115,10 @@ def test_under_make_every_module_a_test_process_imported_is_kept_compiled():
     """With PYTHONDONTWRITEBYTECODE from the machine's image and uv installing without compiling, every
     process of the suites compiled what it imported afresh: ~0.3 s for lwsgen alone, ~20 s for torch
     in each vLLM or group-simulator process (the autoscaling test's engines took 98 s to start, 50 s
-    with torch's compiled modules kept). The Makefile unexports it, so an import writes them."""
+    with torch's compiled modules kept). The Makefile unexports it, so an import writes them (what
+    this holds it to; the heavy extras are installed compiled besides)."""
     assert not sys.dont_write_bytecode
-    site = sys.prefix
+    site = sys.prefix + os.sep
     uncompiled = sorted(
         name
         for name, module in list(sys.modules.items())

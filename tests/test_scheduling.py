@@ -75,7 +75,7 @@ def test_network_topology_without_a_key_is_refused(write_profile, minimal):
     assert _codes(write_profile, profile) == ["not-honoured"]
 
 
-def test_exclusive_topology_works_with_any_scheduler(render, minimal):
+def test_exclusive_topology_works_with_the_default_scheduler(render, minimal):
     annotations = lws_of(render(merged(minimal, scheduling={"exclusiveTopology": "cloud.google.com/gke-nodepool"})))[
         "metadata"
     ]["annotations"]

@@ -175,6 +175,26 @@ def test_the_schema_cache_never_writes_or_prunes_a_directory_someone_else_could_
     assert sorted(p.name for p in victim.iterdir()) == theirs
 
 
+def test_caches_made_under_a_group_writable_umask_are_private_and_kept(tmp_path, monkeypatch):
+    """Under umask 002 (Ubuntu's default for users) the cache directories lwsgen makes are 0700 at every
+    level, so it trusts them: mkdir's parents were 0775, and no cache was ever kept after that."""
+    from lwsgen.output import crd
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
+    old = os.umask(0o002)
+    validate.strict_texts.cache_clear()
+    try:
+        crd._documents("kind: CustomResourceDefinition\n")  # makes cache/lwsgen/crds first
+        validate.strict_texts("1.33")
+    finally:
+        os.umask(old)
+        validate.strict_texts.cache_clear()
+    base = tmp_path / "cache" / "lwsgen"
+    assert [oct(p.stat().st_mode & 0o777) for p in (tmp_path / "cache", base, base / "crds")] == ["0o700"] * 3
+    assert list(base.glob("strict-1.33-*.json")) and list((base / "crds").glob("*.json"))
+
+
 def test_kinds_lwsgen_does_not_emit_use_the_full_definitions(write_profile, capsys):
     from lwsgen.cli import main
 

@@ -5,6 +5,7 @@ IsValidLabelValue, ValidateAnnotationsSize). The API server refuses an object pa
 import re
 
 from lwsgen import registry
+from lwsgen.check.pods import annotation_owner
 from lwsgen.load.source import Source
 from lwsgen.problems import ERROR, Problem
 from lwsgen.profile import Profile
@@ -59,14 +60,36 @@ def _annotations(src: Source, field: tuple, annotations) -> list[Problem]:
     ]
 
 
-@registry.rule("bad-annotation", "bad-label", "too-large", scope=PROFILE, severity=ERROR)
+# Annotations of the objects (the LeaderWorkerSet's among them) that its controller or a gang scheduler
+# reads, which lwsgen derives from the scheduling fields: set there, or the checks on those fields (a
+# Volcano gang that could never start, a queue without its Queue) are stepped around.
+SET_OWNED_PREFIXES = (
+    "leaderworkerset.sigs.k8s.io/",
+    "scheduling.volcano.sh/",
+    "volcano.sh/",
+    "kueue.x-k8s.io/",
+    "lwsgen/",
+)
+
+
+def _owned(src: Source, field: tuple, annotations) -> list[Problem]:
+    return [
+        src.problem((*field, key), f"annotation {key!r}: {annotation_owner(key)}", "reserved-annotation", key=True)
+        for key in annotations
+        if key.startswith(SET_OWNED_PREFIXES)
+    ]
+
+
+@registry.rule("bad-annotation", "bad-label", "reserved-annotation", "too-large", scope=PROFILE, severity=ERROR)
 def check(profile: Profile, src: Source) -> list[Problem]:
-    """labels, annotations and nodeSelector keys and values are ones Kubernetes accepts, and the
-    annotations of an object stay within its 256 kB."""
+    """labels, annotations and nodeSelector keys and values are ones Kubernetes accepts, the annotations
+    leave the keys lwsgen derives from the scheduling fields alone, and those of an object stay within
+    its 256 kB."""
     out = _labels(src, ("labels",), profile.labels)
     out += _labels(src, ("monitoring", "prometheusLabels"), profile.monitoring.prometheus_labels)
     out += _labels(src, ("node", "nodeSelector"), profile.node.node_selector)
     out += _annotations(src, ("annotations",), profile.annotations)
+    out += _owned(src, ("annotations",), profile.annotations)
     out += _annotations(src, ("service", "annotations"), profile.service.annotations)
     out += _annotations(src, ("scheduling", "podGroupAnnotations"), profile.scheduling.pod_group_annotations)
     for field, extra in ((("annotations",), {}), (("service", "annotations"), profile.service.annotations)):

@@ -5,7 +5,7 @@ Facts relied on (LWS >= 0.7 with `gangSchedulingManagement.schedulerProvider: vo
 controller creates one Volcano PodGroup per group, takes the queue from the LWS annotation
 `scheduling.volcano.sh/queue-name` and copies every `volcano.sh/*` LWS annotation onto the PodGroup,
 but never sets the PodGroup's `spec.networkTopology` (lws v0.10.0 pkg/schedulerprovider/volcano_provider.go).
-Its minMember is the group size (the LeaderCreated startup policy lwsgen writes), and Volcano's gang
+Its minMember is the group size (1 under lws.startupPolicy LeaderReady), and Volcano's gang
 plugin schedules none of a PodGroup's pods while fewer than minMember exist (volcano v1.15.1
 pkg/scheduler/plugins/gang/gang.go, validJobFn); with the exclusive-topology annotation the LWS
 controller creates a group's workers only once its leader has a node (lws v0.10.0
@@ -108,7 +108,8 @@ def _scheduler_problems(profile: Profile, src: Source) -> list[Problem]:
                 "not-honoured",
             )
         )
-    if sched.exclusive_topology and scheduler == "volcano" and profile.group_size > 1:
+    gang = profile.group_size if profile.lws.startup_policy != "LeaderReady" else 1  # the PodGroup's minMember
+    if sched.exclusive_topology and scheduler == "volcano" and gang > 1:
         problems.append(
             src.problem(
                 ("scheduling", "exclusiveTopology"),

@@ -19,7 +19,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from lwsgen.bounds import MAX_TEMPLATE_BYTES
 from lwsgen.derive.model import Deployment, Several
-from lwsgen.files import cache_dir, trusted
+from lwsgen.files import cache_dir, private_dir, trusted
 from lwsgen.resources import package_dir
 from lwsgen.scalars import to_yaml_scalar
 
@@ -70,7 +70,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     # Jinja's cache key (template name and source) does not cover: bump COMPILED_FORMAT with them.
     directory = base / f"jinja-{jinja2.__version__}-{COMPILED_FORMAT}"
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(directory)
     except OSError:
         return None
     return jinja2.FileSystemBytecodeCache(str(directory)) if trusted(directory) else None
