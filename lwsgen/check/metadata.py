@@ -5,7 +5,7 @@ IsValidLabelValue, ValidateAnnotationsSize). The API server refuses an object pa
 import re
 
 from lwsgen import registry
-from lwsgen.check.pods import annotation_owner
+from lwsgen.check.pods import SET_OWNED_PREFIXES, annotation_owner
 from lwsgen.load.source import Source
 from lwsgen.problems import ERROR, Problem
 from lwsgen.profile import Profile
@@ -58,18 +58,6 @@ def _annotations(src: Source, field: tuple, annotations) -> list[Problem]:
         for key in annotations
         if (why := key_problem(key))
     ]
-
-
-# Annotations of the objects (the LeaderWorkerSet's among them) that its controller or a gang scheduler
-# reads, which lwsgen derives from the scheduling fields: set there, or the checks on those fields (a
-# Volcano gang that could never start, a queue without its Queue) are stepped around.
-SET_OWNED_PREFIXES = (
-    "leaderworkerset.sigs.k8s.io/",
-    "scheduling.volcano.sh/",
-    "volcano.sh/",
-    "kueue.x-k8s.io/",
-    "lwsgen/",
-)
 
 
 def _owned(src: Source, field: tuple, annotations) -> list[Problem]:

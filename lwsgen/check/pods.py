@@ -117,6 +117,18 @@ def settings(profile: Profile, side: str) -> PodSettings:
     )
 
 
+# Of those, the ones a LeaderWorkerSet's controller or a gang scheduler reads on the set itself: refused in
+# the set-wide `annotations` too (check/metadata.py), or the checks on the scheduling fields (a Volcano gang
+# that could never start, a queue without its Queue) are stepped around.
+SET_OWNED_PREFIXES = (
+    "leaderworkerset.sigs.k8s.io/",
+    "scheduling.volcano.sh/",
+    "volcano.sh/",
+    "kueue.x-k8s.io/",
+    "lwsgen/",
+)
+
+
 def annotation_owner(key: str) -> str | None:
     """The profile field that sets a pod annotation lwsgen derives (a prefix ending in '/' owns
     every key under it; any other, that one key)."""
