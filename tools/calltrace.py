@@ -1,8 +1,10 @@
 """Which of lwsgen's modules one render enters, and how often a call crosses between its packages.
 
 Issue #36's figure: a render of one example (the command line's own path, in process) traced with
-`sys.setprofile`. A module is *entered* when a function defined in it is called after the imports
-(module bodies run at import are not counted: they are the import, not the render). A *crossing* is
+`sys.setprofile`. A module is *entered* when a function defined in it is called by the render. What
+runs at import (module bodies, class bodies, decorators registering rules, `__init_subclass__`) is
+the import, not the render: every lwsgen module is imported before the trace starts, since the
+command line imports the stages lazily, inside the render. A *crossing* is
 a call from a function in one package of lwsgen (`check`, `derive`, `output`, ...; a top-level
 module counts as the ground floor) into a function in another.
 
@@ -15,6 +17,7 @@ the shared ground floor) and, with --list, the modules and the package pairs.
 from __future__ import annotations
 
 import collections
+import importlib
 import sys
 import tempfile
 from pathlib import Path
@@ -56,7 +59,9 @@ def all_modules() -> set[str]:
 
 def trace(argv: list[str]) -> tuple[set[str], collections.Counter]:
     """Run the command line in process under a profiler; the modules entered and the crossings."""
-    from lwsgen import cli  # imported before tracing: an import is not the render
+    for name in sorted(all_modules() - {"lwsgen.__main__"}):  # __main__ would run the command line
+        importlib.import_module(name)  # imported before tracing: an import is not the render
+    from lwsgen import cli
 
     entered: set[str] = set()
     crossings: collections.Counter = collections.Counter()
