@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 # Created, never opened: a planted file or symbolic link at the name is an error, not a target.
@@ -49,8 +50,6 @@ def trusted(directory: Path) -> bool:
     link) owned by this user, and it and every lwsgen directory above it writable by nobody else.
     What lwsgen caches includes compiled template code it executes (a shared XDG_CACHE_HOME would
     otherwise let another user run code as whoever renders), so anything else is not read."""
-    import stat
-
     base = cache_dir()
     for path in (directory, *[p for p in directory.parents if base is not None and p.is_relative_to(base)]):
         try:
@@ -60,6 +59,27 @@ def trusted(directory: Path) -> bool:
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
             return False
     return True
+
+
+def read_cached(path: Path | None) -> bytes | None:
+    """A cache entry's bytes, or None: read only from a directory this user alone can write
+    (trusted), through a descriptor that refuses a link, and only if the file opened is a plain file
+    of this user's that no one else can write or has linked elsewhere. What is cached decides what
+    passes (schemas) or is trusted whole (a kept render), so anything else is read afresh."""
+    if path is None or not trusted(path.parent):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None  # absent (or a link): made again
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022 or info.st_nlink != 1:
+            return None
+        try:
+            return handle.read()
+        except OSError:
+            return None
 
 
 def store_cached(path: Path, text: str, prune: dict[str, int]) -> None:

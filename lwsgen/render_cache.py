@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import stat
 import sys
 from functools import cache
 from pathlib import Path
@@ -140,24 +139,9 @@ def _unchanged(reached: str, where: tuple, digest: str) -> bool:
     return hashlib.sha256(raw).hexdigest() == digest
 
 
-def _open_owned(record: Path) -> bytes | None:
-    """The record's bytes, if the file opened is a plain file of this user's that no one else can write."""
-    try:
-        fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022 or info.st_nlink != 1:
-            return None
-        return handle.read()
-
-
 def find(record: Path | None) -> Rendered | None:
     """The kept result of a render (record_for), if every file it read is unchanged; else None."""
-    if record is None or not files.trusted(record.parent):
-        return None
-    data = _open_owned(record)
+    data = files.read_cached(record)
     if data is None or len(data) < 32 or hashlib.sha256(data[32:]).digest() != data[:32]:
         return None  # none yet, or damaged: rendered again and replaced
     try:

@@ -175,6 +175,41 @@ def test_the_schema_cache_never_writes_or_prunes_a_directory_someone_else_could_
     assert sorted(p.name for p in victim.iterdir()) == theirs
 
 
+def test_a_cached_schema_or_crd_others_could_have_rewritten_is_not_read(tmp_path, monkeypatch):
+    """The schemas decide what passes: a cached strict schema or parsed CRD that is writable by others
+    or linked elsewhere (hard links survive a trusted directory) is read afresh, as a kept render is."""
+    import hashlib
+
+    import yaml
+
+    from lwsgen.output import crd
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
+    validate.strict_texts.cache_clear()
+    try:
+        real = validate.strict_texts("1.33")
+        [kept] = (tmp_path / "cache" / "lwsgen").glob("strict-1.33-*.json")
+        anything = json.dumps(dict.fromkeys(real, "{}"))  # every output would pass
+        text = "kind: CustomResourceDefinition\n"
+        crd._documents(text)
+        key = hashlib.sha256(f"PyYAML {yaml.__version__}\n{text}".encode()).hexdigest()
+        parsed = tmp_path / "cache" / "lwsgen" / "crds" / f"{key}.json"
+        for planted, forged in ((kept, anything), (parsed, '[{"kind": "Forged"}]')):
+            planted.write_text(forged)
+            planted.chmod(0o666)
+        validate.strict_texts.cache_clear()
+        assert validate.strict_texts("1.33") == real
+        assert crd._documents(text) == [{"kind": "CustomResourceDefinition"}]
+        kept.unlink()
+        (tmp_path / "elsewhere.json").write_text(anything)  # a second name for the same file
+        os.link(tmp_path / "elsewhere.json", kept)
+        validate.strict_texts.cache_clear()
+        assert validate.strict_texts("1.33") == real
+    finally:
+        validate.strict_texts.cache_clear()
+
+
 def test_caches_made_under_a_group_writable_umask_are_private_and_kept(tmp_path, monkeypatch):
     """Under umask 002 (Ubuntu's default for users) the cache directories lwsgen makes are 0700 at every
     level, so it trusts them: mkdir's parents were 0775, and no cache was ever kept after that."""

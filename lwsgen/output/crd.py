@@ -164,13 +164,14 @@ def _documents(text: str) -> list[Any]:
     # the key: the text, and the reader that parsed it
     key = hashlib.sha256(f"PyYAML {yaml.__version__}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
     path = None if directory is None else directory / f"{key}.json"
-    if path is not None and files.trusted(directory):  # the schemas decide what passes: only this user's
+    kept = files.read_cached(path)  # the schemas decide what passes: only this user's
+    if kept is not None:
         try:
-            docs = json.loads(path.read_text(encoding="utf-8"))
+            docs = json.loads(kept)
             os.utime(path)  # recently used: pruned last
             return docs
         except (OSError, ValueError, RecursionError):
-            pass  # absent, or damaged: read again
+            pass  # damaged: read again
     docs = list(yaml.load_all(text, Loader=SAFE_LOADER))
     if path is not None:
         _store(path, docs)

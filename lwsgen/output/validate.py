@@ -17,7 +17,7 @@ from typing import Any
 
 from lwsgen import resources
 from lwsgen.derive import kinds
-from lwsgen.files import cache_dir, store_cached, trusted
+from lwsgen.files import cache_dir, read_cached, store_cached
 from lwsgen.kubeschemas import located, schema_dir, self_contained
 from lwsgen.output.kindrules import required_only_in_openapi, server_errors
 from lwsgen.problems import Finding
@@ -109,9 +109,16 @@ def _store(path: Path, texts: dict[str, str]) -> None:
 
 def _read_texts(path: Path) -> dict[str, str] | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # absent, or damaged: rebuilt
+        return _json_texts(path.read_bytes())
+    except OSError:
+        return None  # absent: built
+
+
+def _json_texts(data: bytes | None) -> dict[str, str] | None:
+    try:
+        return None if data is None else json.loads(data)
+    except ValueError:
+        return None  # damaged: rebuilt
 
 
 @cache
@@ -125,7 +132,7 @@ def strict_texts(version: str) -> dict[str, str]:
         return texts
     cache = cache_dir()
     path = None if cache is None else cache / name
-    texts = None if path is None or not trusted(cache) else _read_texts(path)  # schemas decide what passes
+    texts = _json_texts(read_cached(path))  # the schemas decide what passes: only this user's
     if texts is None:
         texts = build_strict_texts(version)
         if path is not None:
