@@ -65,21 +65,26 @@ def read_cached(path: Path | None) -> bytes | None:
     """A cache entry's bytes, or None: read only from a directory this user alone can write
     (trusted), through a descriptor that refuses a link, and only if the file opened is a plain file
     of this user's that no one else can write or has linked elsewhere. What is cached decides what
-    passes (schemas) or is trusted whole (a kept render), so anything else is read afresh."""
+    passes (schemas), is trusted whole (a kept render) or runs (compiled templates), so anything else
+    (a directory or a named pipe at the name too) is made afresh."""
     if path is None or not trusted(path.parent):
         return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None  # absent (or a link): made again
-    with os.fdopen(fd, "rb") as handle:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022 or info.st_nlink != 1:
             return None
-        try:
-            return handle.read()
-        except OSError:
-            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def store_cached(path: Path, text: str, prune: dict[str, int]) -> None:

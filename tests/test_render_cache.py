@@ -248,6 +248,21 @@ def test_a_record_someone_else_could_have_written_or_damaged_is_not_read(
     assert renders == ["profile.yaml"] * 3
 
 
+def test_a_directory_or_a_pipe_at_the_records_name_only_means_rendering_again(
+    cache, renders, write_profile, minimal, tmp_path
+):
+    profile = write_profile(minimal)
+    assert _render(profile, tmp_path / "out") == 0
+    [record] = cache.iterdir()
+    record.unlink()
+    record.mkdir()  # was an internal error (IsADirectoryError) on every run
+    assert _render(profile, tmp_path / "out") == 0
+    record.rmdir()
+    os.mkfifo(record)
+    assert _render(profile, tmp_path / "out") == 0
+    assert renders == ["profile.yaml"] * 3
+
+
 def test_a_relative_xdg_cache_home_is_ignored(monkeypatch):
     from lwsgen import files
 

@@ -206,6 +206,17 @@ def test_a_cached_schema_or_crd_others_could_have_rewritten_is_not_read(tmp_path
         os.link(tmp_path / "elsewhere.json", kept)
         validate.strict_texts.cache_clear()
         assert validate.strict_texts("1.33") == real
+        if os.geteuid() == 0:  # another user's file (only root can give one away)
+            parsed.unlink()
+            parsed.write_text('[{"kind": "Forged"}]')
+            os.chown(parsed, 1234, 1234)
+            assert crd._documents(text) == [{"kind": "CustomResourceDefinition"}]
+        for odd in (os.mkdir, os.mkfifo):  # not a file: made afresh, no hang, no error
+            kept.unlink(missing_ok=True)
+            odd(kept)
+            validate.strict_texts.cache_clear()
+            assert validate.strict_texts("1.33") == real
+            kept.rmdir() if kept.is_dir() else kept.unlink()
     finally:
         validate.strict_texts.cache_clear()
 

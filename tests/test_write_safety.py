@@ -264,3 +264,40 @@ def test_a_cache_directory_others_can_write_is_never_read(tmp_path, monkeypatch)
     (tmp_path / "lwsgen").chmod(0o777)  # a shared cache: another user could plant compiled code
     assert render._bytecode_cache() is None
     assert not trusted(tmp_path / "lwsgen")
+
+
+def test_a_compiled_template_others_could_have_written_is_not_run(tmp_path):
+    """Jinja's cache entries are compiled code: one writable by others, linked elsewhere, or not a file
+    (a directory, a named pipe) is compiled anew, without a hang or an error; this user's own is loaded."""
+    import jinja2.bccache
+
+    from lwsgen import render
+
+    directory = tmp_path / "jinja"
+    directory.mkdir(mode=0o700)
+    kept = render.KeptBytecode(str(directory))
+    source = jinja2.Environment().compile("{{ 1 }}", raw=False)
+    made = jinja2.bccache.Bucket(jinja2.Environment(), "key", "checksum")
+    made.code = source
+    kept.dump_bytecode(made)
+    [entry] = directory.iterdir()
+
+    def loaded() -> bool:
+        bucket = jinja2.bccache.Bucket(jinja2.Environment(), "key", "checksum")
+        kept.load_bytecode(bucket)
+        return bucket.code is not None
+
+    assert loaded()
+    entry.chmod(0o666)
+    assert not loaded()
+    entry.chmod(0o600)
+    os.link(entry, tmp_path / "elsewhere")
+    assert not loaded()
+    (tmp_path / "elsewhere").unlink()
+    assert loaded()
+    entry.unlink()
+    entry.mkdir()
+    assert not loaded()
+    entry.rmdir()
+    os.mkfifo(entry)
+    assert not loaded()

@@ -19,7 +19,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from lwsgen.bounds import MAX_TEMPLATE_BYTES
 from lwsgen.derive.model import Deployment, Several
-from lwsgen.files import cache_dir, private_dir, trusted
+from lwsgen.files import cache_dir, private_dir, read_cached, trusted
 from lwsgen.resources import package_dir
 from lwsgen.scalars import to_yaml_scalar
 
@@ -59,6 +59,16 @@ class _Environment(jinja2.Environment):
     concat = staticmethod(lambda parts: Quoted("".join(parts)))
 
 
+class KeptBytecode(jinja2.FileSystemBytecodeCache):
+    """Jinja's cache of compiled templates, its entries read as every lwsgen cache entry is
+    (files.read_cached): the code in them runs, so a file others could have written is compiled anew."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        kept = read_cached(Path(self.directory) / (self.pattern % (bucket.key,)))
+        if kept is not None:
+            bucket.bytecode_from_string(kept)
+
+
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (keyed by each template's source checksum, so an edited
     template is recompiled): compiling the templates costs more than a whole render otherwise.
@@ -73,7 +83,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
         private_dir(directory)
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(str(directory)) if trusted(directory) else None
+    return KeptBytecode(str(directory)) if trusted(directory) else None
 
 
 COMPILED_DIR = "compiled"  # in an installed package: templates/compiled/, made when the wheel is built
