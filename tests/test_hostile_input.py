@@ -40,6 +40,19 @@ def test_a_named_pipe_is_refused_without_blocking(tmp_path, capsys):
     assert proc.returncode == 1 and "is a named pipe, not a file" in proc.stderr
 
 
+def test_a_directory_read_as_a_profile_is_refused_by_name(tmp_path):
+    """The reader every profile and base goes through says what is there instead of a file, as for a
+    pipe; a directory made it raise IsADirectoryError (and leak the descriptor)."""
+    from lwsgen.load.source import read_bytes
+    from lwsgen.problems import ProblemsError
+
+    opened = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(ProblemsError) as err:
+        read_bytes(tmp_path, "base")
+    assert "is a directory, not a file" in str(err.value.problems[0])
+    assert len(os.listdir("/proc/self/fd")) == opened
+
+
 def test_a_profile_over_one_mebibyte_is_refused(write_profile, capsys):
     _fails(write_profile("name: x\n" + "# padding\n" * 110_000), capsys, "a profile is at most 1048576 bytes")
 

@@ -366,13 +366,17 @@ def read_bytes(path: Path, file: str, limit: int | None = None) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
         raise refuse(f"cannot read: {err.strerror}", "unreadable") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:  # checked before the descriptor becomes a file object, which refuses a directory by raising
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             what = next((name for test, name in _KINDS_OF_FILE if test(info.st_mode)), "not a regular file")
             raise refuse(f"is {what}, not a file; nothing was read", "not-a-file")
         if limit is not None and info.st_size > limit:
             raise refuse(f"is {info.st_size} bytes; a profile is at most {limit} bytes", "too-large")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
         raw = handle.read() if limit is None else handle.read(limit + 1)
     if limit is not None and len(raw) > limit:
         raise refuse(f"is more than {limit} bytes; a profile is at most {limit} bytes", "too-large")
