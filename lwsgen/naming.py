@@ -21,6 +21,10 @@ ROLE_SERVICE_SUFFIX = "-prv"
 REVISION_CHARS = 8  # the revision in a role LeaderWorkerSet's name: 8 hex digits of its template's hash
 # The pod-template annotation that changes with the launch scripts, so the pods roll with them.
 SCRIPTS_HASH_ANNOTATION = "lwsgen/launch-scripts-sha256"
+# The engine version a profile's runtimeVersion declared, and the image it was declared for: `lwsgen
+# validate` holds the engine flags to it while the pods still run that image (output/podneeds.py).
+RUNTIME_VERSION_ANNOTATION = "lwsgen/runtime-version"
+RUNTIME_VERSION_IMAGE_ANNOTATION = "lwsgen/runtime-version-image"
 
 # Suffixes of derived object names: <name><suffix>.
 SUFFIXES = {"service": "-leader", "launch": "-launch", "launcher": "-launcher", "epp": "-epp"}

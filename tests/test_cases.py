@@ -31,3 +31,5 @@ def test_valid_profile_renders_and_validates(case, tmp_path, capsys):
     assert (directory / "kustomization.yaml").is_file()
     said = capsys.readouterr().err.splitlines()
     assert all(": warning: " in line or ": notice: " in line for line in said)  # nothing that stops a render
+    # what render wrote, the pull-request check accepts: render and validate hold it to the same facts
+    assert main(["validate", str(out)]) == 0, capsys.readouterr().err

@@ -141,3 +141,42 @@ def test_two_copies_in_one_namespace_name_what_points_at_the_other(tmp_path, cap
     assert f"names InferencePool '{EXAMPLE}', the pool of another copy (this picker's is 'b-{EXAMPLE}';" in out
     assert f"selects LeaderWorkerSet '{EXAMPLE}', another copy's (this object's is 'b-{EXAMPLE}';" in out
     assert f"selects the pods of Deployments 'b-{EXAMPLE}-epp' and '{EXAMPLE}-epp'" in out
+
+
+def _rendered_for_declared_version(tmp_path):
+    """The valid case whose image tag (v0.8.5) is older than the vLLM its runtimeVersion declares (0.11.1)."""
+    profile = REPO / "tests" / "cases" / "valid" / "runtime-version-newer-than-tag" / "profile.yaml"
+    assert main(["render", str(profile), "-o", str(tmp_path / "out")]) == 0
+    return tmp_path / "out" / "rebuilt"
+
+
+@pytest.mark.tools
+def test_the_declared_runtime_version_holds_only_for_the_image_it_was_declared_for(tmp_path, capsys):
+    """Before: render wrote --nnodes/--headless for runtimeVersion 0.11.1, and validate refused them
+    against the tag's 0.8.5. Now the pods record the declared version with its image; a retag is held
+    to its own tag again."""
+    rendered = _rendered_for_declared_version(tmp_path)
+    capsys.readouterr()
+    assert main(["validate", str(rendered)]) == 0, capsys.readouterr().out
+    shutil.copytree(rendered, tmp_path / "base")
+    (tmp_path / "overlay").mkdir()
+    retag = {"resources": ["../base"], "images": [{"name": "vllm/vllm-openai", "newTag": "v0.9.0"}]}
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(fastyaml.dump(retag))
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (tmp_path / "built.yaml").write_text(built.stdout)
+    assert main(["validate", str(tmp_path / "built.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "--nnodes needs vLLM 0.11.1 or newer" in out
+    assert "image 'vllm/vllm-openai:v0.9.0' runs 0.9.0 (from the image tag)" in out
+
+
+def test_a_declared_runtime_version_edited_older_is_held_to_what_it_says(tmp_path, capsys):
+    rendered = _rendered_for_declared_version(tmp_path)
+    path = rendered / "leaderworkerset.yaml"
+    path.write_text(path.read_text().replace("lwsgen/runtime-version: 0.11.1", "lwsgen/runtime-version: 0.10.2"))
+    capsys.readouterr()
+    assert main(["validate", str(rendered)]) == 1
+    out = capsys.readouterr().out
+    assert "--nnodes needs vLLM 0.11.1 or newer" in out
+    assert "image 'vllm/vllm-openai:v0.8.5' runs 0.10.2 (from runtimeVersion)" in out

@@ -2,7 +2,7 @@
 the leader's ServiceAccount, Role and RoleBinding. Leader and worker pods differ only where the
 runtime says (command, ports, tools) and in the leader's probes."""
 
-from lwsgen import naming, platforms
+from lwsgen import naming, platforms, runtimes
 from lwsgen.derive import delivery, hatches, pods
 from lwsgen.derive.context import Context
 from lwsgen.derive.model import EmptyDir, EnvVar, Meta, Mount, Pod, Resources, Volume
@@ -116,6 +116,15 @@ def _volumes(ctx: Context, role: Role) -> tuple[tuple[Volume, ...], tuple[Mount,
     return tuple(volumes), tuple(mounts)
 
 
+def _declared_version(profile) -> dict[str, str]:
+    """runtimeVersion, with the image it speaks for, recorded on the pods: the flags were written for
+    it, and `lwsgen validate` reads it there while the pods run that image (output/podneeds.py)."""
+    version = runtimes.engine_version(profile)
+    if version.origin != "runtimeVersion":
+        return {}
+    return {naming.RUNTIME_VERSION_ANNOTATION: version.text, naming.RUNTIME_VERSION_IMAGE_ANNOTATION: profile.image}
+
+
 def role_pod(ctx: Context, side: str, role: Role) -> Pod:
     """The leader or worker pod template of the LeaderWorkerSet."""
     profile, parts = ctx.profile, ctx.parts
@@ -144,6 +153,7 @@ def role_pod(ctx: Context, side: str, role: Role) -> Pod:
     annotations = {
         **ctx.placement.pod_annotations,
         **({naming.SCRIPTS_HASH_ANNOTATION: ctx.scripts_hash} if parts.scripts else {}),
+        **_declared_version(profile),
     }
     labels = naming.labels(profile.name, profile.runtime, side, profile.labels)
     if ctx.kv is not None:  # a role of a set: what its router finds it by, and the routing sidecar

@@ -2,7 +2,8 @@
 hand-edited output alike (an overlay can break each): every container has an image; the engine
 container starts the launch (command or args); leader and workers ask the same GPUs; a Secret or a
 shared volume one side reads, the other reads too; the engine flags exist in the engine version
-the image tag names; and every quantity is one Kubernetes accepts (lwsgen/quantity.py)."""
+the pods run (the runtimeVersion recorded for their image, else the version the image tag names);
+and every quantity is one Kubernetes accepts (lwsgen/quantity.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen import quantity, runtimes
+from lwsgen.naming import RUNTIME_VERSION_ANNOTATION, RUNTIME_VERSION_IMAGE_ANNOTATION
 from lwsgen.problems import Finding
 from lwsgen.runtimes import versions
 
@@ -116,9 +118,21 @@ def _side(side: str) -> str:
     return "leader" if side == SIDES[0] else "worker"
 
 
+def _running(engine: versions.Engine, image: str, annotations: dict[str, Any]) -> versions.EngineVersion | None:
+    """The version the pods run: the runtimeVersion render recorded, while they run the image it was
+    declared for (an overlay's retag is held to the new tag), else the version the image tag names."""
+    declared = annotations.get(RUNTIME_VERSION_ANNOTATION)
+    if isinstance(declared, str) and annotations.get(RUNTIME_VERSION_IMAGE_ANNOTATION) == image:
+        text = versions.given(engine, declared)
+        if versions.parses(text):
+            return versions.EngineVersion(engine, text, "runtimeVersion")
+    text = versions.from_tag(engine, image)
+    return versions.EngineVersion(engine, text, "image") if text is not None else None
+
+
 def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
-    """The engine flags lwsgen wrote for the version it rendered, against the version of the image
-    the object runs now (an overlay's retag): features the runtime plugin ties to its flags."""
+    """The engine flags lwsgen wrote for the version it rendered, against the version the object's pods
+    run now (an overlay's retag): features the runtime plugin ties to its flags."""
 
     lwt = lws["spec"]["leaderWorkerTemplate"]
     for side in SIDES:
@@ -128,10 +142,10 @@ def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
         main = engine_container(template.get("spec") or {})
         if not features or not isinstance(main.get("image"), str):
             continue
-        text = versions.from_tag(plugin.engine, main["image"])
-        if text is None:
+        annotations = (template.get("metadata") or {}).get("annotations") or {}
+        running = _running(plugin.engine, main["image"], annotations if isinstance(annotations, dict) else {})
+        if running is None:
             continue
-        running = versions.EngineVersion(plugin.engine, text, "image")
         for key in ("command", "args"):
             for index, arg in enumerate(main.get(key) or []):
                 feature = features.get(str(arg).split("=", 1)[0])
