@@ -40,7 +40,7 @@ def _output_problems(
     for name, docs in parsed.items():
         for index, doc in enumerate(docs):
             found.setdefault(name, []).extend((index, error) for error in validate.schema_errors(doc, version, name))
-    for name, index, error in relations.cross_object_errors(parsed, image_versions=False):
+    for name, index, error in relations.cross_object_errors(parsed):
         found.setdefault(name, []).append((index, error))
     problems = []
     for name, errors in sorted(found.items()):

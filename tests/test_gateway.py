@@ -44,7 +44,7 @@ def _picker_config(rendered):
 def _cross(rendered, **edited):
     files = {name: tuple(_docs(rendered, name)) for name in rendered.files if name.endswith(".yaml")}
     files.update(edited)
-    return [(f, e.path, e.message) for f, _, e in relations.cross_object_errors(files, image_versions=False)]
+    return [(f, e.path, e.message) for f, _, e in relations.cross_object_errors(files)]
 
 
 def test_off_by_default_and_the_service_stays_a_load_balancer(render, minimal):

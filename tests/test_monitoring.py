@@ -173,7 +173,7 @@ def test_adapter_metric_names_drop_the_level_and_colons():
 
 
 def _cross(files):
-    return [(f, e.path, e.message) for f, _, e in relations.cross_object_errors(files, image_versions=False)]
+    return [(f, e.path, e.message) for f, _, e in relations.cross_object_errors(files)]
 
 
 def test_cross_object_rules_catch_a_stray_podmonitor_and_a_misdirected_autoscaler(render):

@@ -116,9 +116,9 @@ def test_the_set_rules_read_one_inventory_per_set(monkeypatch):
     built = []
     original = relations.inventory
 
-    def counting(objects_by_file, image_versions=True):
+    def counting(objects_by_file):
         built.append(1)
-        return original(objects_by_file, image_versions)
+        return original(objects_by_file)
 
     monkeypatch.setattr(relations, "inventory", counting)
     directory = REPO / "out" / "vllm-llama33-70b-pd"

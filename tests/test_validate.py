@@ -57,7 +57,7 @@ def test_unknown_kind_is_a_problem_not_a_crash():
 
 
 def _cross(files):
-    return [(f, e.path, e.message) for f, _, e in relations.cross_object_errors(files, image_versions=False)]
+    return [(f, e.path, e.message) for f, _, e in relations.cross_object_errors(files)]
 
 
 def test_service_must_select_leaders_of_an_lws_in_the_set(render, minimal):

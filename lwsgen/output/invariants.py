@@ -54,9 +54,7 @@ def _world_in_args(container: dict[str, Any]) -> int | None:
     return int(tensor) * int(pipeline) * int(data) if pipeline.isdigit() and data.isdigit() else None
 
 
-def _lws(
-    lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str], image_versions: bool = True
-) -> Iterator[Finding]:
+def _lws(lws: dict[str, Any], names: dict[str, set[str]], scaled: set[str]) -> Iterator[Finding]:
     lwt = lws["spec"]["leaderWorkerTemplate"]
     size = lwt.get("size", 1)
     leader = lwt.get("leaderTemplate") or lwt["workerTemplate"]
@@ -86,7 +84,7 @@ def _lws(
         yield from _scripts_hash(template, at, mounted)
     if "leaderTemplate" in lwt:
         yield from _sides_agree(lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"])
-    yield from podneeds.lws_errors(lws, image_versions)
+    yield from podneeds.lws_errors(lws)
 
 
 def _config_map_volumes(spec: dict[str, Any], names: dict) -> dict[str, dict[str, Any]]:
@@ -219,7 +217,7 @@ def group_is_whole(lws: dict[str, Any], inv: Inventory) -> Iterator[Finding]:
     the launch scripts it runs and their hash agree with the ConfigMap; an autoscaled set leaves
     replicas to its autoscaler; leader and worker read the same Secret keys and mount shared volumes
     at the same paths; the engine flags fit the engine version of the image."""
-    return _lws(lws, inv.names, inv.scaled, inv.image_versions)
+    return _lws(lws, inv.names, inv.scaled)
 
 
 # The LeaderWorkerSet's pod templates as an LLMInferenceService holds them (bare pod specs).
@@ -244,7 +242,7 @@ def kserve_group_is_whole(service: dict[str, Any], inv: Inventory) -> Iterator[F
     for role, workload in ((None, ("spec",)), ("prefill", ("spec", "prefill"))):
         lws = inv.lws.get(platforms.llmisvc_lws(name, role))
         if lws is not None:
-            found = _lws(lws, inv.names, inv.scaled, inv.image_versions)
+            found = _lws(lws, inv.names, inv.scaled)
             yield from (e._replace(path=_on_service(tuple(e.path), workload)) for e in found)
 
 
@@ -277,7 +275,7 @@ def every_role_is_whole(ds: dict[str, Any], inv: Inventory) -> Iterator[Finding]
     return (
         error._replace(path=(*prefix, *error.path))
         for prefix, lws in as_leaderworkersets(ds)
-        for error in _lws(lws, inv.names, inv.scaled, inv.image_versions)
+        for error in _lws(lws, inv.names, inv.scaled)
     )
 
 

@@ -25,7 +25,6 @@ class Inventory(Record):
     scaled: frozenset  # the names autoscalers target
     records: frozenset | None  # the series the PrometheusRules record; None: the set has no PrometheusRule
     served: dict | None  # metric an adapter rule serves -> the series it reads; None: no adapter rules
-    image_versions: bool  # hold engine flags to the version the image tag names (validate), not the profile's
 
 
 def _of(everything: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -73,7 +72,7 @@ def _names(everything: list[dict[str, Any]], made: tuple[str, ...] = ()) -> dict
     return names
 
 
-def inventory(objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True) -> Inventory:
+def inventory(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Inventory:
     """Raises what reading an object the rules cannot read raises (the caller says so at the set)."""
     everything = [o for docs in objects_by_file.values() for o in docs if isinstance(o, dict)]
     kserve_sets, kserve_deployments = kserve.workloads(_of(everything, "LLMInferenceService"))
@@ -104,5 +103,4 @@ def inventory(objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_vers
         ),
         records=_records(everything),
         served=_adapter_names(everything),
-        image_versions=image_versions,
     )

@@ -155,15 +155,14 @@ def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
                     yield Finding(where, message.replace("this profile runs", f"image {main['image']!r} runs"))
 
 
-def lws_errors(lws: dict[str, Any], image_versions: bool = True) -> Iterator[Finding]:
+def lws_errors(lws: dict[str, Any]) -> Iterator[Finding]:
     lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
     for side in SIDES:
         if isinstance(lwt.get(side), dict):
             yield from _containers(lwt[side].get("spec") or {}, ("spec", "leaderWorkerTemplate", side, "spec"))
     if isinstance(lwt.get("leaderTemplate"), dict) and isinstance(lwt.get("workerTemplate"), dict):
         yield from _sides(lwt, _workers_load_model(lws))
-    if image_versions:
-        yield from _flags(lws)
+    yield from _flags(lws)
 
 
 def _pod_specs(obj: dict[str, Any]) -> Iterator[tuple[tuple, dict[str, Any]]]:

@@ -326,15 +326,12 @@ READ_ERRORS = (KeyError, TypeError, AttributeError, IndexError, ValueError)
 SET_RULE_MODULES = (invariants, routing)  # their rules register on import, beside this module's
 
 
-def cross_object_errors(
-    objects_by_file: dict[str, tuple[dict[str, Any], ...]], image_versions: bool = True
-) -> Iterator[tuple[str, int, Finding]]:
+def cross_object_errors(objects_by_file: dict[str, tuple[dict[str, Any], ...]]) -> Iterator[tuple[str, int, Finding]]:
     """(file, document index, finding) of every registered set rule, each object against the set's
-    inventory. image_versions: hold the engine flags to the version the image tag names (validate); a
-    render already held them to the version the profile runs, runtimeVersion included, which may be a
-    tag that does not tell."""
+    inventory: the same rules for a render's output and for `lwsgen validate` (a runtimeVersion is
+    read from the pods' annotations, output/podneeds.py)."""
     try:
-        inv = inventory(objects_by_file, image_versions)
+        inv = inventory(objects_by_file)
     except READ_ERRORS as err:
         said = f"{type(err).__name__}: {err}"[:200]
         first = next((f for f, docs in objects_by_file.items() if docs), None)
