@@ -2,7 +2,8 @@
 
 import pytest
 
-from conftest import lws_of, merged, objects_of
+import fastyaml
+from conftest import PROFILES, lws_of, merged, objects_of
 
 
 def _lwt(rendered):
@@ -174,3 +175,23 @@ def test_scripts_hash_changes_pods_when_scripts_change(render, minimal, monkeypa
     monkeypatch.setattr(resources, "script", lambda name: original(name) + "# changed\n")
     after = _lwt(render(minimal))["leaderTemplate"]["metadata"]["annotations"]["lwsgen/launch-scripts-sha256"]
     assert before != after and len(after) == 64
+
+
+@pytest.mark.parametrize(
+    "example, image, declared, recorded",
+    [
+        ("vllm-llama31-405b", "vllm/vllm-openai:v0.8.5", "v0.11.1", "0.11.1"),
+        ("llamacpp-llama31-70b", "registry.example.com/ml/llama.cpp-rpc-cuda:rebuilt", "b6688", "b6688"),
+        ("llamacpp-llama31-70b", "registry.example.com/ml/llama.cpp-rpc-cuda:rebuilt", "6688", "b6688"),
+    ],
+)
+def test_runtime_version_is_recorded_on_the_pods_as_the_engine_spells_it(render, example, image, declared, recorded):
+    """The version the flags were written for, with the image it was declared for; none without it."""
+    profile = fastyaml.load((PROFILES / f"{example}.yaml").read_text())
+    lwt = _lwt(render(merged(profile, image=image, runtimeVersion=declared)))
+    for side in ("leaderTemplate", "workerTemplate"):
+        annotations = lwt[side]["metadata"]["annotations"]
+        assert annotations["lwsgen/runtime-version"] == recorded
+        assert annotations["lwsgen/runtime-version-image"] == image
+    undeclared = _lwt(render(profile))["leaderTemplate"]["metadata"]["annotations"]
+    assert not any(key.startswith("lwsgen/runtime-version") for key in undeclared)

@@ -150,6 +150,18 @@ def _rendered_for_declared_version(tmp_path):
     return tmp_path / "out" / "rebuilt"
 
 
+def _overlaid(tmp_path, rendered, images):
+    shutil.copytree(rendered, tmp_path / "base")
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "overlay" / "kustomization.yaml").write_text(
+        fastyaml.dump({"resources": ["../base"], "images": images})
+    )
+    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (tmp_path / "built.yaml").write_text(built.stdout)
+    return tmp_path / "built.yaml"
+
+
 @pytest.mark.tools
 def test_the_declared_runtime_version_holds_only_for_the_image_it_was_declared_for(tmp_path, capsys):
     """Before: render wrote --nnodes/--headless for runtimeVersion 0.11.1, and validate refused them
@@ -158,25 +170,90 @@ def test_the_declared_runtime_version_holds_only_for_the_image_it_was_declared_f
     rendered = _rendered_for_declared_version(tmp_path)
     capsys.readouterr()
     assert main(["validate", str(rendered)]) == 0, capsys.readouterr().out
-    shutil.copytree(rendered, tmp_path / "base")
-    (tmp_path / "overlay").mkdir()
-    retag = {"resources": ["../base"], "images": [{"name": "vllm/vllm-openai", "newTag": "v0.9.0"}]}
-    (tmp_path / "overlay" / "kustomization.yaml").write_text(fastyaml.dump(retag))
-    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    (tmp_path / "built.yaml").write_text(built.stdout)
-    assert main(["validate", str(tmp_path / "built.yaml")]) == 1
+    built = _overlaid(tmp_path, rendered, [{"name": "vllm/vllm-openai", "newTag": "v0.9.0"}])
+    assert main(["validate", str(built)]) == 1
     out = capsys.readouterr().out
     assert "--nnodes needs vLLM 0.11.1 or newer" in out
     assert "image 'vllm/vllm-openai:v0.9.0' runs 0.9.0 (from the image tag)" in out
 
 
-def test_a_declared_runtime_version_edited_older_is_held_to_what_it_says(tmp_path, capsys):
+@pytest.mark.tools
+@pytest.mark.parametrize(
+    "images",
+    [
+        [{"name": "vllm/vllm-openai", "newName": "registry.internal/mirror/vllm-openai"}],
+        [{"name": "vllm/vllm-openai", "newName": "registry.internal/mirror/vllm-openai", "newTag": "v0.8.5"}],
+    ],
+    ids=["mirror", "mirror-same-tag"],
+)
+def test_a_mirrored_image_keeps_its_declared_version(tmp_path, capsys, images):
+    """The same release from another registry is what runtimeVersion was declared for."""
+    built = _overlaid(tmp_path, _rendered_for_declared_version(tmp_path), images)
+    capsys.readouterr()
+    assert main(["validate", str(built)]) == 0, capsys.readouterr().out
+
+
+def _edited_declared(tmp_path, old, new):
     rendered = _rendered_for_declared_version(tmp_path)
     path = rendered / "leaderworkerset.yaml"
-    path.write_text(path.read_text().replace("lwsgen/runtime-version: 0.11.1", "lwsgen/runtime-version: 0.10.2"))
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    return rendered
+
+
+def test_a_digest_pinned_image_keeps_its_declared_version_and_another_digest_does_not(tmp_path, capsys):
+    digest = "sha256:" + "a" * 64
+    pinned = _edited_declared(
+        tmp_path, "image: vllm/vllm-openai:v0.8.5\n", f"image: vllm/vllm-openai:v0.8.5@{digest}\n"
+    )
+    capsys.readouterr()
+    assert main(["validate", str(pinned)]) == 0, capsys.readouterr().out
+    path = pinned / "leaderworkerset.yaml"
+    other = "sha256:" + "b" * 64
+    path.write_text(
+        path.read_text()
+        .replace(f"image: vllm/vllm-openai:v0.8.5@{digest}", f"image: vllm/vllm-openai:v0.8.5@{other}")
+        .replace(
+            "runtime-version-image: vllm/vllm-openai:v0.8.5", f"runtime-version-image: vllm/vllm-openai:v0.8.5@{digest}"
+        )
+    )
+    assert main(["validate", str(pinned)]) == 1
+    assert "runs 0.8.5 (from the image tag)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("written", ["0.10.2", "v0.10.2", "'0.10.2'"])
+def test_a_declared_runtime_version_edited_older_is_held_to_what_it_says(tmp_path, capsys, written):
+    rendered = _edited_declared(tmp_path, "lwsgen/runtime-version: 0.11.1", f"lwsgen/runtime-version: {written}")
     capsys.readouterr()
     assert main(["validate", str(rendered)]) == 1
     out = capsys.readouterr().out
     assert "--nnodes needs vLLM 0.11.1 or newer" in out
     assert "image 'vllm/vllm-openai:v0.8.5' runs 0.10.2 (from runtimeVersion)" in out
+
+
+def test_a_declared_runtime_version_that_is_not_one_is_refused_at_the_annotation(tmp_path, capsys):
+    rendered = _edited_declared(tmp_path, "lwsgen/runtime-version: 0.11.1", "lwsgen/runtime-version: newest")
+    capsys.readouterr()
+    assert main(["validate", str(rendered)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        """metadata.annotations["lwsgen/runtime-version"]: 'newest' is not a vLLM version: the engine flags """
+        "cannot be held to it" in out
+    )
+
+
+def test_a_patch_of_the_declared_runtime_version_names_runtimeversion(tmp_path, capsys):
+    profile = (REPO / "tests" / "cases" / "valid" / "runtime-version-newer-than-tag" / "profile.yaml").read_text()
+    path = tmp_path / "profile.yaml"
+    patch = {"metadata": {"annotations": {"lwsgen/runtime-version": "0.12.0"}}}
+    lwt = {"leaderWorkerTemplate": {"leaderTemplate": patch}}
+    path.write_text(
+        profile + fastyaml.dump({"patches": [{"target": {"kind": "LeaderWorkerSet"}, "patch": {"spec": lwt}}]})
+    )
+    assert main(["render", str(path), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert (
+        'metadata.annotations["lwsgen/runtime-version"]; lwsgen derives it from runtimeVersion: change that instead'
+        in err
+    )

@@ -122,7 +122,8 @@ def _declared_version(profile) -> dict[str, str]:
     version = runtimes.engine_version(profile)
     if version.origin != "runtimeVersion":
         return {}
-    return {naming.RUNTIME_VERSION_ANNOTATION: version.text, naming.RUNTIME_VERSION_IMAGE_ANNOTATION: profile.image}
+    spelled = version.engine.spell(version.text)  # as the engine names its releases: b6688, 0.11.1
+    return {naming.RUNTIME_VERSION_ANNOTATION: spelled, naming.RUNTIME_VERSION_IMAGE_ANNOTATION: profile.image}
 
 
 def role_pod(ctx: Context, side: str, role: Role) -> Pod:

@@ -118,16 +118,38 @@ def _side(side: str) -> str:
     return "leader" if side == SIDES[0] else "worker"
 
 
+def _same_release(declared_for: object, image: str) -> bool:
+    """The image a version was declared for, or it mirrored (another registry or repository) or
+    pinned (a digest added): the same tag, and the same digest if it named one. A retag is not."""
+    if not isinstance(declared_for, str):
+        return False
+    recorded_digest = versions.image_digest(declared_for)
+    return versions.image_tag(declared_for) == versions.image_tag(image) and recorded_digest in (
+        None,
+        versions.image_digest(image),
+    )
+
+
 def _running(engine: versions.Engine, image: str, annotations: dict[str, Any]) -> versions.EngineVersion | None:
-    """The version the pods run: the runtimeVersion render recorded, while they run the image it was
+    """The version the pods run: the runtimeVersion render recorded, while they run the release it was
     declared for (an overlay's retag is held to the new tag), else the version the image tag names."""
     declared = annotations.get(RUNTIME_VERSION_ANNOTATION)
-    if isinstance(declared, str) and annotations.get(RUNTIME_VERSION_IMAGE_ANNOTATION) == image:
+    if isinstance(declared, str) and _same_release(annotations.get(RUNTIME_VERSION_IMAGE_ANNOTATION), image):
         text = versions.given(engine, declared)
         if versions.parses(text):
             return versions.EngineVersion(engine, text, "runtimeVersion")
     text = versions.from_tag(engine, image)
     return versions.EngineVersion(engine, text, "image") if text is not None else None
+
+
+def _declared_problem(engine: versions.Engine, annotations: dict[str, Any], at: tuple) -> Iterator[Finding]:
+    declared = annotations.get(RUNTIME_VERSION_ANNOTATION)
+    if declared is not None and not (isinstance(declared, str) and versions.parses(versions.given(engine, declared))):
+        yield Finding(
+            (*at, "metadata", "annotations", RUNTIME_VERSION_ANNOTATION),
+            f"{declared!r} is not a {engine.title} version: the engine flags cannot be held to it; write it as "
+            f"the engine does (e.g. {engine.spell(engine.checked)}), or render the profile again",
+        )
 
 
 def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
@@ -143,7 +165,9 @@ def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
         if not features or not isinstance(main.get("image"), str):
             continue
         annotations = (template.get("metadata") or {}).get("annotations") or {}
-        running = _running(plugin.engine, main["image"], annotations if isinstance(annotations, dict) else {})
+        annotations = annotations if isinstance(annotations, dict) else {}
+        yield from _declared_problem(plugin.engine, annotations, ("spec", "leaderWorkerTemplate", side))
+        running = _running(plugin.engine, main["image"], annotations)
         if running is None:
             continue
         for key in ("command", "args"):

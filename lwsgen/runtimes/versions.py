@@ -118,6 +118,11 @@ def image_tag(image: str) -> str | None:
     return last.split(":", 1)[1] if ":" in last else None
 
 
+def image_digest(image: str) -> str | None:
+    """The digest an image reference pins, if any."""
+    return image.split("@", 1)[1] if "@" in image else None
+
+
 def from_tag(engine: Engine, image: str) -> str | None:
     tag = image_tag(image)
     match = re.search(engine.tag, tag) if tag else None

@@ -36,6 +36,13 @@ TOKEN_POD = (
 )
 
 
+# lwsgen's own pod annotations that one profile field sets: named in the refusal instead of the guard's
+OWN_ANNOTATION_FIELDS = {
+    naming.RUNTIME_VERSION_ANNOTATION: "runtimeVersion",
+    naming.RUNTIME_VERSION_IMAGE_ANNOTATION: "image and runtimeVersion",
+}
+
+
 class Guard(Record):
     kinds: tuple[str, ...]  # empty: every kind
     path: tuple
@@ -274,6 +281,6 @@ def _guarded(before: dict, after: dict, found: set[str]) -> Iterator[tuple[tuple
         paths = dict.fromkeys((*_paths(before, guard.path, found), *_paths(after, guard.path, found)))
         for path in paths:
             if _get(before, path) != _get(after, path) and not any(path[: len(m)] == m for m in moved):
-                yield path, guard.field
+                yield path, OWN_ANNOTATION_FIELDS.get(path[-1], guard.field)
                 if path[-1] == "name" and "containers" in path:  # another container first: said once
                     moved.append(path[:-1])
