@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from lwsgen.records import Record
 
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+# The runtime, on every object and pod lwsgen writes (KServe puts the service's name there on its pods)
+RUNTIME_LABEL = "app.kubernetes.io/name"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 # What the DisaggregatedSet controller puts on each role's LeaderWorkerSet and both its pod templates,

@@ -257,3 +257,22 @@ def test_a_patch_of_the_declared_runtime_version_names_runtimeversion(tmp_path, 
         'metadata.annotations["lwsgen/runtime-version"]; lwsgen derives it from runtimeVersion: change that instead'
         in err
     )
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("name", ["pp", "sglang"])
+def test_a_kserve_retag_is_held_to_the_engine_the_service_runs_whatever_its_name(tmp_path, capsys, name):
+    """Before: KServe labels its pods with the service's name, which validate read as the runtime: a
+    service named 'pp' went unchecked, one named 'sglang' was held to SGLang's flags."""
+    profile = fastyaml.load((REPO / "profiles" / "vllm-llama31-405b.yaml").read_text())
+    profile.update(name=name, platform="kserve", image="vllm/vllm-openai:v0.8.5", runtimeVersion="0.11.1")
+    for key in ("gateway", "autoscaling", "networkPolicy"):
+        profile.pop(key, None)
+    (tmp_path / "profile.yaml").write_text(fastyaml.dump(profile))
+    assert main(["render", str(tmp_path / "profile.yaml"), "-o", str(tmp_path / "out")]) == 0, capsys.readouterr().err
+    built = _overlaid(tmp_path, tmp_path / "out" / name, [{"name": "vllm/vllm-openai", "newTag": "v0.9.0"}])
+    capsys.readouterr()
+    assert main(["validate", str(built)]) == 1
+    out = capsys.readouterr().out
+    assert "spec.template.containers[0].args[9]: --nnodes needs vLLM 0.11.1 or newer" in out
+    assert "image 'vllm/vllm-openai:v0.9.0' runs 0.9.0 (from the image tag)" in out

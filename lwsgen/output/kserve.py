@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwsgen import platforms
+from lwsgen import naming, platforms
 from lwsgen.jsondata import dig
 
 # The pods' app.kubernetes.io/component, by the workload they are of (workload_multi_node.go#L139-L159,
@@ -40,7 +40,9 @@ def _pod_labels(name: str, spec: dict[str, Any]) -> dict[str, str]:
     return {**platforms.llmisvc_workload_labels(name), **own}
 
 
-def _leaderworkerset(name: str, namespace: Any, spec: dict[str, Any], role: str | None, pd: bool) -> dict[str, Any]:
+def _leaderworkerset(
+    service: dict[str, Any], name: str, namespace: Any, spec: dict[str, Any], role: str | None, pd: bool
+) -> dict[str, Any]:
     """The LeaderWorkerSet of the service's own workload (role None: decode where pd) or of its
     spec.prefill, its pods labelled as KServe labels them (_pod_labels)."""
     base = _pod_labels(name, spec)
@@ -59,10 +61,17 @@ def _leaderworkerset(name: str, namespace: Any, spec: dict[str, Any], role: str 
     par = spec.get("parallelism") or {}
     if role == "prefill" and (par.get("data") or par.get("dataLocal")):  # the whole group one subgroup (#L376-L381)
         template["subGroupPolicy"] = {"subGroupSize": template["size"]}
+    # KServe's pods carry the service's name as app.kubernetes.io/name; the runtime lwsgen named on the
+    # service is kept on the object, for the rules that ask which engine the pods run (output/podneeds.py)
+    runtime = dig(service, "metadata", "labels", naming.RUNTIME_LABEL)
     return {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
-        "metadata": {"name": platforms.llmisvc_lws(name, role), "namespace": namespace},
+        "metadata": {
+            "name": platforms.llmisvc_lws(name, role),
+            "namespace": namespace,
+            **({"labels": {naming.RUNTIME_LABEL: runtime}} if isinstance(runtime, str) else {}),
+        },
         "spec": {"replicas": spec.get("replicas", 1), "leaderWorkerTemplate": template},
     }
 
@@ -87,10 +96,10 @@ def workloads(services: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]]
                 }
             )
         else:
-            lws = _leaderworkerset(name, namespace, spec, None, prefill is not None)
+            lws = _leaderworkerset(service, name, namespace, spec, None, prefill is not None)
             sets[lws["metadata"]["name"]] = lws
         if prefill is not None and prefill.get("worker") is not None:
-            lws = _leaderworkerset(name, namespace, prefill, "prefill", True)
+            lws = _leaderworkerset(service, name, namespace, prefill, "prefill", True)
             sets[lws["metadata"]["name"]] = lws
     return sets, tuple(deployments)
 

@@ -11,12 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwsgen import quantity, runtimes
-from lwsgen.naming import RUNTIME_VERSION_ANNOTATION, RUNTIME_VERSION_IMAGE_ANNOTATION
+from lwsgen.naming import RUNTIME_LABEL, RUNTIME_VERSION_ANNOTATION, RUNTIME_VERSION_IMAGE_ANNOTATION
 from lwsgen.problems import Finding
 from lwsgen.runtimes import versions
 
 SIDES = ("leaderTemplate", "workerTemplate")
-RUNTIME_LABEL = "app.kubernetes.io/name"
 # Volumes every pod mounts for itself, not the weights or a Secret both sides must share.
 PRIVATE_VOLUMES = ("launch", "shm", "tmp", "scripts")
 # The Hub token every rank that loads the weights reads (huggingface_hub constants.py: HF_TOKEN, and
@@ -64,14 +63,16 @@ def _containers(spec: dict[str, Any], at: tuple) -> Iterator[Finding]:
 
 
 def _runtime(lws: dict[str, Any], side: str):
-    """The runtime plugin lwsgen's name label names on the object or its pod template, if any."""
+    """The runtime plugin lwsgen's name label names on the object, else on its pod template, if any: the
+    object's first, since KServe labels its pods with the service's name (output/kserve.py), which
+    could be a runtime's and not the one the pods run."""
 
     template = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get(side) or {}
-    labels = {
-        **((lws.get("metadata") or {}).get("labels") or {}),
-        **((template.get("metadata") or {}).get("labels") or {}),
-    }
-    return runtimes.get(str(labels.get(RUNTIME_LABEL, "")))
+    for metadata in (lws.get("metadata"), template.get("metadata")):
+        labels = (metadata or {}).get("labels") if isinstance(metadata, dict) else None
+        if isinstance(labels, dict) and RUNTIME_LABEL in labels:
+            return runtimes.get(str(labels[RUNTIME_LABEL]))
+    return None
 
 
 def _workers_load_model(lws: dict[str, Any]) -> bool:
