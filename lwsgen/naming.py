@@ -63,7 +63,7 @@ def object_names(name: str) -> Names:
 def labels(name: str, runtime: str, component: str, extra: dict[str, str]) -> dict[str, str]:
     """Labels of every object; extra (profile labels) never overrides ours and is never selected on."""
     ours = {
-        "app.kubernetes.io/name": runtime,
+        RUNTIME_LABEL: runtime,
         "app.kubernetes.io/instance": name,
         "app.kubernetes.io/component": component,
         "app.kubernetes.io/managed-by": "lwsgen",
