@@ -100,8 +100,9 @@ def test_one_typo_is_one_finding(tmp_path, capsys):
     assert len(findings) == 1 and "startupPolicyy" in findings[0]["path"]
 
 
-def _build(tmp_path, overlay, example=EXAMPLE):
-    shutil.copytree(REPO / "out" / example, tmp_path / "base")
+def _build(tmp_path, overlay, base=REPO / "out" / EXAMPLE):
+    """kubectl kustomize of an overlay (its resources name ../base) over a copy of the output `base`."""
+    shutil.copytree(base, tmp_path / "base")
     (tmp_path / "overlay").mkdir()
     (tmp_path / "overlay" / "kustomization.yaml").write_text(fastyaml.dump(overlay))
     built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
@@ -150,16 +151,8 @@ def _rendered_for_declared_version(tmp_path):
     return tmp_path / "out" / "rebuilt"
 
 
-def _overlaid(tmp_path, rendered, images):
-    shutil.copytree(rendered, tmp_path / "base")
-    (tmp_path / "overlay").mkdir()
-    (tmp_path / "overlay" / "kustomization.yaml").write_text(
-        fastyaml.dump({"resources": ["../base"], "images": images})
-    )
-    built = subprocess.run([tool("kubectl"), "kustomize", str(tmp_path / "overlay")], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    (tmp_path / "built.yaml").write_text(built.stdout)
-    return tmp_path / "built.yaml"
+def _retagged(tmp_path, rendered, images):
+    return _build(tmp_path, {"resources": ["../base"], "images": images}, rendered)
 
 
 @pytest.mark.tools
@@ -170,7 +163,7 @@ def test_the_declared_runtime_version_holds_only_for_the_image_it_was_declared_f
     rendered = _rendered_for_declared_version(tmp_path)
     capsys.readouterr()
     assert main(["validate", str(rendered)]) == 0, capsys.readouterr().out
-    built = _overlaid(tmp_path, rendered, [{"name": "vllm/vllm-openai", "newTag": "v0.9.0"}])
+    built = _retagged(tmp_path, rendered, [{"name": "vllm/vllm-openai", "newTag": "v0.9.0"}])
     assert main(["validate", str(built)]) == 1
     out = capsys.readouterr().out
     assert "--nnodes needs vLLM 0.11.1 or newer" in out
@@ -188,7 +181,7 @@ def test_the_declared_runtime_version_holds_only_for_the_image_it_was_declared_f
 )
 def test_a_mirrored_image_keeps_its_declared_version(tmp_path, capsys, images):
     """The same release from another registry is what runtimeVersion was declared for."""
-    built = _overlaid(tmp_path, _rendered_for_declared_version(tmp_path), images)
+    built = _retagged(tmp_path, _rendered_for_declared_version(tmp_path), images)
     capsys.readouterr()
     assert main(["validate", str(built)]) == 0, capsys.readouterr().out
 
@@ -270,7 +263,7 @@ def test_a_kserve_retag_is_held_to_the_engine_the_service_runs_whatever_its_name
         profile.pop(key, None)
     (tmp_path / "profile.yaml").write_text(fastyaml.dump(profile))
     assert main(["render", str(tmp_path / "profile.yaml"), "-o", str(tmp_path / "out")]) == 0, capsys.readouterr().err
-    built = _overlaid(tmp_path, tmp_path / "out" / name, [{"name": "vllm/vllm-openai", "newTag": "v0.9.0"}])
+    built = _retagged(tmp_path, tmp_path / "out" / name, [{"name": "vllm/vllm-openai", "newTag": "v0.9.0"}])
     capsys.readouterr()
     assert main(["validate", str(built)]) == 1
     out = capsys.readouterr().out

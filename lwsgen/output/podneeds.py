@@ -69,7 +69,7 @@ def _runtime(lws: dict[str, Any], side: str):
 
     template = ((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get(side) or {}
     for metadata in (lws.get("metadata"), template.get("metadata")):
-        labels = (metadata or {}).get("labels") if isinstance(metadata, dict) else None
+        labels = metadata.get("labels") if isinstance(metadata, dict) else None
         if isinstance(labels, dict) and RUNTIME_LABEL in labels:
             return runtimes.get(str(labels[RUNTIME_LABEL]))
     return None
@@ -131,21 +131,26 @@ def _same_release(declared_for: object, image: str) -> bool:
     )
 
 
+def _declared(engine: versions.Engine, annotations: dict[str, Any]) -> str | None:
+    """The version the runtimeVersion annotation records, as the table spells it; None if absent or not one."""
+    declared = annotations.get(RUNTIME_VERSION_ANNOTATION)
+    text = versions.given(engine, declared) if isinstance(declared, str) else None
+    return text if text is not None and versions.parses(text) else None
+
+
 def _running(engine: versions.Engine, image: str, annotations: dict[str, Any]) -> versions.EngineVersion | None:
     """The version the pods run: the runtimeVersion render recorded, while they run the release it was
     declared for (an overlay's retag is held to the new tag), else the version the image tag names."""
-    declared = annotations.get(RUNTIME_VERSION_ANNOTATION)
-    if isinstance(declared, str) and _same_release(annotations.get(RUNTIME_VERSION_IMAGE_ANNOTATION), image):
-        text = versions.given(engine, declared)
-        if versions.parses(text):
-            return versions.EngineVersion(engine, text, "runtimeVersion")
+    declared = _declared(engine, annotations)
+    if declared is not None and _same_release(annotations.get(RUNTIME_VERSION_IMAGE_ANNOTATION), image):
+        return versions.EngineVersion(engine, declared, "runtimeVersion")
     text = versions.from_tag(engine, image)
     return versions.EngineVersion(engine, text, "image") if text is not None else None
 
 
 def _declared_problem(engine: versions.Engine, annotations: dict[str, Any], at: tuple) -> Iterator[Finding]:
     declared = annotations.get(RUNTIME_VERSION_ANNOTATION)
-    if declared is not None and not (isinstance(declared, str) and versions.parses(versions.given(engine, declared))):
+    if declared is not None and _declared(engine, annotations) is None:
         yield Finding(
             (*at, "metadata", "annotations", RUNTIME_VERSION_ANNOTATION),
             f"{declared!r} is not a {engine.title} version: the engine flags cannot be held to it; write it as "
