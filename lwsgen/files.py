@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import stat
@@ -47,18 +48,47 @@ def cache_dir() -> Path | None:
 
 def trusted(directory: Path) -> bool:
     """A cache directory whose content this user alone can have written: a real directory (not a
-    link) owned by this user, and it and every lwsgen directory above it writable by nobody else.
-    What lwsgen caches includes compiled template code it executes (a shared XDG_CACHE_HOME would
-    otherwise let another user run code as whoever renders), so anything else is not read."""
+    link) owned by this user, it and every lwsgen directory above it writable by nobody else, and no
+    directory above those (as written or with links resolved) one where another user could rename
+    it away and put their own in its place. What lwsgen caches includes compiled template code it
+    executes (a shared XDG_CACHE_HOME would otherwise let another user run code as whoever renders),
+    so anything else is not read."""
+    directory = Path(os.path.abspath(directory))
     base = cache_dir()
-    for path in (directory, *[p for p in directory.parents if base is not None and p.is_relative_to(base)]):
-        try:
-            info = os.lstat(path)
-        except OSError:
-            return False
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-            return False
-    return True
+    own = [directory, *[p for p in directory.parents if base is not None and p.is_relative_to(base)]]
+    if not all(_private_directory(path) for path in own):
+        return False
+    return _unswappable_above(str(own[-1]))
+
+
+@functools.lru_cache(maxsize=8)
+def _unswappable_above(top: str) -> bool:
+    # Kept for the process: only root or this user can change these directories' owner or mode.
+    above = [*Path(top).parents, *Path(os.path.realpath(top)).parents]
+    return all(_unswappable(path) for path in above)
+
+
+def _private_directory(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+def _unswappable(path: Path) -> bool:
+    """A directory (or a link to one) in which no other user can replace what is below it: owned by
+    root or this user, and writable by others only with the sticky bit, as /tmp is (only an entry's
+    owner may then rename it). The same rule OpenSSH's StrictModes applies to a key's directories."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    if info.st_uid not in (0, os.geteuid()):
+        return False
+    if stat.S_ISLNK(info.st_mode):
+        return True  # its target's directories are walked too (the resolved path)
+    return stat.S_ISDIR(info.st_mode) and (not info.st_mode & 0o022 or bool(info.st_mode & stat.S_ISVTX))
 
 
 def read_cached(path: Path | None) -> bytes | None:

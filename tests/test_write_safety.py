@@ -266,6 +266,31 @@ def test_a_cache_directory_others_can_write_is_never_read(tmp_path, monkeypatch)
     assert not trusted(tmp_path / "lwsgen")
 
 
+@pytest.mark.parametrize("linked", [False, True], ids=["as-written", "through-a-link"])
+def test_a_cache_inside_a_directory_where_others_can_swap_it_is_never_read(tmp_path, monkeypatch, linked):
+    """XDG_CACHE_HOME in a directory others can write (not sticky, as /tmp is): lwsgen's own 0700
+    directory is there, but another user could rename it away and put theirs, holding compiled
+    template code, in its place between the check and the read."""
+    from lwsgen import files, render
+
+    shared = tmp_path / "shared"
+    home = shared / "cache"
+    (home / "lwsgen").mkdir(parents=True, mode=0o700)
+    if linked:  # the variable names a link in a private directory; the link's target is in `shared`
+        (tmp_path / "private").mkdir(mode=0o700)
+        (tmp_path / "private" / "cache").symlink_to(home)
+        home = tmp_path / "private" / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
+    files._unswappable_above.cache_clear()
+    assert render._bytecode_cache() is not None  # every directory above is root's or this user's alone
+    for mode, kept in ((0o777, False), (0o1777, True), (0o775, False)):
+        shared.chmod(mode)
+        files._unswappable_above.cache_clear()
+        assert (render._bytecode_cache() is not None) is kept, oct(mode)
+        assert files.trusted(home / "lwsgen") is kept
+
+
 def test_a_compiled_template_others_could_have_written_is_not_run(tmp_path):
     """Jinja's cache entries are compiled code: one writable by others, linked elsewhere, or not a file
     (a directory, a named pipe) is compiled anew, without a hang or an error; this user's own is loaded."""
