@@ -495,6 +495,13 @@ CODES: dict[str, Code] = {
         "The scheduler (Kueue) or scheduling.queueCapacity needs a queue, and scheduling.queue is not set.",
         "Set scheduling.queue.",
     ),
+    "model-path-relative": Code(
+        "error",
+        "profile",
+        "model.path is a relative path and not a Hub id (org/name): the engine resolves it against its image's "
+        "working directory, where no weights are.",
+        "Write the model's absolute path (under storage.mountPath when the weights are on a claim), or a Hub id.",
+    ),
     "model-outside-claim": Code(
         "error",
         "profile",

@@ -83,6 +83,16 @@ PROFILE_CASES = [
         ),
     ),
     (
+        model.check_model_path_relative,
+        {"model": {"path": "./Llama-3.1-8B-Instruct"}},
+        (
+            "model.path",
+            "model-path-relative",
+            "'./Llama-3.1-8B-Instruct' is a relative path and not a Hub id (org/name): the engine would look for it "
+            "in its image's working directory and find no weights; write the absolute path of the model in the image",
+        ),
+    ),
+    (
         model.check_gpu_product,
         {"node": {"gpus": 8, "gpuProduct": "h100"}},
         (

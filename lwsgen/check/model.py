@@ -25,6 +25,36 @@ def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
+# A Hub repository id as huggingface_hub validates one (utils/_validators.py, REPO_ID_REGEX and
+# validate_repo_id, huggingface_hub 2.4.0): [namespace/]name of ASCII letters, digits, '-', '_', '.',
+# each part 1-96 characters between word boundaries, with no '--' or '..'.
+_HUB_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)
+
+
+def hub_id_or_absolute(path: str) -> bool:
+    """What an engine can find from any working directory: an absolute path, a URI another rule
+    judges (s3://, oci://, pvc://), or a Hub id it downloads."""
+    if path.startswith("/") or "://" in path:
+        return True
+    return bool(_HUB_ID.fullmatch(path)) and "--" not in path and ".." not in path
+
+
+@registry.rule("model-path-relative", scope=PROFILE, severity=ERROR)
+def check_model_path_relative(profile: Profile, src: Source) -> list[Problem]:
+    """A relative model.path that is not a Hub id (./m, ../m, models/org/name): the engine resolves it
+    against its image's working directory (/vllm-workspace, /sgl-workspace, ...), not the claim's
+    mount, finds no weights there, and cannot download it either."""
+    path = profile.model.path
+    if "path" not in (src.data.get("model") or {}) or hub_id_or_absolute(path):
+        return []
+    where = f"under storage.mountPath {profile.storage.mount_path}" if profile.storage else "in the image"
+    message = (
+        f"{path!r} is a relative path and not a Hub id (org/name): the engine would look for it in its image's "
+        f"working directory and find no weights; write the absolute path of the model {where}"
+    )
+    return [src.problem(("model", "path"), message, "model-path-relative")]
+
+
 @registry.rule("model-outside-claim", scope=PROFILE, severity=ERROR)
 def check_model_path(profile: Profile, src: Source) -> list[Problem]:
     """An absolute model.path with a claim must be under the claim's mount: elsewhere the engine
