@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import grp
 import os
+import pwd
 import secrets
 import stat
 from pathlib import Path
@@ -37,35 +39,33 @@ def atomic_write(path: Path, text: str | bytes) -> None:
 
 
 def cache_dir() -> Path | None:
-    """$XDG_CACHE_HOME/lwsgen (~/.cache/lwsgen), or None when LWSGEN_NO_CACHE turns caching off."""
+    """$XDG_CACHE_HOME/lwsgen (~/.cache/lwsgen), or None when LWSGEN_NO_CACHE turns caching off or
+    there is no absolute home to keep it in (HOME unset for a user without a passwd entry leaves '~',
+    HOME=. the current directory: either would read a cache out of the checkout being rendered)."""
     if os.environ.get("LWSGEN_NO_CACHE"):
         return None
     base = os.environ.get("XDG_CACHE_HOME")
     if not base or not os.path.isabs(base):  # the XDG spec: a relative path is invalid and ignored
-        base = os.path.join(os.path.expanduser("~"), ".cache")  # (relative, it could name the checkout rendered)
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
     return Path(base) / "lwsgen"
 
 
 def trusted(directory: Path) -> bool:
     """A cache directory whose content this user alone can have written: a real directory (not a
-    link) owned by this user, it and every lwsgen directory above it writable by nobody else, and no
-    directory above those (as written or with links resolved) one where another user could rename
-    it away and put their own in its place. What lwsgen caches includes compiled template code it
-    executes (a shared XDG_CACHE_HOME would otherwise let another user run code as whoever renders),
-    so anything else is not read."""
-    directory = Path(os.path.abspath(directory))
+    link) owned by this user, it and every lwsgen directory above it writable by nobody else, and
+    every directory the path passes through on the way (_reached_unswappably) one in which no other
+    user could put their own directory in its place. What lwsgen caches includes compiled template
+    code it executes (a shared XDG_CACHE_HOME would otherwise let another user run code as whoever
+    renders), so anything else is not read. Not seen: permissions a file system does not show in
+    owner and mode (a FUSE mount of another user's, NFSv4 ACLs)."""
+    if not directory.is_absolute():
+        return False
     base = cache_dir()
     own = [directory, *[p for p in directory.parents if base is not None and p.is_relative_to(base)]]
-    if not all(_private_directory(path) for path in own):
-        return False
-    return _unswappable_above(str(own[-1]))
-
-
-@functools.lru_cache(maxsize=8)
-def _unswappable_above(top: str) -> bool:
-    # Kept for the process: only root or this user can change these directories' owner or mode.
-    above = [*Path(top).parents, *Path(os.path.realpath(top)).parents]
-    return all(_unswappable(path) for path in above)
+    return all(_private_directory(path) for path in own) and _reached_unswappably(str(directory))
 
 
 def _private_directory(path: Path) -> bool:
@@ -76,19 +76,63 @@ def _private_directory(path: Path) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
-def _unswappable(path: Path) -> bool:
-    """A directory (or a link to one) in which no other user can replace what is below it: owned by
-    root or this user, and writable by others only with the sticky bit, as /tmp is (only an entry's
-    owner may then rename it). The same rule OpenSSH's StrictModes applies to a key's directories."""
+# The most links one lookup follows before the kernel gives up with ELOOP (MAXSYMLINKS, fs/namei.c).
+_MAX_LINKS = 40
+
+
+def _reached_unswappably(path: str) -> bool:
+    """Walk an absolute path as the kernel's lookup does (each link followed where it is met, a
+    relative target from the link's directory, `..` from wherever the walk has got to) and require
+    every directory and link on the way to be root's or this user's, each directory writable by
+    others only with the sticky bit (/tmp: only an entry's owner may rename it) or through this user's
+    own private group. Checking the path as written and fully resolved is not enough: a link reached
+    through another link, or a `..` after one, leads through directories neither names."""
+    uid, pending, current, links = os.geteuid(), path.split("/")[::-1], "/", 0
+    if not _unswappable(os.lstat("/"), uid):
+        return False
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            current = os.path.dirname(current)  # current is a real directory: its parent is on the way
+            continue
+        entry = os.path.join(current, name)
+        try:
+            info = os.lstat(entry)
+        except OSError:
+            return False
+        if stat.S_ISLNK(info.st_mode):
+            links += 1
+            if info.st_uid not in (0, uid) or links > _MAX_LINKS:
+                return False
+            target = os.readlink(entry)
+            current = "/" if target.startswith("/") else current
+            pending.extend(target.split("/")[::-1])
+        elif _unswappable(info, uid):
+            current = entry
+        else:
+            return False
+    return True
+
+
+def _unswappable(info: os.stat_result, uid: int) -> bool:
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid not in (0, uid):
+        return False
+    if info.st_mode & stat.S_ISVTX or not info.st_mode & 0o022:
+        return True
+    return not info.st_mode & 0o002 and _private_group(info.st_gid)
+
+
+@functools.lru_cache(maxsize=4)
+def _private_group(gid: int) -> bool:
+    """This user's private group (Debian, Fedora and their kin give each user one, with umask 002, so
+    ~/.cache is often 0775): the user's primary group, named after them, with no other member."""
     try:
-        info = os.lstat(path)
-    except OSError:
+        user, group = pwd.getpwuid(os.geteuid()), grp.getgrgid(gid)
+    except KeyError:
         return False
-    if info.st_uid not in (0, os.geteuid()):
-        return False
-    if stat.S_ISLNK(info.st_mode):
-        return True  # its target's directories are walked too (the resolved path)
-    return stat.S_ISDIR(info.st_mode) and (not info.st_mode & 0o022 or bool(info.st_mode & stat.S_ISVTX))
+    return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
 
 
 def read_cached(path: Path | None) -> bytes | None:

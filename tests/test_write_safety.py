@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -266,29 +267,81 @@ def test_a_cache_directory_others_can_write_is_never_read(tmp_path, monkeypatch)
     assert not trusted(tmp_path / "lwsgen")
 
 
-@pytest.mark.parametrize("linked", [False, True], ids=["as-written", "through-a-link"])
-def test_a_cache_inside_a_directory_where_others_can_swap_it_is_never_read(tmp_path, monkeypatch, linked):
-    """XDG_CACHE_HOME in a directory others can write (not sticky, as /tmp is): lwsgen's own 0700
-    directory is there, but another user could rename it away and put theirs, holding compiled
-    template code, in its place between the check and the read."""
+def _cache_home(tmp_path: Path, layout: str) -> tuple[Path, Path]:
+    """(XDG_CACHE_HOME, the directory others could write) for one way of reaching lwsgen's cache
+    through a directory where another user could put their own in its place."""
+    shared, private = tmp_path / "shared", tmp_path / "private"
+    private.mkdir(mode=0o700)
+    shared.mkdir()
+    if layout == "in-it":
+        home = shared / "cache"
+    elif layout == "linked-into-it":  # the variable names a link in a private directory
+        (shared / "cache").mkdir()
+        (private / "cache").symlink_to(shared / "cache")
+        home = private / "cache"
+    elif layout == "a-link-hop-through-it":  # written and resolved both private; the hop between is not
+        (shared / "hop").symlink_to(private / "real")
+        (private / "cache").symlink_to(shared / "hop")
+        home = private / "cache"
+        (private / "real" / "lwsgen").mkdir(parents=True, mode=0o700)
+        return home, shared
+    else:  # "dot-dot-after-a-link": the kernel takes `..` after the link, from inside `shared`
+        (private / "real" / "cache" / "lwsgen").mkdir(parents=True, mode=0o700)  # what a textual `..` names
+        (shared / "x").mkdir()
+        (private / "link").symlink_to(shared / "x")
+        (shared / "real" / "cache").mkdir(parents=True)
+        home = Path(f"{private}/link/../real/cache")
+    (home / "lwsgen").mkdir(parents=True, mode=0o700)
+    return home, shared
+
+
+@pytest.mark.parametrize("layout", ["in-it", "linked-into-it", "a-link-hop-through-it", "dot-dot-after-a-link"])
+def test_a_cache_reached_through_a_directory_others_can_write_is_never_read(tmp_path, monkeypatch, layout):
+    """XDG_CACHE_HOME reached through a directory others can write (not sticky, as /tmp is, and not
+    the user's private group): lwsgen's own 0700 directory is there, but another user could rename
+    it, or a link on the way, and put theirs, holding compiled template code, in its place."""
     from lwsgen import files, render
 
-    shared = tmp_path / "shared"
-    home = shared / "cache"
-    (home / "lwsgen").mkdir(parents=True, mode=0o700)
-    if linked:  # the variable names a link in a private directory; the link's target is in `shared`
-        (tmp_path / "private").mkdir(mode=0o700)
-        (tmp_path / "private" / "cache").symlink_to(home)
-        home = tmp_path / "private" / "cache"
+    home, shared = _cache_home(tmp_path, layout)
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
-    files._unswappable_above.cache_clear()
-    assert render._bytecode_cache() is not None  # every directory above is root's or this user's alone
-    for mode, kept in ((0o777, False), (0o1777, True), (0o775, False)):
+    for mode, kept in ((0o755, True), (0o777, False), (0o1777, True), (0o757, False)):
         shared.chmod(mode)
-        files._unswappable_above.cache_clear()
         assert (render._bytecode_cache() is not None) is kept, oct(mode)
         assert files.trusted(home / "lwsgen") is kept
+
+
+def test_a_group_writable_directory_is_trusted_only_for_the_users_private_group(tmp_path, monkeypatch):
+    """Under umask 002 (Debian's and Fedora's user private groups) ~/.cache is 0775 with the user's
+    own group: no one else is in it. Another group's write bit lets its members swap the cache."""
+    import grp
+    import pwd
+
+    from lwsgen import files
+
+    user = pwd.getpwuid(os.geteuid())
+    own = grp.getgrgid(user.pw_gid)
+    if own.gr_name != user.pw_name or set(own.gr_mem) - {user.pw_name}:
+        pytest.skip(f"{user.pw_name}'s primary group is not a private one")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "lwsgen").mkdir(parents=True, mode=0o700)
+    (tmp_path / "cache").chmod(0o775)
+    assert files.trusted(tmp_path / "cache" / "lwsgen")
+    others = next((g.gr_gid for g in grp.getgrall() if g.gr_gid != user.pw_gid), None)
+    os.chown(tmp_path / "cache", -1, others)
+    assert not files.trusted(tmp_path / "cache" / "lwsgen")
+
+
+@pytest.mark.parametrize("home", [".", "relative/home"])
+def test_no_cache_is_kept_without_an_absolute_home(monkeypatch, home):
+    """HOME=. (or unset for a user with no passwd entry, which leaves '~') would put the cache in the
+    directory rendered: a checkout could then bring its own compiled templates."""
+    from lwsgen import files
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("LWSGEN_NO_CACHE", raising=False)
+    monkeypatch.setenv("HOME", home)
+    assert files.cache_dir() is None
 
 
 def test_a_compiled_template_others_could_have_written_is_not_run(tmp_path):
