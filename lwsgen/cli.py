@@ -403,7 +403,8 @@ def _shape(profile) -> str:
     if profile.roles:
         return "; ".join(f"{role}: {_shape(p)}" for role, p in profile.roles.items())
     p = profile
-    return f"group of {p.group_size} pods x {p.gpus_per_pod} GPUs, world size {p.world_size}"
+    pods = "pod" if p.group_size == 1 else "pods"
+    return f"group of {p.group_size} {pods} x {p.gpus_per_pod} GPUs, world size {p.world_size}"
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -439,7 +440,7 @@ def _validate(args: argparse.Namespace) -> int:
     if report.problems:
         return EXIT_INVALID
     if args.format == "text":
-        sys.stdout.write(f"{report.checked} documents valid\n")
+        sys.stdout.write(f"{report.checked} document{'' if report.checked == 1 else 's'} valid\n")
     return EXIT_OK
 
 

@@ -450,6 +450,13 @@ CODES: dict[str, Code] = {
         ),
         "Upgrade the LeaderWorkerSet controller and raise lws.version, or leave the setting out.",
     ),
+    "replicas-ignored": Code(
+        "warning",
+        "profile",
+        "replicas is set while autoscaling is on: it is not written to the workload, since the autoscaler owns the "
+        "group count.",
+        "Remove replicas, or set autoscaling.minReplicas to the count to keep at least.",
+    ),
     "min-above-max": Code(
         "error",
         "profile",

@@ -528,7 +528,8 @@ def test_the_local_copy_is_whole_or_not_there(tmp_path):
 
 def test_mistakes_in_the_source_are_said_in_words(said):
     errors, _ = said(_profile(**{"model.source.revision": 123456}))
-    assert any("model.source.revision: must be a string (quote it), not an integer" in e for e in errors), errors
+    # quoting 123456 would not make it a commit: the message says what would
+    assert any("model.source.revision: must be a full commit hash: 40 lower-case" in e for e in errors), errors
     errors, _ = said(_profile(**{"model.source.revision": "be673f3"}))
     assert any("is not a full commit hash: 40 lower-case hexadecimal digits" in e for e in errors), errors
     llamacpp = _llamacpp(

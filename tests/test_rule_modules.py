@@ -52,6 +52,16 @@ PROFILE_CASES = [
         ("autoscaling.minReplicas", "min-above-max", "minReplicas 3 is greater than maxReplicas 2"),
     ),
     (
+        profile_rules.check_replicas_with_autoscaling,
+        {"replicas": 3, "autoscaling": {"enabled": True, "minReplicas": 1, "maxReplicas": 4}},
+        (
+            "replicas",
+            "replicas-ignored",
+            "replicas 3 has no effect with autoscaling on: the autoscaler keeps between autoscaling.minReplicas 1 "
+            "and maxReplicas 4 groups; remove replicas, or set minReplicas",
+        ),
+    ),
+    (
         images.check_images,
         {"image": "vllm/vllm-openai:latest"},
         ("image", "bad-image", "'vllm/vllm-openai:latest': ':latest' is not pinned; use a version tag or a digest"),

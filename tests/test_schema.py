@@ -6,7 +6,7 @@ import jsonschema_rs
 import pytest
 
 import fastyaml
-from conftest import REPO, SHARED
+from conftest import MINIMAL, REPO, SHARED, merged
 from lwsgen.check.schema import profile_schema, with_defaults
 from lwsgen.commands import docs
 
@@ -130,3 +130,30 @@ def test_field_reference_lists_every_schema_field():
     reference = (REPO / "docs" / "profile.md").read_text()
     for path, *_ in docs.rows(profile_schema()):
         assert f"| `{path}`" in reference
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (30, "monitoring.interval: must be a duration such as 15s, 1m or 500ms, not an integer"),
+        (1.5, "monitoring.interval: must be a duration such as 15s, 1m or 500ms, not a number"),
+        ("30s", None),
+    ],
+)
+def test_a_number_where_a_pattern_is_wanted_is_told_the_pattern_not_to_quote_it(said, value, message):
+    """`interval: 30` was told "must be a string (quote it)"; quoted, "30" is still no duration."""
+    errors, _ = said(merged(MINIMAL, monitoring={"enabled": True, "interval": value}))
+    assert errors == ([message] if message else [])
+
+
+def test_a_number_that_is_a_valid_string_once_quoted_is_told_to_quote_it(said):
+    errors, _ = said(merged(MINIMAL, namespace=5))
+    assert errors == ["namespace: must be a string (quote it), not an integer"]
+
+
+def test_a_misspelt_field_is_told_the_field_it_is_close_to(said):
+    errors, _ = said(merged(MINIMAL, monitorng={"enabled": True}))
+    [error] = errors
+    assert error.startswith("monitorng: unknown field; did you mean 'monitoring'? allowed here: ")
+    errors, _ = said(merged(MINIMAL, zzz=1))
+    assert errors[0].startswith("zzz: unknown field; allowed here: ")

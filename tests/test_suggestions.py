@@ -112,3 +112,15 @@ def test_the_405b_layout_hint_leaves_out_the_layout_that_cannot_hold_it(said):
     profile, field, _ = ROWS["layout-that-must-fit-405b"]
     [message] = [e for e in said(profile)[0] if e.startswith(f"{field}: ")]
     assert "tensor 8 x pipeline 1" not in message and "tensor 8 x pipeline 2" in message
+
+
+def test_an_unrelated_error_does_not_empty_the_layout_hint(said):
+    """Each suggested layout was held back when the profile had any other error (autoscaling's
+    minReplicas above maxReplicas): the hint read 'valid layouts near it: ' and nothing."""
+    profile, field, _ = ROWS["layout-not-divisible"]
+    broken = merged(profile, autoscaling={"enabled": True, "minReplicas": 4, "maxReplicas": 2})
+    errors = said(broken)[0]
+    [message] = [e.split(": ", 1)[1] for e in errors if e.startswith(f"{field}: ")]
+    [alone] = [e.split(": ", 1)[1] for e in said(profile)[0] if e.startswith(f"{field}: ")]
+    assert message == alone and _layouts(message)
+    assert any(e.startswith("autoscaling.minReplicas: ") for e in errors)

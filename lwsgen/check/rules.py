@@ -84,10 +84,21 @@ def _layouts(profile: Profile, src: Source) -> list[str]:
                 )
             )
             break
+    # A problem the profile has anyway (an autoscaler's bounds, say) is no reason to hold a layout back.
+    already = {(p.path, p.code) for p in _errors_besides_divisibility(profile, src)}
     return [
         label
         for candidate, label in candidates
-        if sizing.fits_profile(candidate) is None and not check_rules(candidate, src)
+        if sizing.fits_profile(candidate) is None and {(p.path, p.code) for p in check_rules(candidate, src)} <= already
+    ]
+
+
+def _errors_besides_divisibility(profile: Profile, src: Source) -> list[Problem]:
+    return [
+        p
+        for rule in registry.rules(PROFILE, ERROR)
+        if rule.function is not check_divisible
+        for p in rule.function(profile, src)
     ]
 
 
@@ -152,6 +163,21 @@ def check_replicas(profile: Profile, src: Source) -> list[Problem]:
             )
         ]
     return []
+
+
+@registry.rule("replicas-ignored", scope=PROFILE, severity=WARNING)
+def check_replicas_with_autoscaling(profile: Profile, src: Source) -> list[Problem]:
+    """replicas given with autoscaling on: it is not written (the autoscaler owns the group count, and a
+    GitOps controller writing it back would fight it), so the value has no effect. Say so."""
+    scaling = profile.autoscaling
+    if not scaling.enabled or ("replicas",) not in src.values_at:
+        return []
+    message = (
+        f"replicas {profile.replicas} has no effect with autoscaling on: the autoscaler keeps between "
+        f"autoscaling.minReplicas {scaling.min_replicas} and maxReplicas {scaling.max_replicas} groups; "
+        "remove replicas, or set minReplicas"
+    )
+    return [src.problem(("replicas",), message, "replicas-ignored")]
 
 
 @registry.rule("bad-format", scope=PROFILE, severity=ERROR)

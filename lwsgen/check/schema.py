@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import datetime
+import difflib
 import math
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -103,6 +105,20 @@ def _pattern_help(pattern: str, schema_path: list) -> str:
     return PATTERN_HELP.get(pattern, f"text matching {pattern}")
 
 
+def _wanted(kind, instance: Any, schema_path: list) -> str:
+    """What a field of the wrong type must be. A scalar YAML read as a number or boolean where a
+    string belongs is to be quoted, unless quoting alone would still fail the field's pattern
+    (`interval: 30` is no duration): then say what the pattern allows."""
+    wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kind.types)
+    if kind.types != ["string"] or _json_type(instance) not in ("integer", "number", "boolean"):
+        return wanted
+    pattern = _subschema(schema_path[:-1]).get("pattern")
+    text = str(instance).lower() if isinstance(instance, bool) else str(instance)
+    if pattern is not None and re.search(pattern, text) is None:
+        return _pattern_help(pattern, schema_path)
+    return f"{wanted} (quote it)"
+
+
 def _describe(err, src: Source) -> Problem:
     """Turn one jsonschema-rs error into a Problem that says what is allowed."""
     kind = err.kind
@@ -112,8 +128,11 @@ def _describe(err, src: Source) -> Problem:
     instance = err.instance
     if name == "additionalProperties":
         field = kind.unexpected[0]
-        allowed = ", ".join(_allowed_fields(schema_path))
-        return src.problem(path + (field,), f"unknown field; allowed here: {allowed}", "unknown-field", key=True)
+        fields = _allowed_fields(schema_path)
+        close = difflib.get_close_matches(str(field), fields, n=1, cutoff=0.75)
+        guess = f"did you mean '{close[0]}'? " if close else ""
+        message = f"unknown field; {guess}allowed here: {', '.join(fields)}"
+        return src.problem(path + (field,), message, "unknown-field", key=True)
     if name == "required":
         # a file that is meant only as a base says so; being extended no longer makes it one
         hint = "; a file that is only a base says base: true" if path == () else ""
@@ -128,13 +147,8 @@ def _describe(err, src: Source) -> Problem:
         options = ", ".join(str(o) for o in kind.options)
         return src.problem(path, f"{instance!r} is not allowed; use one of: {options}", "not-allowed")
     if name == "type":
-        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kind.types)
-        quote = (
-            " (quote it)"
-            if kind.types == ["string"] and _json_type(instance) in ("integer", "number", "boolean")
-            else ""
-        )
-        return src.problem(path, f"must be {wanted}{quote}, not {_TYPE_WORDS[_json_type(instance)]}", "wrong-type")
+        wanted = _wanted(kind, instance, schema_path)
+        return src.problem(path, f"must be {wanted}, not {_TYPE_WORDS[_json_type(instance)]}", "wrong-type")
     if name == "pattern":
         return src.problem(path, f"{instance!r} is not {_pattern_help(kind.pattern, schema_path)}", "bad-format")
     if name == "propertyNames":
