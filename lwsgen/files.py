@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import grp
 import os
@@ -61,14 +62,18 @@ def trusted(directory: Path) -> bool:
     code it executes (a shared XDG_CACHE_HOME would otherwise let another user run code as whoever
     renders), so anything else is not read. Not seen: permissions a file system does not show in
     owner and mode (a FUSE mount of another user's, NFSv4 ACLs)."""
-    if not directory.is_absolute():
+    path = str(directory)
+    if not os.path.isabs(path):
         return False
     base = cache_dir()
-    own = [directory, *[p for p in directory.parents if base is not None and p.is_relative_to(base)]]
-    return all(_private_directory(path) for path in own) and _reached_unswappably(str(directory))
+    own = [path]
+    if base is not None and path.startswith(f"{base}/"):
+        while own[-1] != str(base):
+            own.append(os.path.dirname(own[-1]))
+    return all(_private_directory(each) for each in own) and _reached_unswappably(path)
 
 
-def _private_directory(path: Path) -> bool:
+def _private_directory(path: str) -> bool:
     try:
         info = os.lstat(path)
     except OSError:
@@ -88,7 +93,7 @@ def _reached_unswappably(path: str) -> bool:
     own private group. Checking the path as written and fully resolved is not enough: a link reached
     through another link, or a `..` after one, leads through directories neither names."""
     uid, pending, current, links = os.geteuid(), path.split("/")[::-1], "/", 0
-    if not _unswappable(os.lstat("/"), uid):
+    if not _unswappable(os.lstat("/"), uid, "/"):
         return False
     while pending:
         name = pending.pop()
@@ -109,30 +114,46 @@ def _reached_unswappably(path: str) -> bool:
             target = os.readlink(entry)
             current = "/" if target.startswith("/") else current
             pending.extend(target.split("/")[::-1])
-        elif _unswappable(info, uid):
+        elif _unswappable(info, uid, entry):
             current = entry
         else:
             return False
     return True
 
 
-def _unswappable(info: os.stat_result, uid: int) -> bool:
+def _unswappable(info: os.stat_result, uid: int, path: str) -> bool:
     if not stat.S_ISDIR(info.st_mode) or info.st_uid not in (0, uid):
         return False
     if info.st_mode & stat.S_ISVTX or not info.st_mode & 0o022:
         return True
-    return not info.st_mode & 0o002 and _private_group(info.st_gid)
+    return not info.st_mode & 0o002 and _private_group(uid, info.st_gid) and not _has_acl(path)
 
 
 @functools.lru_cache(maxsize=4)
-def _private_group(gid: int) -> bool:
+def _private_group(uid: int, gid: int) -> bool:
     """This user's private group (Debian, Fedora and their kin give each user one, with umask 002, so
-    ~/.cache is often 0775): the user's primary group, named after them, with no other member."""
+    ~/.cache is often 0775): the user's primary group, named after them, not root's group (handed to
+    other users' processes often: OpenShift's arbitrary users, `docker run --user N:0`), with no
+    other member by any entry the user database lists: no member named, no other user whose primary
+    group it is, no second group entry with its number."""
     try:
-        user, group = pwd.getpwuid(os.geteuid()), grp.getgrgid(gid)
+        user, group = pwd.getpwuid(uid), grp.getgrgid(gid)
     except KeyError:
         return False
-    return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+    if gid in (0, None) or gid != user.pw_gid or group.gr_name != user.pw_name or set(group.gr_mem) - {user.pw_name}:
+        return False
+    if any(other.pw_gid == gid and other.pw_uid != uid for other in pwd.getpwall()):
+        return False
+    return sum(entry.gr_gid == gid for entry in grp.getgrall()) == 1
+
+
+def _has_acl(path: str) -> bool:
+    """A POSIX access ACL: its named users and groups hide behind the mode's group bits (the mask)."""
+    try:
+        os.getxattr(path, "system.posix_acl_access", follow_symlinks=False)
+    except OSError as err:
+        return err.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP)
+    return True
 
 
 def read_cached(path: Path | None) -> bytes | None:

@@ -311,25 +311,64 @@ def test_a_cache_reached_through_a_directory_others_can_write_is_never_read(tmp_
         assert files.trusted(home / "lwsgen") is kept
 
 
-def test_a_group_writable_directory_is_trusted_only_for_the_users_private_group(tmp_path, monkeypatch):
-    """Under umask 002 (Debian's and Fedora's user private groups) ~/.cache is 0775 with the user's
-    own group: no one else is in it. Another group's write bit lets its members swap the cache."""
+PRIVATE_GID = 4242  # this user's private group in the user database the next test fakes
+
+
+def _user_database(monkeypatch, users: list[tuple[str, int, int]], groups: list[tuple[str, int, list[str]]]) -> None:
+    """Fake /etc/passwd and /etc/group (name, uid, gid) / (name, gid, members); this user is the first."""
     import grp
     import pwd
 
     from lwsgen import files
 
-    user = pwd.getpwuid(os.geteuid())
-    own = grp.getgrgid(user.pw_gid)
-    if own.gr_name != user.pw_name or set(own.gr_mem) - {user.pw_name}:
-        pytest.skip(f"{user.pw_name}'s primary group is not a private one")
+    entries = [pwd.struct_passwd((n, "x", u, g, "", "/home/" + n, "/bin/sh")) for n, u, g in users]
+    listed = [grp.struct_group((n, "x", g, m)) for n, g, m in groups]
+    by_uid = {e.pw_uid: e for e in entries}
+    by_gid = {}
+    for entry in listed:
+        by_gid.setdefault(entry.gr_gid, entry)  # getgrgid returns the first entry of a number
+    monkeypatch.setattr(files.pwd, "getpwuid", lambda uid: by_uid[uid])
+    monkeypatch.setattr(files.pwd, "getpwall", lambda: entries)
+    monkeypatch.setattr(files.grp, "getgrgid", lambda gid: by_gid[gid])
+    monkeypatch.setattr(files.grp, "getgrall", lambda: listed)
+    files._private_group.cache_clear()
+
+
+ME = ("alice", os.geteuid(), PRIVATE_GID)
+PRIVATE = ("alice", PRIVATE_GID, [])
+ROWS = {
+    "the user's private group": ([ME], [PRIVATE], None, True),
+    "a group with another member": ([ME], [("alice", PRIVATE_GID, ["mallory"])], None, False),
+    "another user's primary group too": ([ME, ("mallory", 2002, PRIVATE_GID)], [PRIVATE], None, False),
+    "a second group entry with its number": ([ME], [PRIVATE, ("team", PRIVATE_GID, ["mallory"])], None, False),
+    "a group not named after the user": ([ME], [("staff", PRIVATE_GID, [])], None, False),
+    "an ACL granting another user write": ([ME], [PRIVATE], 2002, False),
+    "root's group": ([("alice", os.geteuid(), 0)], [("alice", 0, [])], None, False),
+}
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_a_group_writable_directory_is_trusted_only_for_the_users_private_group(tmp_path, monkeypatch, row):
+    """Under umask 002 (Debian's and Fedora's user private groups) ~/.cache is 0775 with the user's
+    own group: no one else is in it. Another member, by any entry of the user database, an ACL behind
+    the group bits, or root's group (handed to other users' processes) lets someone else swap it."""
+    import struct
+
+    from lwsgen import files
+
+    users, groups, acl_user, kept = ROWS[row]
+    _user_database(monkeypatch, users, groups)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (tmp_path / "cache" / "lwsgen").mkdir(parents=True, mode=0o700)
+    os.chown(tmp_path / "cache", -1, users[0][2])
     (tmp_path / "cache").chmod(0o775)
+    if acl_user is not None:  # user::rwx user:<acl_user>:rwx group::rwx mask::rwx other::r-x
+        entries = [(0x01, 7, -1), (0x02, 7, acl_user), (0x04, 7, -1), (0x10, 7, -1), (0x20, 5, -1)]
+        blob = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i & 0xFFFFFFFF) for t, p, i in entries)
+        os.setxattr(tmp_path / "cache", "system.posix_acl_access", blob)
+    assert files.trusted(tmp_path / "cache" / "lwsgen") is kept
+    (tmp_path / "cache").chmod(0o755)
     assert files.trusted(tmp_path / "cache" / "lwsgen")
-    others = next((g.gr_gid for g in grp.getgrall() if g.gr_gid != user.pw_gid), None)
-    os.chown(tmp_path / "cache", -1, others)
-    assert not files.trusted(tmp_path / "cache" / "lwsgen")
 
 
 @pytest.mark.parametrize("home", [".", "relative/home"])
