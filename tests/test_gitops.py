@@ -241,7 +241,7 @@ def test_an_incomplete_file_without_the_marker_says_how_to_mark_it(write_profile
     write_profile("extends: base.yaml\nname: prod-llama\n", "profiles/llama.yaml")
     assert main(["render", str(tmp_path / "profiles"), "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
-    assert "base.yaml:1:1: missing required field 'name'; a file that is only a base says base: true" in err
+    assert "base.yaml:1:1: name: missing required field; a file that is only a base says base: true" in err
     assert not (tmp_path / "out").exists()
 
 

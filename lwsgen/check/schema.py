@@ -136,7 +136,8 @@ def _describe(err, src: Source) -> Problem:
     if name == "required":
         # a file that is meant only as a base says so; being extended no longer makes it one
         hint = "; a file that is only a base says base: true" if path == () else ""
-        return src.problem(path, f"missing required field '{kind.property}'{hint}", "missing-field", key=True)
+        # the field's own path, placed where it belongs (its parent's key; line 1 for the top level)
+        return src.problem(path + (kind.property,), f"missing required field{hint}", "missing-field", key=True)
     if name.startswith("oneOf") and all(set(o) == {"required"} for o in _subschema(schema_path)):
         fields = " or ".join(f"'{o['required'][0]}'" for o in _subschema(schema_path))
         return src.problem(path, f"give exactly one of {fields}", "one-of")
