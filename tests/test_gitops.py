@@ -536,3 +536,14 @@ def test_orphan_removal_never_reaches_what_it_cannot_vouch_for(write_profile, tm
     link.symlink_to(tmp_path)
     capsys.readouterr()
     assert main(["render", str(profiles / "one.yaml"), "-o", str(link / "out"), "--check"]) == 0, capsys.readouterr()
+
+
+def test_a_layout_an_overlay_breaks_is_reported_in_the_overlay(write_profile, capsys):
+    """The base sets tensor 8 x pipeline 2 on 8-GPU nodes; the overlay's node.gpus 6 makes the world size
+    not divide. The error pointed at the base's tensor, which is not what to change."""
+    write_profile(BASE, "base.yaml")
+    overlay = write_profile("extends: base.yaml\nname: x\nnode:\n  gpus: 6\n", "x.yaml")
+    assert main(["render", str(overlay), "-o", str(overlay.parent / "out")]) == 1
+    assert (
+        f"{overlay}:4:9: node.gpus: world size 16 (tensor 8 x pipeline 2) is not a multiple" in capsys.readouterr().err
+    )

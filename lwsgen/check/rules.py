@@ -116,13 +116,14 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
         f"node.gpus {gpus}, so groups cannot take whole nodes; valid layouts near it: "
         + "; ".join(_layouts(profile, src))
     )
-    if par.data > 1 and ("parallelism", "data") in src.values_at:
-        field = ("parallelism", "data")
-    elif ("parallelism", "tensor") in src.values_at:
-        field = ("parallelism", "tensor")
-    else:
-        field = ("node", "gpus")
+    fields = [f for f in _LAYOUT_FIELDS if f in src.values_at and (par.data > 1 or f != ("parallelism", "data"))]
+    # the field the profile itself sets, over one an extended base set: the overlay made it not divide
+    own = [f for f in fields if src.file_of(f) == src.file]
+    field = (own or fields or [("node", "gpus")])[0]
     return [src.problem(field, message, "not-divisible")]
+
+
+_LAYOUT_FIELDS = (("parallelism", "data"), ("parallelism", "tensor"), ("node", "gpus"), ("parallelism", "pipeline"))
 
 
 @registry.rule("name-too-long", scope=PROFILE, severity=ERROR)
