@@ -6,7 +6,7 @@ import re
 import pytest
 
 import fastyaml
-from conftest import PROFILES, merged
+from conftest import MINIMAL, PROFILES, merged
 from lwsgen.check import sizing
 from lwsgen.cli import main
 from lwsgen.pipeline import load_profile
@@ -279,3 +279,56 @@ def test_every_moe_plan_emits_a_profile_that_renders(capsys, tmp_path, model, ru
 def test_emit_profile_refuses_what_would_not_render(capsys, args, said_text):
     code = main(["plan", "--model", "llama-3.1-8b", "--gpu", "l4", *args, "--image", "vllm/vllm-openai:v0.33.0"])
     assert code == 1 and said_text in capsys.readouterr().err
+
+
+def test_an_emitted_profile_names_a_schema_lwsgen_schema_writes_beside_it(capsys, tmp_path):
+    """The modeline named ../schemas/profile.schema.json, which exists only in lwsgen's own checkout:
+    an editor opening the emitted profile anywhere else found no schema."""
+    import jsonschema_rs
+
+    args = ("--model", "llama-3.1-70b", "--gpu", "h100-80gb", "--emit-profile", "m", "--runtime", "vllm")
+    code, captured = _plan(capsys, *args, "--image", "vllm/vllm-openai:v0.33.0")
+    assert code == 0
+    (tmp_path / "m.yaml").write_text(captured.out)
+    assert main(["schema"]) == 0
+    named = re.match(r"# yaml-language-server: \$schema=(\S+)\n", captured.out)[1]
+    (tmp_path / named).write_text(capsys.readouterr().out)
+    schema = json.loads((tmp_path / "m.yaml").parent.joinpath(named).read_text())
+    jsonschema_rs.validator_for(schema).validate(fastyaml.load(captured.out))
+
+
+@pytest.mark.parametrize(
+    "scheduling, said",
+    [
+        ({}, ["default scheduler, no gang scheduling: a group's pods are placed one by one as nodes have room"]),
+        (
+            {"scheduler": "volcano", "queue": "inference"},
+            [
+                "Volcano gang scheduling, queue inference: a PodGroup per group, "
+                "none of its pods placed until all can be"
+            ],
+        ),
+        (
+            {"scheduler": "kueue", "queue": "gpus", "requiredTopology": "cloud.google.com/gke-nodepool"},
+            [
+                "Kueue: LocalQueue gpus admits the workload",
+                "every pod of a group in one cloud.google.com/gke-nodepool domain (Kueue topology-aware scheduling)",
+            ],
+        ),
+        (
+            {"exclusiveTopology": "topology.k8s.aws/network-node-layer-3", "priorityClassName": "serving"},
+            [
+                "default scheduler, no gang scheduling: a group's pods are placed one by one as nodes have room",
+                "one group per topology.k8s.aws/network-node-layer-3 domain, all its pods in it "
+                "(LWS exclusive-topology)",
+                "priority class serving",
+            ],
+        ),
+    ],
+)
+def test_explain_says_how_a_groups_pods_are_placed(write_profile, capsys, scheduling, said):
+    """explain said nothing of gang scheduling, the queue or the topology a group is held to."""
+    assert main(["explain", str(write_profile(merged(MINIMAL, scheduling=scheduling)))]) == 0
+    out = capsys.readouterr().out
+    placement = out.split("├─ placement\n", 1)[1].split("\n├─ ", 1)[0]
+    assert [line[6:] for line in placement.splitlines()] == said

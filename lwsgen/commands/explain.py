@@ -200,6 +200,25 @@ def _selectors(objects: dict[str, list[dict[str, Any]]], file: str, path: tuple[
     return out
 
 
+def _placement(scheduling) -> list[str]:
+    """How each group's pods are placed, from the scheduling fields (docs/scheduling.md)."""
+    s = scheduling
+    if s.scheduler == "volcano":
+        queue = f", queue {s.queue}" if s.queue else ""
+        steps = [f"Volcano gang scheduling{queue}: a PodGroup per group, none of its pods placed until all can be"]
+    elif s.scheduler == "kueue":
+        steps = [f"Kueue: LocalQueue {s.queue} admits the workload"]
+        if s.required_topology:
+            steps.append(f"every pod of a group in one {s.required_topology} domain (Kueue topology-aware scheduling)")
+    else:
+        steps = ["default scheduler, no gang scheduling: a group's pods are placed one by one as nodes have room"]
+    if s.exclusive_topology:
+        steps.append(f"one group per {s.exclusive_topology} domain, all its pods in it (LWS exclusive-topology)")
+    if s.priority_class_name:
+        steps.append(f"priority class {s.priority_class_name}")
+    return steps
+
+
 def text(result: Rendered) -> str:
     d = result.profile
     objects = _objects(result)
@@ -230,6 +249,11 @@ def text(result: Rendered) -> str:
     lines.append("├─ traffic")
     for i, step in enumerate(traffic):
         lines.append(f"│  {'└─' if i == len(traffic) - 1 else '├─'} {step}")
+
+    placement = _placement(d.scheduling)
+    lines.append("├─ placement")
+    for i, step in enumerate(placement):
+        lines.append(f"│  {'└─' if i == len(placement) - 1 else '├─'} {step}")
 
     plan = budget.budget(next(iter(d.roles.values())) if d.roles else d)
     size = "size unknown" if plan.size_gb is None else f"{plan.size_gb:,.0f} GB"

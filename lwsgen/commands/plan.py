@@ -61,7 +61,13 @@ def profile_skeleton(args: Namespace, result: sizing.Plan, g: sizing.Gpu, m: siz
         "storage": {"claimName": "models", "mountPath": "/models", "readOnly": True},
         "service": {"type": "ClusterIP"},  # reachable in the cluster only until you choose how to expose it
     }
-    return "# yaml-language-server: $schema=../schemas/profile.schema.json\n" + yaml.safe_dump(profile, sort_keys=False)
+    # the modeline names a schema beside the file, which `lwsgen schema` writes wherever this one goes
+    # (a path into lwsgen's own checkout would hold only there)
+    modeline = (
+        "# yaml-language-server: $schema=profile.schema.json\n"
+        "# (editor completion: `lwsgen schema > profile.schema.json` beside this file, or name its path above)\n"
+    )
+    return modeline + yaml.safe_dump(profile, sort_keys=False)
 
 
 def _text(args: Namespace, result: sizing.Plan, params: float, dtype: str) -> str:
