@@ -48,6 +48,29 @@ BROKEN = {
         lambda t: (_leader(t).pop("command"), _leader(t).pop("args", None)),
         "the engine container has neither command nor args",
     ),
+    "leader with args and no command": (
+        lambda t: _leader(t).pop("command"),
+        "the engine container has args but no command: it would run its image's entrypoint",
+    ),
+    "workers on AMD GPUs": (
+        lambda t: (
+            [_worker(t)["resources"][k].update({"amd.com/gpu": 8}) for k in ("limits", "requests")]
+            and [_worker(t)["resources"][k].pop("nvidia.com/gpu") for k in ("limits", "requests")]
+        ),
+        "the leader asks 8 nvidia.com/gpu and each worker 8 amd.com/gpu",
+    ),
+    "workers on another image": (
+        lambda t: _worker(t).update(image="vllm/vllm-openai:v0.32.0"),
+        "the workers run 'vllm/vllm-openai:v0.32.0' and the leader 'vllm/vllm-openai:v0.33.0'",
+    ),
+    "workers on another node type": (
+        lambda t: t["workerTemplate"]["spec"].update(nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A10G"}),
+        "the workers' nodeSelector differs from the leader's",
+    ),
+    "workers told another tensor size": (
+        lambda t: _worker(t)["args"].__setitem__(_worker(t)["args"].index("--tensor-parallel-size") + 1, "4"),
+        "the workers are given --tensor-parallel-size 4 and the leader --tensor-parallel-size 8",
+    ),
     "leader without HF_TOKEN": (
         lambda t: _drop_env(_leader(t), "HF_TOKEN"),
         "has no HF_TOKEN from its Secret, which the worker reads",
@@ -269,3 +292,34 @@ def test_a_kserve_retag_is_held_to_the_engine_the_service_runs_whatever_its_name
     out = capsys.readouterr().out
     assert "spec.template.containers[0].args[9]: --nnodes needs vLLM 0.11.1 or newer" in out
     assert "image 'vllm/vllm-openai:v0.9.0' runs 0.9.0 (from the image tag)" in out
+
+
+@pytest.mark.tools
+def test_a_sidecar_a_strategic_merge_patch_puts_first_is_not_taken_for_the_engine(tmp_path, capsys):
+    """kustomize puts a container a strategic-merge patch adds before the engine's: validate read the
+    sidecar as the engine (no command, no GPU, no model) and refused the overlay four times over."""
+    sidecar = {"name": "log-shipper", "image": "fluent/fluent-bit:3.2.0"}
+    template = {"spec": {"containers": [sidecar]}}
+    patch = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": EXAMPLE, "namespace": "inference"},
+        "spec": {"leaderWorkerTemplate": {"leaderTemplate": template, "workerTemplate": template}},
+    }
+    built = _build(tmp_path, {"resources": ["../base"], "patches": [{"patch": fastyaml.dump(patch)}]})
+    lws = next(d for d in fastyaml.load_all(built.read_text()) if d["kind"] == "LeaderWorkerSet")
+    assert lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["name"] == "log-shipper"
+    assert main(["validate", str(built)]) == 0, capsys.readouterr().out
+
+
+def test_a_kustomization_without_apiversion_and_kind_is_a_kustomization(tmp_path, capsys):
+    """kustomize reads a kustomization.yaml without its header; validate called it neither a profile
+    nor an object. Its paths are still checked."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text("resources: [../base]\n")
+    shutil.copytree(REPO / "out" / EXAMPLE, tmp_path / "base")
+    assert main(["validate", str(overlay)]) == 0, capsys.readouterr().out
+    (overlay / "kustomization.yaml").write_text("resources: [../nowhere]\n")
+    assert main(["validate", str(overlay)]) == 1
+    assert "../nowhere" in capsys.readouterr().out

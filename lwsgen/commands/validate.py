@@ -84,6 +84,15 @@ def _is_object(data: Any) -> bool:
     return isinstance(data, dict) and "apiVersion" in data and "kind" in data
 
 
+# The names kustomize reads a kustomization from (sigs.k8s.io/kustomize/api konfig/general.go,
+# RecognizedKustomizationFileNames), whose apiVersion and kind it does not require.
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def _headerless_kustomization(path: Path, data: Any) -> bool:
+    return path.name in KUSTOMIZATION_FILES and isinstance(data, dict) and not {"apiVersion", "kind"} & set(data)
+
+
 def _lwsgen_kustomization(path: Path, data: dict[str, Any]) -> bool:
     """Kustomizations are free-form; only those lwsgen wrote are held to its schema."""
     return data.get("kind") != "Kustomization" or (path.parent / MANIFEST).is_file()
@@ -189,6 +198,10 @@ def _shape(doc: source.Source, path: Path) -> Problem | None:
 def _admitted(doc: source.Source, path: Path, report: Report, crds: dict, version: str) -> bool:
     """Whether a document goes on to the cross-object rules: its shape and schema findings go into
     the report, and a refused object's name into report.broken."""
+    if _headerless_kustomization(path, doc.data):
+        report.problems += _kustomization_paths(path, doc)
+        report.not_checked["Kustomization"] = report.not_checked.get("Kustomization", 0) + 1
+        return False
     shape = _shape(doc, path)
     if shape is not None:
         report.problems.append(shape)

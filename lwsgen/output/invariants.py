@@ -186,7 +186,7 @@ def _mount_paths(spec: dict[str, Any]) -> dict[str, str]:
 def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Finding]:
     """Leader and workers run one program: a Secret or a shared volume that differs between them
     (a token only the leader can read, weights at another path) breaks the workers."""
-    at = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", 0)
+    at = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", podneeds.engine_index(worker))
     leader_secrets = _env_secrets(leader)
     for e, env in enumerate(podneeds.engine_container(worker).get("env", [])):
         ref = env.get("valueFrom", {}).get("secretKeyRef")

@@ -7,10 +7,12 @@ and every quantity is one Kubernetes accepts (lwsgen/quantity.py)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from lwsgen import quantity, runtimes
+from lwsgen.jsondata import dig
 from lwsgen.naming import RUNTIME_LABEL, RUNTIME_VERSION_ANNOTATION, RUNTIME_VERSION_IMAGE_ANNOTATION
 from lwsgen.problems import Finding
 from lwsgen.runtimes import versions
@@ -23,10 +25,28 @@ PRIVATE_VOLUMES = ("launch", "shm", "tmp", "scripts")
 MODEL_TOKENS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
 
+# The engine container's names: lwsgen's leader and worker (derive/workload.py role_pod), and KServe's
+# main (LLMInferenceService), kserve-container and worker-container (InferenceService).
+ENGINE_CONTAINERS = ("leader", "worker", "main", "kserve-container", "worker-container")
+# Flags that size the group: every rank must be given the same (the engine ranks would disagree on
+# the world, and NCCL waits for ranks that never come). --node-rank differs by design.
+GROUP_FLAGS = re.compile(r"--((tensor|pipeline|data|expert)[-_]parallel[-_]size|(tp|pp|dp|ep)([-_]size)?|nnodes)")
+
+
+def engine_index(spec: dict[str, Any]) -> int:
+    """Where the engine container is: the one named as lwsgen (or KServe) names it, since a
+    strategic-merge patch adding a sidecar puts it first; else the first."""
+    containers = spec.get("containers") or []
+    named = (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") in ENGINE_CONTAINERS)
+    return next(named, 0)
+
+
 def engine_container(spec: dict[str, Any]) -> dict[str, Any]:
-    """A pod spec's first container: the engine's, by lwsgen's convention ({} if it has none)."""
+    """A pod spec's engine container ({} if it has none)."""
     containers = spec.get("containers") or [{}]
-    return containers[0] if isinstance(containers[0], dict) else {}
+    index = engine_index(spec)
+    found = containers[index] if index < len(containers) else {}
+    return found if isinstance(found, dict) else {}
 
 
 def _gpus(container: dict[str, Any]) -> tuple[str, object] | None:
@@ -53,12 +73,13 @@ def _containers(spec: dict[str, Any], at: tuple) -> Iterator[Finding]:
         for c, container in enumerate(spec.get(group) or []):
             if isinstance(container, dict) and not container.get("image"):
                 yield Finding((*at, group, c), f"container {container.get('name')!r} has no image")
-    main = engine_container(spec)
-    if main and not main.get("command") and not main.get("args"):
+    main, index = engine_container(spec), engine_index(spec)
+    if main and not main.get("command"):
+        what = "neither command nor args" if not main.get("args") else "args but no command"
         yield Finding(
-            (*at, "containers", 0),
-            "the engine container has neither command nor args: it would run its image's entrypoint, not the "
-            "group's launch (render the profile again)",
+            (*at, "containers", index),
+            f"the engine container has {what}: it would run its image's entrypoint, not the group's launch "
+            "(render the profile again)",
         )
 
 
@@ -82,12 +103,18 @@ def _workers_load_model(lws: dict[str, Any]) -> bool:
 
 def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Finding]:
     leader, worker = (lwt.get(side, {}).get("spec") or {} for side in SIDES)
-    at = {side: ("spec", "leaderWorkerTemplate", side, "spec", "containers", 0) for side in SIDES}
+    specs = {"leaderTemplate": leader, "workerTemplate": worker}
+    at = {
+        side: ("spec", "leaderWorkerTemplate", side, "spec", "containers", engine_index(specs[side])) for side in SIDES
+    }
     mains = {"leaderTemplate": engine_container(leader), "workerTemplate": engine_container(worker)}
     gpus = {side: _gpus(container) for side, container in mains.items()}
     if (gpus["leaderTemplate"] is None) != (gpus["workerTemplate"] is None) or (
         gpus["leaderTemplate"]
-        and quantity.parse(gpus["leaderTemplate"][1]) != quantity.parse(gpus["workerTemplate"][1])
+        and (
+            gpus["leaderTemplate"][0] != gpus["workerTemplate"][0]
+            or quantity.parse(gpus["leaderTemplate"][1]) != quantity.parse(gpus["workerTemplate"][1])
+        )
     ):
         said = {side: (f"{g[1]} {g[0]}" if g else "no GPU") for side, g in gpus.items()}
         short = "leaderTemplate" if gpus["leaderTemplate"] is None else "workerTemplate"
@@ -96,6 +123,7 @@ def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Fin
             f"the leader asks {said['leaderTemplate']} and each worker {said['workerTemplate']}: every pod of a group "
             "is one rank set of the same engine, with the same GPUs (render the profile again)",
         )
+    yield from _same_engine(mains, specs, at)
     for mine, other in (SIDES, SIDES[::-1]):
         if mine == SIDES[1] and not workers_load_model:
             continue
@@ -112,6 +140,46 @@ def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Fin
             yield Finding(
                 (*at[mine], "volumeMounts"),
                 f"does not mount {name!r}, which the {_side(other)} mounts: every rank loads the same model",
+            )
+
+
+def _group_flags(container: dict[str, Any]) -> dict[str, str]:
+    """The group-sizing flags an engine container is given, by name: `--flag value` or `--flag=value`."""
+    words = [str(w) for key in ("command", "args") for w in container.get(key) or []]
+    found = {}
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if GROUP_FLAGS.fullmatch(flag):
+            found[flag.replace("_", "-")] = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+    return found
+
+
+def _same_engine(mains: dict[str, dict], specs: dict[str, dict], at: dict[str, tuple]) -> Iterator[Finding]:
+    """Every pod of a group is one rank set of the same engine on the same kind of node: the same
+    image, the same node selection, the same group-sizing flags (an overlay can patch one side)."""
+    worker = SIDES[1]
+    images = [mains[side].get("image") for side in SIDES]
+    if all(isinstance(i, str) for i in images) and images[0] != images[1]:
+        yield Finding(
+            (*at[worker], "image"),
+            f"the workers run {images[1]!r} and the leader {images[0]!r}: every rank of a group must run the same "
+            "engine build (patch both templates, or use kustomize's images: to change it)",
+        )
+    for field, path in (("nodeSelector", ("nodeSelector",)), ("node affinity", ("affinity", "nodeAffinity"))):
+        chosen = [dig(specs[side], *path) for side in SIDES]
+        if chosen[0] != chosen[1]:
+            yield Finding(
+                ("spec", "leaderWorkerTemplate", worker, "spec", *path),
+                f"the workers' {field} differs from the leader's: a group would span different kinds of node "
+                "(GPU product, instance type), and its ranks must be alike; patch both templates",
+            )
+    flags = [_group_flags(mains[side]) for side in SIDES]
+    for flag in sorted(set(flags[0]) & set(flags[1])):
+        if flags[0][flag] != flags[1][flag]:
+            yield Finding(
+                (*at[worker], "args"),
+                f"the workers are given {flag} {flags[1][flag]} and the leader {flag} {flags[0][flag]}: every rank "
+                "must be given the same group size, or they wait for ranks that never come",
             )
 
 
@@ -181,7 +249,8 @@ def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
                 feature = features.get(str(arg).split("=", 1)[0])
                 message = running.needs(feature, str(arg).split("=", 1)[0]) if feature else None
                 if message:
-                    where = ("spec", "leaderWorkerTemplate", side, "spec", "containers", 0, key, index)
+                    container = engine_index(template.get("spec") or {})
+                    where = ("spec", "leaderWorkerTemplate", side, "spec", "containers", container, key, index)
                     yield Finding(where, message.replace("this profile runs", f"image {main['image']!r} runs"))
 
 
