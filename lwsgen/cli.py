@@ -404,7 +404,8 @@ def _shape(profile) -> str:
         return "; ".join(f"{role}: {_shape(p)}" for role, p in profile.roles.items())
     p = profile
     pods = "pod" if p.group_size == 1 else "pods"
-    return f"group of {p.group_size} {pods} x {p.gpus_per_pod} GPUs, world size {p.world_size}"
+    gpus = "GPU" if p.gpus_per_pod == 1 else "GPUs"
+    return f"group of {p.group_size} {pods} x {p.gpus_per_pod} {gpus}, world size {p.world_size}"
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -89,10 +89,11 @@ CODES: dict[str, Code] = {
     "bad-model-path": Code(
         "error",
         "profile",
-        "model.path is not an absolute path, and Triton needs the model repository directory.",
+        "model.path is not an absolute path, and the runtime reads a directory or file in the pod, never a Hub id "
+        "(Triton: the model repository; llama.cpp: the GGUF file).",
         (
-            "Set model.path to the absolute path of the Triton model repository, e.g. "
-            "/var/run/models/<model>/triton_model_repo."
+            "Set model.path to the absolute path: for Triton the model repository, e.g. "
+            "/var/run/models/<model>/triton_model_repo; for llama.cpp the GGUF file, e.g. /models/<model>.gguf."
         ),
     ),
     "bad-name": Code(
@@ -455,7 +456,7 @@ CODES: dict[str, Code] = {
         "profile",
         "replicas is set while autoscaling is on: it is not written to the workload, since the autoscaler owns the "
         "group count.",
-        "Remove replicas, or set autoscaling.minReplicas to the count to keep at least.",
+        "Remove replicas (autoscaling.minReplicas is the count kept at least).",
     ),
     "min-above-max": Code(
         "error",
@@ -506,8 +507,10 @@ CODES: dict[str, Code] = {
         "error",
         "profile",
         "model.path is a relative path and not a Hub id (org/name): the engine resolves it against its image's "
-        "working directory, where no weights are.",
-        "Write the model's absolute path (under storage.mountPath when the weights are on a claim), or a Hub id.",
+        "working directory, where no weights are; or KServe's hf:// or pvc:// on platform lws, which the engine is "
+        "given as it is.",
+        "Write the model's absolute path (under storage.mountPath when the weights are on a claim), or a Hub id "
+        "(org/name), or use platform kserve.",
     ),
     "model-outside-claim": Code(
         "error",

@@ -19,7 +19,7 @@ def _problems(write_profile, profile):
 def test_tensor_must_divide_the_attention_heads(write_profile):
     # Llama 3.1 70B: 64 attention heads, 8 KV heads (config.json)
     profile = profile_for(
-        "vllm", model={"path": "m", "family": "llama-3.1-70b"}, **{"parallelism.tensor": 6, "node.gpus": 6}
+        "vllm", model={"path": "/models/m", "family": "llama-3.1-70b"}, **{"parallelism.tensor": 6, "node.gpus": 6}
     )
     [problem] = _problems(write_profile, profile)
     assert problem.path == "parallelism.tensor" and problem.code == "not-divisible"
@@ -27,7 +27,7 @@ def test_tensor_must_divide_the_attention_heads(write_profile):
 
 
 def test_kv_heads_are_divided_or_replicated_by_a_whole_factor(write_profile):
-    explicit = {"path": "m", "attentionHeads": 48, "kvHeads": 8, "layers": 56}
+    explicit = {"path": "/models/m", "attentionHeads": 48, "kvHeads": 8, "layers": 56}
     bad = profile_for("vllm", model=explicit, **{"parallelism.tensor": 12, "node.gpus": 12})
     [problem] = _problems(write_profile, bad)
     assert "tensor 12 neither divides the model's 8 KV heads nor is a multiple of them" in problem.message
@@ -38,7 +38,9 @@ def test_kv_heads_are_divided_or_replicated_by_a_whole_factor(write_profile):
 def test_uneven_pipeline_stages_are_a_warning(write_profile):
     # Llama 3.1 405B: 126 layers; pipeline 4 gives stages of 31 and 32
     profile = profile_for(
-        "vllm", model={"path": "m", "family": "llama-3.1-405b"}, **{"parallelism.tensor": 8, "parallelism.pipeline": 4}
+        "vllm",
+        model={"path": "/models/m", "family": "llama-3.1-405b"},
+        **{"parallelism.tensor": 8, "parallelism.pipeline": 4},
     )
     _, _, warnings = load_profile(write_profile(profile))
     assert [w.code for w in warnings] == ["uneven-stages"]
@@ -80,7 +82,7 @@ def test_extra_args_may_not_repeat_a_derived_flag(write_profile, runtime, arg):
 def test_an_unknown_gpu_or_an_instance_type_alone_says_the_fit_was_not_checked(write_profile):
     unknown = profile_for(
         "vllm",
-        model={"path": "m", "family": "llama-3.1-70b"},
+        model={"path": "/models/m", "family": "llama-3.1-70b"},
         **{"node.gpuProduct": "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"},
     )
     _, _, [warning] = load_profile(write_profile(unknown))
@@ -89,6 +91,6 @@ def test_an_unknown_gpu_or_an_instance_type_alone_says_the_fit_was_not_checked(w
         "'NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition' is not a GPU lwsgen knows" in warning.message
         and "NVIDIA-H200" in warning.message
     )
-    alone = profile_for("vllm", model={"path": "m", "params": 70}, **{"node.instanceType": "p4d.24xlarge"})
+    alone = profile_for("vllm", model={"path": "/models/m", "params": 70}, **{"node.instanceType": "p4d.24xlarge"})
     _, _, [warning] = load_profile(write_profile(alone))
     assert warning.path == "node.instanceType" and "set node.gpuProduct" in warning.message

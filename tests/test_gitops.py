@@ -547,3 +547,22 @@ def test_a_layout_an_overlay_breaks_is_reported_in_the_overlay(write_profile, ca
     assert (
         f"{overlay}:4:9: node.gpus: world size 16 (tensor 8 x pipeline 2) is not a multiple" in capsys.readouterr().err
     )
+
+
+def test_replicas_a_base_sets_is_not_warned_about_in_an_autoscaled_overlay(write_profile, capsys):
+    """The overlay cannot remove a base's replicas (null is refused), so a warning on it would keep
+    render --strict failing for good; replicas the overlay or --set gives is warned about."""
+    write_profile(BASE + "replicas: 2\n", "base.yaml")
+    scaled = "autoscaling: {enabled: true, minReplicas: 2, maxReplicas: 4, metric: kv-cache-usage, target: 80}\n"
+    overlay = write_profile("extends: base.yaml\nname: x\nmonitoring: {enabled: true}\n" + scaled, "x.yaml")
+    out = str(overlay.parent / "out")
+    assert main(["render", str(overlay), "-o", out]) == 0
+    assert "replicas-ignored" not in capsys.readouterr().err
+    assert main(["render", str(overlay), "-o", out, "--set", "replicas=3", "--format", "json"]) == 0
+    assert '"code": "replicas-ignored"' in capsys.readouterr().out
+
+
+def test_a_layout_a_set_breaks_is_reported_at_the_set(write_profile, capsys):
+    profile = write_profile(BASE + "name: x\n", "x.yaml")
+    assert main(["render", str(profile), "-o", str(profile.parent / "out"), "--set", "node.gpus=6"]) == 1
+    assert "--set:1:11: node.gpus: world size 16 (tensor 8 x pipeline 2) is not a multiple" in capsys.readouterr().err

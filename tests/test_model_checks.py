@@ -132,3 +132,36 @@ def test_the_default_served_name_is_what_the_engine_itself_would_serve(render, m
     lws = fastyaml.load(render(merged(MINIMAL, model=model)).files["leaderworkerset.yaml"])
     args = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["args"]
     assert args[args.index("--served-model-name") + 1] == served
+
+
+LLAMACPP = {"runtime": "llamacpp", "image": "registry.example.com/llama.cpp-rpc:b10470", "parallelism": {"pipeline": 2}}
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        ({"model.path": "./Llama-3.1-8B-Instruct"}, "model-path-relative"),
+        ({"model.path": "Llama-3.1-8B-Instruct"}, "model-path-relative"),  # a bare name: Hub ids have an org
+        ({"model.path": "models/meta-llama/Llama-3.1-8B-Instruct"}, "model-path-relative"),
+        ({"model.path": "meta--llama/x"}, "model-path-relative"),  # huggingface_hub refuses '--'
+        ({"model.path": "hf://meta-llama/Llama-3.1-8B-Instruct"}, "model-path-relative"),
+        ({"model.path": "pvc://models/llama"}, "model-path-relative"),
+        ({"model.path": "meta-llama/Llama-3.1-8B-Instruct"}, None),
+        ({"model.path": "/models/Llama-3.1-8B-Instruct"}, None),
+        ({"model.path": "s3://bucket/llama"}, None),  # vLLM's Run:ai streamer reads it
+        ({**LLAMACPP, "model.path": "weights/llama.gguf"}, "bad-model-path"),  # llama.cpp downloads no Hub id
+        ({**LLAMACPP, "model.path": "/models/llama.gguf"}, None),
+    ],
+)
+def test_a_model_path_is_absolute_or_a_hub_id_the_engine_downloads(write_profile, change, said):
+    """'./m', 'm' or 'models/org/name' rendered exit 0 and the engine looked for the weights in its
+    image's working directory; llama.cpp took a relative GGUF path, Hub-id shaped or not."""
+    from lwsgen.pipeline import load_profile
+    from lwsgen.problems import ProblemsError
+
+    try:
+        load_profile(write_profile(merged(MINIMAL, **change)))
+        codes = []
+    except ProblemsError as err:
+        codes = [p.code for p in err.problems if p.path == "model.path"]
+    assert codes == ([said] if said else [])

@@ -58,7 +58,7 @@ PROFILE_CASES = [
             "replicas",
             "replicas-ignored",
             "replicas 3 has no effect with autoscaling on: the autoscaler keeps between autoscaling.minReplicas 1 "
-            "and maxReplicas 4 groups; remove replicas, or set minReplicas",
+            "and maxReplicas 4 groups; remove replicas",
         ),
     ),
     (

@@ -7,7 +7,7 @@ import difflib
 import posixpath
 import re
 
-from lwsgen import registry
+from lwsgen import platforms, registry, runtimes
 from lwsgen.check import sizing
 from lwsgen.check.budget import is_hub_id
 from lwsgen.load.source import Source
@@ -26,26 +26,41 @@ def _under(path: str, directory: str) -> bool:
 
 
 # A Hub repository id as huggingface_hub validates one (utils/_validators.py, REPO_ID_REGEX and
-# validate_repo_id, huggingface_hub 2.4.0): [namespace/]name of ASCII letters, digits, '-', '_', '.',
-# each part 1-96 characters between word boundaries, with no '--' or '..'.
-_HUB_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)
+# validate_repo_id, huggingface_hub 2.4.0): ASCII letters, digits, '-', '_', '.', each part 1-96
+# characters between word boundaries, no '--' or '..'; and with its namespace (org/name), which every
+# model lwsgen serves has (is_hub_id), so a bare name is a relative path.
+_HUB_ID = re.compile(r"\b[\w\-.]{1,96}\b/\b[\w\-.]{1,96}\b", re.ASCII)
+# URIs the engines do not read as given: KServe's pvc:// and hf:// (its storage initializer's), on
+# platform lws. s3:// and gs:// are left to the engine (vLLM's Run:ai streamer loads them).
+_KSERVE_ONLY = ("pvc://", "hf://")
 
 
-def hub_id_or_absolute(path: str) -> bool:
-    """What an engine can find from any working directory: an absolute path, a URI another rule
-    judges (s3://, oci://, pvc://), or a Hub id it downloads."""
-    if path.startswith("/") or "://" in path:
-        return True
-    return bool(_HUB_ID.fullmatch(path)) and "--" not in path and ".." not in path
+def hub_id(path: str) -> bool:
+    """A Hub id an engine downloads: org/name, valid as huggingface_hub validates it."""
+    return is_hub_id(path) and bool(_HUB_ID.fullmatch(path)) and "--" not in path and ".." not in path
 
 
 @registry.rule("model-path-relative", scope=PROFILE, severity=ERROR)
 def check_model_path_relative(profile: Profile, src: Source) -> list[Problem]:
-    """A relative model.path that is not a Hub id (./m, ../m, models/org/name): the engine resolves it
-    against its image's working directory (/vllm-workspace, /sgl-workspace, ...), not the claim's
-    mount, finds no weights there, and cannot download it either."""
+    """A model.path that is neither absolute nor a Hub id (org/name): a relative path (./m, ../m, m,
+    models/org/name) the engine would resolve against its image's working directory (/vllm-workspace,
+    /sgl-workspace, ...), not the claim's mount, or KServe's hf:// and pvc:// on platform lws, which
+    the engine is given as they are. Runtimes that read no Hub id judge their own path (Triton,
+    llama.cpp: bad-model-path)."""
     path = profile.model.path
-    if "path" not in (src.data.get("model") or {}) or hub_id_or_absolute(path):
+    given = "path" in (src.data.get("model") or {})
+    if not given or path.startswith("/") or not runtimes.get(profile.runtime).reads_hub_ids:
+        return []
+    if "://" in path:
+        if profile.platform != platforms.LWS or not path.startswith(_KSERVE_ONLY):
+            return []
+        scheme = path.split("://", 1)[0]
+        message = (
+            f"{scheme}:// is KServe's, and on platform lws the engine is given model.path as it is: write the Hub id "
+            "(org/name) or the absolute path, or use platform kserve"
+        )
+        return [src.problem(("model", "path"), message, "model-path-relative")]
+    if hub_id(path):
         return []
     where = f"under storage.mountPath {profile.storage.mount_path}" if profile.storage else "in the image"
     message = (

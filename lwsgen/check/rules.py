@@ -50,7 +50,8 @@ def _layouts(profile: Profile, src: Source) -> list[str]:
     """Nearby layouts that divide evenly: same GPUs per node with a rounded world size, or fewer GPUs
     per node. With data parallelism (tensor x pipeline GPUs per rank), a rounded data degree; for an
     engine that splits by pipeline only (llama.cpp), a rounded pipeline. A layout the rules would
-    refuse, or the fit check says cannot hold the model, is not offered (every suggestion must render)."""
+    refuse, or the fit check says cannot hold the model, is not offered: every suggestion renders once
+    the profile's other errors, which it neither causes nor fixes, are fixed."""
 
     par, world, gpus = profile.parallelism, profile.world_size, profile.node.gpus
     per_rank = par.tensor * par.pipeline if par.data > 1 else 0
@@ -117,8 +118,8 @@ def check_divisible(profile: Profile, src: Source) -> list[Problem]:
         + "; ".join(_layouts(profile, src))
     )
     fields = [f for f in _LAYOUT_FIELDS if f in src.values_at and (par.data > 1 or f != ("parallelism", "data"))]
-    # the field the profile itself sets, over one an extended base set: the overlay made it not divide
-    own = [f for f in fields if src.file_of(f) == src.file]
+    # the field --set or the profile itself sets, over one an extended base set: that made it not divide
+    own = [f for f in fields if src.file_of(f).startswith("--set")] or [f for f in fields if src.file_of(f) == src.file]
     field = (own or fields or [("node", "gpus")])[0]
     return [src.problem(field, message, "not-divisible")]
 
@@ -169,14 +170,19 @@ def check_replicas(profile: Profile, src: Source) -> list[Problem]:
 @registry.rule("replicas-ignored", scope=PROFILE, severity=WARNING)
 def check_replicas_with_autoscaling(profile: Profile, src: Source) -> list[Problem]:
     """replicas given with autoscaling on: it is not written (the autoscaler owns the group count, and a
-    GitOps controller writing it back would fight it), so the value has no effect. Say so."""
+    GitOps controller writing it back would fight it), so the value has no effect. Said where the
+    profile (or --set) gives it, not for a base's default the profile cannot remove; a profile with
+    roles reads replicas for each role that is not autoscaled."""
     scaling = profile.autoscaling
-    if not scaling.enabled or ("replicas",) not in src.values_at:
+    if not scaling.enabled or profile.roles or ("replicas",) not in src.values_at:
+        return []
+    given_in = src.file_of(("replicas",))
+    if given_in != src.file and not given_in.startswith("--set"):
         return []
     message = (
         f"replicas {profile.replicas} has no effect with autoscaling on: the autoscaler keeps between "
         f"autoscaling.minReplicas {scaling.min_replicas} and maxReplicas {scaling.max_replicas} groups; "
-        "remove replicas, or set minReplicas"
+        "remove replicas"
     )
     return [src.problem(("replicas",), message, "replicas-ignored")]
 

@@ -124,6 +124,12 @@ def capabilities(version: versions.EngineVersion, profile: Profile | None = None
 
 def check(profile: Profile) -> list[Finding]:
     par = profile.parallelism
+    if not profile.model.path.startswith("/"):  # llama-server -m opens a file; it downloads nothing by this path
+        message = (
+            f"{profile.model.path!r} is not an absolute path; llama.cpp needs the GGUF file's path in the pod (for "
+            "example /models/<model>.gguf)"
+        )
+        return [Finding(("model", "path"), message, "bad-model-path")]
     if par.tensor > 1 and par.pipeline > 1:
         return [
             Finding(

@@ -152,7 +152,7 @@ def test_launch_mode_on_a_runtime_without_a_choice_is_an_error(said):
         "name": "s",
         "runtime": "sglang",
         "image": "lmsysorg/sglang:v0.5.23",
-        "model": {"path": "m"},
+        "model": {"path": "/models/m"},
         "node": {"gpus": 8},
         "launch": {"mode": "ray"},
     }
