@@ -155,5 +155,7 @@ def test_a_misspelt_field_is_told_the_field_it_is_close_to(said):
     errors, _ = said(merged(MINIMAL, monitorng={"enabled": True}))
     [error] = errors
     assert error.startswith("monitorng: unknown field; did you mean 'monitoring'? allowed here: ")
+    errors, _ = said(merged(MINIMAL, node={"GPUs": 8}))
+    assert any(e.startswith("node.GPUs: unknown field; did you mean 'gpus'? ") for e in errors), errors
     errors, _ = said(merged(MINIMAL, zzz=1))
     assert errors[0].startswith("zzz: unknown field; allowed here: ")

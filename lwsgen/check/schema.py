@@ -129,8 +129,9 @@ def _describe(err, src: Source) -> Problem:
     if name == "additionalProperties":
         field = kind.unexpected[0]
         fields = _allowed_fields(schema_path)
-        close = difflib.get_close_matches(str(field), fields, n=1, cutoff=0.75)
-        guess = f"did you mean '{close[0]}'? " if close else ""
+        lowered = {f.lower(): f for f in fields}  # GPUs -> gpus too
+        close = difflib.get_close_matches(str(field).lower(), list(lowered), n=1, cutoff=0.75)
+        guess = f"did you mean '{lowered[close[0]]}'? " if close else ""
         message = f"unknown field; {guess}allowed here: {', '.join(fields)}"
         return src.problem(path + (field,), message, "unknown-field", key=True)
     if name == "required":
