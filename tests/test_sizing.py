@@ -6,7 +6,7 @@ import re
 import pytest
 
 import fastyaml
-from conftest import MINIMAL, PROFILES, merged
+from conftest import MINIMAL, PROFILES, REPO, merged
 from lwsgen.check import sizing
 from lwsgen.cli import main
 from lwsgen.pipeline import load_profile
@@ -332,3 +332,12 @@ def test_explain_says_how_a_groups_pods_are_placed(write_profile, capsys, schedu
     out = capsys.readouterr().out
     placement = out.split("├─ placement\n", 1)[1].split("\n├─ ", 1)[0]
     assert [line[6:] for line in placement.splitlines()] == said
+
+
+def test_explain_says_how_a_disaggregated_sets_slices_are_placed(capsys):
+    profile = REPO / "tests" / "cases" / "valid" / "sglang-prefill-decode-placed" / "profile.yaml"
+    assert main(["explain", str(profile)]) == 0
+    assert (
+        "DisaggregatedSet placementPolicy ExclusiveSlice on network.example.com/rack: each slice's roles together, "
+        "the 2 slices spread across those domains" in capsys.readouterr().out
+    )

@@ -200,9 +200,11 @@ def _selectors(objects: dict[str, list[dict[str, Any]]], file: str, path: tuple[
     return out
 
 
-def _placement(scheduling) -> list[str]:
-    """How each group's pods are placed, from the scheduling fields (docs/scheduling.md)."""
-    s = scheduling
+def _placement(profile) -> list[str]:
+    """How each group's pods are placed, from the scheduling fields (docs/scheduling.md), and a
+    DisaggregatedSet's slices (its CRD's placementPolicy: the controller co-locates a slice's roles and
+    spreads the slices across topology domains)."""
+    s = profile.scheduling
     if s.scheduler == "volcano":
         queue = f", queue {s.queue}" if s.queue else ""
         steps = [f"Volcano gang scheduling{queue}: a PodGroup per group, none of its pods placed until all can be"]
@@ -216,6 +218,12 @@ def _placement(scheduling) -> list[str]:
         steps.append(f"one group per {s.exclusive_topology} domain, all its pods in it (LWS exclusive-topology)")
     if s.priority_class_name:
         steps.append(f"priority class {s.priority_class_name}")
+    placed = profile.disaggregation.placement if profile.roles else None
+    if placed is not None and placed.type != "None":
+        steps.append(
+            f"DisaggregatedSet placementPolicy {placed.type} on {placed.topology_key}: each slice's roles together, "
+            f"the {profile.disaggregation.slices} slices spread across those domains"
+        )
     return steps
 
 
@@ -250,7 +258,7 @@ def text(result: Rendered) -> str:
     for i, step in enumerate(traffic):
         lines.append(f"│  {'└─' if i == len(traffic) - 1 else '├─'} {step}")
 
-    placement = _placement(d.scheduling)
+    placement = _placement(d)
     lines.append("├─ placement")
     for i, step in enumerate(placement):
         lines.append(f"│  {'└─' if i == len(placement) - 1 else '├─'} {step}")
