@@ -28,11 +28,7 @@ PIPELINE_FLAGS = ("--pipeline-parallel-size", "--pp-size", "--pp_size")
 
 
 def _flag(args: list[str], names: tuple[str, ...]) -> str | None:
-    for index, arg in enumerate(args):
-        name, _, value = arg.partition("=")
-        if name in names:
-            return value or (args[index + 1] if index + 1 < len(args) else None)
-    return None
+    return next((value for name, value in podneeds.flags(args) if name in names), None)
 
 
 def _gpus(container: dict[str, Any]) -> int | None:
@@ -186,9 +182,10 @@ def _mount_paths(spec: dict[str, Any]) -> dict[str, str]:
 def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Finding]:
     """Leader and workers run one program: a Secret or a shared volume that differs between them
     (a token only the leader can read, weights at another path) breaks the workers."""
-    at = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", podneeds.engine_index(worker))
+    index, main = podneeds.engine(worker)
+    at = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", index)
     leader_secrets = _env_secrets(leader)
-    for e, env in enumerate(podneeds.engine_container(worker).get("env", [])):
+    for e, env in enumerate(main.get("env", [])):
         ref = env.get("valueFrom", {}).get("secretKeyRef")
         theirs = leader_secrets.get(env.get("name"))
         if ref and theirs and (ref.get("name"), ref.get("key")) != theirs:
@@ -198,7 +195,7 @@ def _sides_agree(leader: dict[str, Any], worker: dict[str, Any]) -> Iterator[Fin
                 f"{theirs[0]!r} key {theirs[1]!r} for {env.get('name')}",
             )
     leader_paths = _mount_paths(leader)
-    for m, mount in enumerate(podneeds.engine_container(worker).get("volumeMounts", [])):
+    for m, mount in enumerate(main.get("volumeMounts", [])):
         theirs = leader_paths.get(mount.get("name"))
         if theirs and not mount.get("subPath") and mount.get("mountPath") != theirs:
             yield Finding(

@@ -33,20 +33,25 @@ ENGINE_CONTAINERS = ("leader", "worker", "main", "kserve-container", "worker-con
 GROUP_FLAGS = re.compile(r"--((tensor|pipeline|data|expert)[-_]parallel[-_]size|(tp|pp|dp|ep)([-_]size)?|nnodes)")
 
 
-def engine_index(spec: dict[str, Any]) -> int:
-    """Where the engine container is: the one named as lwsgen (or KServe) names it, since a
-    strategic-merge patch adding a sidecar puts it first; else the first."""
+def engine(spec: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """(index, container) of a pod spec's engine container: the one named as lwsgen (or KServe) names
+    it, since a strategic-merge patch adding a sidecar puts it first; else the first ({} if none)."""
     containers = spec.get("containers") or []
     named = (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") in ENGINE_CONTAINERS)
-    return next(named, 0)
+    index = next(named, 0)
+    found = containers[index] if index < len(containers) else {}
+    return index, found if isinstance(found, dict) else {}
 
 
 def engine_container(spec: dict[str, Any]) -> dict[str, Any]:
-    """A pod spec's engine container ({} if it has none)."""
-    containers = spec.get("containers") or [{}]
-    index = engine_index(spec)
-    found = containers[index] if index < len(containers) else {}
-    return found if isinstance(found, dict) else {}
+    return engine(spec)[1]
+
+
+def flags(args: list[str]) -> Iterator[tuple[str, str | None]]:
+    """(name, value) of each argument: `--flag value` or `--flag=value`."""
+    for index, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        yield name, value or (args[index + 1] if index + 1 < len(args) else None)
 
 
 def _gpus(container: dict[str, Any]) -> tuple[str, object] | None:
@@ -73,7 +78,7 @@ def _containers(spec: dict[str, Any], at: tuple) -> Iterator[Finding]:
         for c, container in enumerate(spec.get(group) or []):
             if isinstance(container, dict) and not container.get("image"):
                 yield Finding((*at, group, c), f"container {container.get('name')!r} has no image")
-    main, index = engine_container(spec), engine_index(spec)
+    index, main = engine(spec)
     if main and not main.get("command"):
         what = "neither command nor args" if not main.get("args") else "args but no command"
         yield Finding(
@@ -104,10 +109,9 @@ def _workers_load_model(lws: dict[str, Any]) -> bool:
 def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Finding]:
     leader, worker = (lwt.get(side, {}).get("spec") or {} for side in SIDES)
     specs = {"leaderTemplate": leader, "workerTemplate": worker}
-    at = {
-        side: ("spec", "leaderWorkerTemplate", side, "spec", "containers", engine_index(specs[side])) for side in SIDES
-    }
-    mains = {"leaderTemplate": engine_container(leader), "workerTemplate": engine_container(worker)}
+    found = {side: engine(spec) for side, spec in specs.items()}
+    at = {side: ("spec", "leaderWorkerTemplate", side, "spec", "containers", found[side][0]) for side in SIDES}
+    mains = {side: container for side, (_, container) in found.items()}
     gpus = {side: _gpus(container) for side, container in mains.items()}
     if (gpus["leaderTemplate"] is None) != (gpus["workerTemplate"] is None) or (
         gpus["leaderTemplate"]
@@ -146,12 +150,7 @@ def _sides(lwt: dict[str, Any], workers_load_model: bool = True) -> Iterator[Fin
 def _group_flags(container: dict[str, Any]) -> dict[str, str]:
     """The group-sizing flags an engine container is given, by name: `--flag value` or `--flag=value`."""
     words = [str(w) for key in ("command", "args") for w in container.get(key) or []]
-    found = {}
-    for i, word in enumerate(words):
-        flag, eq, value = word.partition("=")
-        if GROUP_FLAGS.fullmatch(flag):
-            found[flag.replace("_", "-")] = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-    return found
+    return {name.replace("_", "-"): value for name, value in flags(words) if GROUP_FLAGS.fullmatch(name)}
 
 
 def _same_engine(mains: dict[str, dict], specs: dict[str, dict], at: dict[str, tuple]) -> Iterator[Finding]:
@@ -235,7 +234,7 @@ def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
         template = lwt.get(side) or {}
         plugin = _runtime(lws, side)
         features = plugin.flag_features if plugin is not None else None
-        main = engine_container(template.get("spec") or {})
+        container_at, main = engine(template.get("spec") or {})
         if not features or not isinstance(main.get("image"), str):
             continue
         annotations = (template.get("metadata") or {}).get("annotations") or {}
@@ -249,8 +248,7 @@ def _flags(lws: dict[str, Any]) -> Iterator[Finding]:
                 feature = features.get(str(arg).split("=", 1)[0])
                 message = running.needs(feature, str(arg).split("=", 1)[0]) if feature else None
                 if message:
-                    container = engine_index(template.get("spec") or {})
-                    where = ("spec", "leaderWorkerTemplate", side, "spec", "containers", container, key, index)
+                    where = ("spec", "leaderWorkerTemplate", side, "spec", "containers", container_at, key, index)
                     yield Finding(where, message.replace("this profile runs", f"image {main['image']!r} runs"))
 
 
