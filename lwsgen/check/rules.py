@@ -86,20 +86,11 @@ def _layouts(profile: Profile, src: Source) -> list[str]:
             )
             break
     # A problem the profile has anyway (an autoscaler's bounds, say) is no reason to hold a layout back.
-    already = {(p.path, p.code) for p in _errors_besides_divisibility(profile, src)}
+    already = {(p.path, p.code) for p in registry.run(PROFILE, ERROR, profile, src, without=check_divisible)}
     return [
         label
         for candidate, label in candidates
         if sizing.fits_profile(candidate) is None and {(p.path, p.code) for p in check_rules(candidate, src)} <= already
-    ]
-
-
-def _errors_besides_divisibility(profile: Profile, src: Source) -> list[Problem]:
-    return [
-        p
-        for rule in registry.rules(PROFILE, ERROR)
-        if rule.function is not check_divisible
-        for p in rule.function(profile, src)
     ]
 
 
