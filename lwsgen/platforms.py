@@ -178,6 +178,11 @@ def engine_profile(profile: Profile) -> Profile:
     return profile._replace(model=profile.model._replace(path=KSERVE_MODEL_DIR))
 
 
+def is_hub_id(path: str) -> bool:
+    """model.path written as a Hub repository id (org/name), not a file system path."""
+    return not path.startswith(("/", ".")) and path.count("/") == 1
+
+
 def model_uri(profile: Profile) -> str | None:
     """model.uri for KServe: the s3:// or oci:// URI KServe delivers, pvc://<claim>/<path in it> for
     weights on the profile's claim, hf://<id> for a hub id; None when the weights are elsewhere (baked
@@ -193,6 +198,6 @@ def model_uri(profile: Profile) -> str | None:
             return f"pvc://{storage.claim_name}"
         if path.startswith(f"{root}/"):
             return f"pvc://{storage.claim_name}/{path[len(root) + 1 :]}"
-    if not path.startswith(("/", ".")) and path.count("/") == 1:
+    if is_hub_id(path):
         return f"hf://{path}"
     return None

@@ -58,14 +58,9 @@ def size(profile: Profile) -> tuple[float | None, str]:
     return weights.gb, f"{where}, {weights.dtype}"
 
 
-def is_hub_id(path: str) -> bool:
-    """model.path written as a Hub repository id (org/name), not a file system path."""
-    return not path.startswith(("/", ".")) and path.count("/") == 1
-
-
 def downloads_per_pod(profile: Profile) -> bool:
     """A hub id as model.path, no storage, and an engine that downloads it itself."""
-    hub_id = is_hub_id(profile.model.path)
+    hub_id = platforms.is_hub_id(profile.model.path)
     plugin = runtimes.get(profile.runtime)
     return profile.storage is None and hub_id and plugin.reads_hub_ids
 

@@ -9,7 +9,6 @@ import re
 
 from lwsgen import platforms, registry, runtimes
 from lwsgen.check import sizing
-from lwsgen.check.budget import is_hub_id
 from lwsgen.load.source import Source
 from lwsgen.problems import ERROR, WARNING, Problem
 from lwsgen.profile import Profile
@@ -28,7 +27,7 @@ def _under(path: str, directory: str) -> bool:
 # A Hub repository id as huggingface_hub validates one (utils/_validators.py, REPO_ID_REGEX and
 # validate_repo_id, huggingface_hub 2.4.0): ASCII letters, digits, '-', '_', '.', each part 1-96
 # characters between word boundaries, no '--' or '..'; and with its namespace (org/name), which every
-# model lwsgen serves has (is_hub_id), so a bare name is a relative path.
+# model lwsgen serves has (platforms.is_hub_id), so a bare name is a relative path.
 _HUB_ID = re.compile(r"\b[\w\-.]{1,96}\b/\b[\w\-.]{1,96}\b", re.ASCII)
 # URIs the engines do not read as given: KServe's pvc:// and hf:// (its storage initializer's), on
 # platform lws. s3:// and gs:// are left to the engine (vLLM's Run:ai streamer loads them).
@@ -37,7 +36,7 @@ _KSERVE_ONLY = ("pvc://", "hf://")
 
 def hub_id(path: str) -> bool:
     """A Hub id an engine downloads: org/name, valid as huggingface_hub validates it."""
-    return is_hub_id(path) and bool(_HUB_ID.fullmatch(path)) and "--" not in path and ".." not in path
+    return platforms.is_hub_id(path) and bool(_HUB_ID.fullmatch(path)) and "--" not in path and ".." not in path
 
 
 @registry.rule("model-path-relative", scope=PROFILE, severity=ERROR)
@@ -92,7 +91,7 @@ def _hub_repo(profile: Profile) -> str | None:
     if profile.model.source is not None:
         return profile.model.source.repo
 
-    return profile.model.path if is_hub_id(profile.model.path) else None
+    return profile.model.path if platforms.is_hub_id(profile.model.path) else None
 
 
 @registry.rule("gated-model", scope=PROFILE, severity=WARNING)
